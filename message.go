@@ -1,0 +1,110 @@
+package sqsworker
+
+import (
+	"strconv"
+	"time"
+)
+
+// Message is one SQS message as a handler sees it, whichever host received it.
+//
+// The poller fills it from the SDK's types.Message, the Lambda adapter from
+// events.SQSMessage; handlers never see which host called them.
+type Message struct {
+	// ID is the SQS message id (MessageId), unique per message sent.
+	ID string
+	// Body is the message body as sent (up to the queue's MaximumMessageSize, at most 1 MiB).
+	Body string
+	// Attributes holds the SQS system attributes by name (for example
+	// "ApproximateReceiveCount", "SentTimestamp", "MessageGroupId").
+	Attributes map[string]string
+	// MessageAttributes holds the sender's message attributes by name (at most 10 per message).
+	MessageAttributes map[string]MessageAttribute
+	// ReceiveCount is ApproximateReceiveCount: how many times SQS has handed this message
+	// out, this delivery included. It starts at 1.
+	ReceiveCount int
+	// SentAt is when SQS accepted the message (SentTimestamp). Zero if unknown.
+	SentAt time.Time
+	// FirstReceivedAt is when the message was first received (ApproximateFirstReceiveTimestamp).
+	// Zero if unknown.
+	FirstReceivedAt time.Time
+	// GroupID is the FIFO message group id (MessageGroupId); empty on standard queues.
+	GroupID string
+	// DeduplicationID is the FIFO message deduplication id; empty on standard queues.
+	DeduplicationID string
+	// QueueURL is the URL of the queue the message was received from.
+	QueueURL string
+	// QueueARN is the ARN of the queue the message was received from.
+	QueueARN string
+	// ReceiptHandle identifies this delivery for DeleteMessage and ChangeMessageVisibility.
+	// It changes on every receive.
+	ReceiptHandle string
+}
+
+// MessageAttribute is one SQS message attribute. DataType is "String", "Number" or
+// "Binary", optionally with a custom suffix ("String.json"); String types use
+// StringValue, Binary types use BinaryValue.
+type MessageAttribute struct {
+	DataType    string
+	StringValue string
+	BinaryValue []byte
+}
+
+// StringAttribute returns the string value of the message attribute name, and whether
+// the message has it.
+func (m *Message) StringAttribute(name string) (string, bool) {
+	attribute, ok := m.MessageAttributes[name]
+	if !ok {
+		return "", false
+	}
+	return attribute.StringValue, true
+}
+
+// SQS system attribute names that [Message.ApplySystemAttributes] reads.
+const (
+	attributeReceiveCount     = "ApproximateReceiveCount"
+	attributeSentTimestamp    = "SentTimestamp"
+	attributeFirstReceiveTime = "ApproximateFirstReceiveTimestamp"
+	attributeMessageGroupID   = "MessageGroupId"
+	attributeDeduplicationID  = "MessageDeduplicationId"
+)
+
+// ApplySystemAttributes fills ReceiveCount, SentAt, FirstReceivedAt, GroupID and
+// DeduplicationID from m.Attributes (timestamps are epoch milliseconds, as SQS sends
+// them). Missing or malformed values leave the field as it was; a missing receive count
+// becomes 1, since the message has been received at least once.
+func (m *Message) ApplySystemAttributes() {
+	if count, err := strconv.Atoi(m.Attributes[attributeReceiveCount]); err == nil {
+		m.ReceiveCount = count
+	}
+	if m.ReceiveCount < 1 {
+		m.ReceiveCount = 1
+	}
+	if at, ok := epochMilliseconds(m.Attributes[attributeSentTimestamp]); ok {
+		m.SentAt = at
+	}
+	if at, ok := epochMilliseconds(m.Attributes[attributeFirstReceiveTime]); ok {
+		m.FirstReceivedAt = at
+	}
+	if group := m.Attributes[attributeMessageGroupID]; group != "" {
+		m.GroupID = group
+	}
+	if id := m.Attributes[attributeDeduplicationID]; id != "" {
+		m.DeduplicationID = id
+	}
+}
+
+// SinceFirstReceive returns how long ago the message was first received, or 0 when unknown.
+func (m *Message) SinceFirstReceive(now time.Time) time.Duration {
+	if m.FirstReceivedAt.IsZero() {
+		return 0
+	}
+	return max(now.Sub(m.FirstReceivedAt), 0)
+}
+
+func epochMilliseconds(text string) (time.Time, bool) {
+	milliseconds, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || milliseconds <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(milliseconds), true
+}
