@@ -1,0 +1,196 @@
+locals {
+  role_name      = coalesce(var.role_name, var.function_name)
+  log_group_name = "/aws/lambda/${var.function_name}"
+
+  # The module's variables come last so callers cannot point the function elsewhere by accident.
+  environment = merge(
+    var.environment_variables,
+    var.queue_url == null ? {} : { SQSWORKER_QUEUE_URL = var.queue_url },
+    var.idempotency_table_name == null ? {} : { SQSWORKER_IDEMPOTENCY_TABLE = var.idempotency_table_name },
+  )
+}
+
+################################################################################
+# Function
+################################################################################
+
+resource "aws_lambda_function" "this" {
+  count = var.create ? 1 : 0
+
+  function_name = var.function_name
+  description   = var.description
+  role          = aws_iam_role.this[0].arn
+
+  # The zip from `make lambda`: a static Go binary named bootstrap for the OS-only runtime.
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  handler          = "bootstrap"
+  filename         = var.filename
+  source_code_hash = filebase64sha256(var.filename)
+
+  timeout                        = var.timeout
+  memory_size                    = var.memory_size
+  reserved_concurrent_executions = coalesce(var.reserved_concurrent_executions, -1)
+
+  dynamic "environment" {
+    for_each = length(local.environment) > 0 ? [local.environment] : []
+
+    content {
+      variables = environment.value
+    }
+  }
+
+  logging_config {
+    log_format = "JSON"
+    log_group  = aws_cloudwatch_log_group.this[0].name
+  }
+
+  tags = var.tags
+
+  depends_on = [aws_iam_role_policy.this]
+}
+
+resource "aws_cloudwatch_log_group" "this" {
+  count = var.create ? 1 : 0
+
+  name              = local.log_group_name
+  retention_in_days = var.log_retention_in_days
+  kms_key_id        = var.log_group_kms_key_arn
+
+  tags = var.tags
+}
+
+################################################################################
+# Event source mapping
+################################################################################
+
+resource "aws_lambda_event_source_mapping" "this" {
+  count = var.create ? 1 : 0
+
+  event_source_arn = var.queue_arn
+  function_name    = aws_lambda_function.this[0].arn
+  enabled          = var.enabled
+
+  batch_size                         = var.batch_size
+  maximum_batching_window_in_seconds = var.fifo_queue ? null : var.maximum_batching_window_in_seconds
+
+  # Always on, deliberately not a variable: the handler reports the failed messages of a
+  # batch, and only those are retried. Without it one failure retries the whole batch.
+  function_response_types = ["ReportBatchItemFailures"]
+
+  dynamic "scaling_config" {
+    for_each = var.maximum_concurrency == null ? [] : [var.maximum_concurrency]
+
+    content {
+      maximum_concurrency = scaling_config.value
+    }
+  }
+
+  tags = var.tags
+
+  # The mapping checks the role's SQS permissions when it is created.
+  depends_on = [aws_iam_role_policy.this]
+}
+
+################################################################################
+# IAM (least privilege: this queue, its dead-letter queue, this table, this log group)
+################################################################################
+
+data "aws_iam_policy_document" "assume_role" {
+  count = var.create ? 1 : 0
+
+  statement {
+    sid     = "LambdaAssumeRole"
+    effect  = "Allow"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "this" {
+  count = var.create ? 1 : 0
+
+  name               = local.role_name
+  assume_role_policy = data.aws_iam_policy_document.assume_role[0].json
+
+  tags = var.tags
+}
+
+data "aws_iam_policy_document" "this" {
+  count = var.create ? 1 : 0
+
+  statement {
+    sid    = "ConsumeSourceQueue"
+    effect = "Allow"
+    actions = [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+      "sqs:GetQueueUrl",
+    ]
+    resources = [var.queue_arn]
+  }
+
+  statement {
+    sid    = "SendToDeadLetterQueue"
+    effect = "Allow"
+    actions = [
+      "sqs:SendMessage",
+      "sqs:GetQueueUrl",
+    ]
+    resources = [var.dlq_arn]
+  }
+
+  dynamic "statement" {
+    for_each = var.idempotency_table_arn == null ? [] : [1]
+
+    content {
+      sid    = "IdempotencyTable"
+      effect = "Allow"
+      actions = [
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+      ]
+      resources = [var.idempotency_table_arn]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.kms_key_arns) > 0 ? [1] : []
+
+    content {
+      sid    = "EncryptionKeys"
+      effect = "Allow"
+      actions = [
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+      ]
+      resources = var.kms_key_arns
+    }
+  }
+
+  statement {
+    sid    = "WriteLogs"
+    effect = "Allow"
+    actions = [
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]
+    resources = ["${aws_cloudwatch_log_group.this[0].arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "this" {
+  count = var.create ? 1 : 0
+
+  name   = "${local.role_name}-consumer"
+  role   = aws_iam_role.this[0].id
+  policy = data.aws_iam_policy_document.this[0].json
+}

@@ -1,0 +1,13 @@
+terraform {
+  # 1.9 is the first Terraform (and OpenTofu) release whose variable validations may refer
+  # to other variables; the validations in variables.tf need it.
+  required_version = ">= 1.9"
+
+  required_providers {
+    aws = {
+      source = "hashicorp/aws"
+      # 6.8.0 raised aws_sqs_queue.max_message_size's upper limit to 1 MiB.
+      version = ">= 6.8, < 7.0"
+    }
+  }
+}
