@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"golang.org/x/term"
+)
+
+// Output formats of --output.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// app holds the global flags and the outputs shared by every command.
+type app struct {
+	stdout, stderr io.Writer
+	output         string
+	region         string
+	profile        string
+	cfg            *aws.Config
+}
+
+func newApp(stdout, stderr io.Writer) *app {
+	return &app{stdout: stdout, stderr: stderr}
+}
+
+// awsConfig loads the AWS configuration once, from the standard chain plus --region
+// and --profile. Endpoints come only from that chain (AWS_ENDPOINT_URL_*).
+func (a *app) awsConfig(ctx context.Context) (aws.Config, error) {
+	if a.cfg != nil {
+		return *a.cfg, nil
+	}
+	var options []func(*config.LoadOptions) error
+	if a.region != "" {
+		options = append(options, config.WithRegion(a.region))
+	}
+	if a.profile != "" {
+		options = append(options, config.WithSharedConfigProfile(a.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, options...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("sqsworker: loading AWS configuration: %w", err)
+	}
+	a.cfg = &cfg
+	return cfg, nil
+}
+
+func (a *app) sqs(ctx context.Context) (*sqs.Client, error) {
+	cfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sqs.NewFromConfig(cfg), nil
+}
+
+func (a *app) json() bool { return a.output == outputJSON }
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	encoder := json.NewEncoder(a.stdout)
+	encoder.SetIndent("", "  ")
+	return encoder.Encode(v)
+}
+
+// table returns a tab-aligned writer on stdout; call Flush when done.
+func (a *app) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+}
+
+// warn prints a warning line on stderr.
+func (a *app) warn(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
+}
+
+// stderrIsTerminal reports whether stderr is a terminal (progress bars go there only then).
+func (a *app) stderrIsTerminal() bool {
+	file, ok := a.stderr.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// ago formats how long before now t was ("3m12s ago"), or "-" for a zero time.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		return "in " + short(-d)
+	}
+	return short(d) + " ago"
+}
+
+// until formats how long after now t is ("in 3d23h"), or "-".
+func until(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now).Round(time.Second)
+	if d < 0 {
+		return short(-d) + " ago"
+	}
+	return "in " + short(d)
+}
+
+// short formats a duration compactly, with days: "3d23h", "5m2s", "0s".
+func short(d time.Duration) string {
+	if d >= 24*time.Hour {
+		hours := d.Round(time.Hour) / time.Hour
+		return fmt.Sprintf("%dd%dh", hours/24, hours%24)
+	}
+	return d.String()
+}
+
+// timestamp formats t in RFC 3339 UTC, or "-".
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// queueName returns the last path element of a queue URL or ARN.
+func queueName(ref string) string {
+	if i := strings.LastIndexAny(ref, "/:"); i >= 0 {
+		return ref[i+1:]
+	}
+	return ref
+}
+
+// oneLine shortens text to one line of at most n characters.
+func oneLine(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) > n {
+		return text[:n-1] + "…"
+	}
+	return text
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sqsworker/sqsworker/redrive"
+)
+
+func newDLQCommand(a *app) *cobra.Command {
+	return newGroup("dlq", "Look at dead-letter queue messages (peek, list)",
+		newDLQPeekCommand(a, "peek", 10),
+		newDLQPeekCommand(a, "list", 100),
+	)
+}
+
+// newDLQPeekCommand builds `dlq peek` (each message in full) and `dlq list` (one line
+// per message); both receive and release, as redrive.Peek does.
+func newDLQPeekCommand(a *app, name string, defaultMax int) *cobra.Command {
+	var options redrive.PeekOptions
+	short := "Show dead letters in full: failure reason, error, source queue, receives, sent and expiry, attributes, body"
+	if name == "list" {
+		short = "List dead letters, one line each: id, failure reason, source queue, receives, sent, expiry, error"
+	}
+	cmd := &cobra.Command{
+		Use:   name + " QUEUE",
+		Short: short,
+		Long: short + `.
+
+QUEUE is the dead-letter queue itself (name, URL or ARN). SQS has no read-only peek: the
+messages are received (hidden for --visibility so each is seen once), then all released
+with visibility 0, and each receive adds one to the message's ApproximateReceiveCount. The
+output says how many receives were used.
+
+A queue that has a redrive policy (a source queue, or a chained DLQ) is refused unless you
+pass --force: every receive counts toward its maxReceiveCount, so looking could push
+messages into its dead-letter queue.
+
+Expiry: a standard queue keeps a message's original enqueue time when the redrive policy
+moves it to the DLQ, so it expires at sent time + the DLQ's retention. A FIFO DLQ resets
+the enqueue time on that move, so only the earliest possible expiry is known ("after").
+Messages a host dead-lettered itself (with a failure-reason) are new messages: exact.`,
+		Example: fmt.Sprintf(`  sqsworker dlq %s orders-dlq
+  sqsworker dlq %s orders-dlq --max 500 -o json`, name, name),
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			client, err := a.sqs(ctx)
+			if err != nil {
+				return err
+			}
+			url, err := redrive.QueueURL(ctx, client, args[0])
+			if err != nil {
+				return err
+			}
+			result, err := redrive.Peek(ctx, client, url, options)
+			if errors.Is(err, redrive.ErrPeekNeedsForce) {
+				return err
+			}
+			if result == nil {
+				return err
+			}
+			if a.json() {
+				if printErr := a.printJSON(result); printErr != nil {
+					return printErr
+				}
+				return err
+			}
+			now := time.Now()
+			if name == "list" {
+				a.printDeadLetterList(result, now)
+			} else {
+				a.printDeadLetters(result, now)
+			}
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&options.MaxMessages, "max", defaultMax, "look at this many messages at most")
+	cmd.Flags().BoolVar(&options.Force, "force", false, "peek a queue that has a redrive policy (receives count toward its maxReceiveCount)")
+	cmd.Flags().DurationVar(&options.VisibilityTimeout, "visibility", 30*time.Second, "how long each message stays hidden during the peek (released at the end)")
+	return cmd
+}
+
+func (a *app) peekSummary(result *redrive.PeekResult) {
+	kind := "standard"
+	if result.FIFO {
+		kind = "FIFO"
+	}
+	fmt.Fprintf(a.stdout, "Queue %s (%s, retention %s): %s seen, %s used, %d released.\n",
+		queueName(result.QueueURL), kind, short(result.Retention), plural(len(result.Messages), "message"), plural(result.ReceivesUsed, "receive"), result.Released)
+	if policy := result.RedrivePolicy; policy != nil {
+		fmt.Fprintf(a.stdout, "This queue has a redrive policy (maxReceiveCount %d -> %s): each message seen used one of its receives.\n",
+			policy.MaxReceiveCount, queueName(policy.DeadLetterTargetARN))
+	}
+}
+
+func expiryText(letter redrive.DeadLetter, now time.Time) string {
+	if letter.ExpiryExact {
+		return fmt.Sprintf("%s (%s)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now))
+	}
+	return fmt.Sprintf("after %s (%s; FIFO DLQ reset the enqueue time when the message moved)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now))
+}
+
+func (a *app) printDeadLetters(result *redrive.PeekResult, now time.Time) {
+	a.peekSummary(result)
+	out := a.stdout
+	for _, letter := range result.Messages {
+		fmt.Fprintf(out, "\nMessage %s\n", letter.ID)
+		fmt.Fprintf(out, "  failure reason:  %s\n", orDash(letter.FailureReason, "(none: moved by the redrive policy after maxReceiveCount receives)"))
+		fmt.Fprintf(out, "  error:           %s\n", orDash(letter.FailureError, "-"))
+		fmt.Fprintf(out, "  source queue:    %s\n", orDash(letter.SourceQueue, "-"))
+		failed := ""
+		if letter.FailedReceiveCount > 0 {
+			failed = fmt.Sprintf(" (failed at receive %d of its source queue)", letter.FailedReceiveCount)
+		}
+		fmt.Fprintf(out, "  receives:        %d%s\n", letter.ReceiveCount, failed)
+		fmt.Fprintf(out, "  sent:            %s (%s)\n", timestamp(letter.SentAt), ago(letter.SentAt, now))
+		fmt.Fprintf(out, "  expires:         %s\n", expiryText(letter, now))
+		if letter.GroupID != "" {
+			fmt.Fprintf(out, "  group:           %s (deduplication id %s)\n", letter.GroupID, letter.DeduplicationID)
+		}
+		if other := otherAttributes(letter); other != "" {
+			fmt.Fprintf(out, "  attributes:      %s\n", other)
+		}
+		fmt.Fprintf(out, "  size:            %d bytes\n", letter.Size)
+		body := letter.Body
+		if len(body) > 2000 {
+			body = body[:2000] + fmt.Sprintf("… (%d bytes; -o json for all)", len(letter.Body))
+		}
+		fmt.Fprintf(out, "  body:            %s\n", body)
+	}
+}
+
+func (a *app) printDeadLetterList(result *redrive.PeekResult, now time.Time) {
+	a.peekSummary(result)
+	if len(result.Messages) == 0 {
+		return
+	}
+	table := a.table()
+	fmt.Fprintln(table, "ID\tREASON\tSOURCE\tRECEIVES\tSENT\tEXPIRES\tERROR")
+	for _, letter := range result.Messages {
+		expires := until(letter.ExpiresAt, now)
+		if !letter.ExpiryExact {
+			expires = "after " + expires
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", letter.ID, orDash(letter.FailureReason, "-"), orDash(queueName(letter.SourceQueue), "-"),
+			letter.ReceiveCount, ago(letter.SentAt, now), expires, orDash(oneLine(letter.FailureError, 60), "-"))
+	}
+	_ = table.Flush()
+}
+
+// otherAttributes lists the message attributes other than the failure ones.
+func otherAttributes(letter redrive.DeadLetter) string {
+	var parts []string
+	for name, value := range letter.MessageAttributes {
+		if strings.HasPrefix(name, "failure-") {
+			continue
+		}
+		text := value.StringValue
+		if value.BinaryValue != nil {
+			text = fmt.Sprintf("(%d bytes)", len(value.BinaryValue))
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", name, text))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// plural returns "1 message", "2 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	if strings.HasSuffix(noun, "ch") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func orDash(text, fallback string) string {
+	if text == "" {
+		return fallback
+	}
+	return text
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
+
+	"github.com/sqsworker/sqsworker/idempotency"
+)
+
+// recordView is the output of `idempotency get` and `delete`.
+type recordView struct {
+	Table               string             `json:"table"`
+	Key                 string             `json:"key"`
+	Status              idempotency.Status `json:"status"`
+	ExpiresAt           time.Time          `json:"expires_at"`
+	Expired             bool               `json:"expired"`
+	InProgressExpiresAt *time.Time         `json:"in_progress_expires_at,omitempty"`
+	LeaseExpired        bool               `json:"lease_expired"`
+	Lease               string             `json:"lease,omitempty"`
+	PayloadHash         string             `json:"payload_hash,omitempty"`
+	ResultBytes         int                `json:"result_bytes"`
+	Result              []byte             `json:"result,omitempty"`
+	Deleted             bool               `json:"deleted"`
+}
+
+func newIdempotencyCommand(a *app) *cobra.Command {
+	var flags idempotencyFlags
+	get := &cobra.Command{
+		Use:   "get KEY --table TABLE",
+		Short: "Show an idempotency record: status, expiry, lease, payload hash, stored result",
+		Long: `Show the idempotency record of KEY in the DynamoDB table TABLE (a consistent read), as
+the idempotency package stores it: status IN_PROGRESS or COMPLETED, expiration, in-progress
+lease end, lease token, payload hash and stored result. With --prefix P the stored key is
+"P#KEY", as Config.KeyPrefix makes it.`,
+		Example: `  sqsworker idempotency get 7f3a --table webhook-idempotency --prefix webhook`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			view, _, err := flags.load(cmd.Context(), a, args[0])
+			if err != nil {
+				return err
+			}
+			return a.printRecord(view, time.Now())
+		},
+	}
+	var force bool
+	remove := &cobra.Command{
+		Use:   "delete KEY --table TABLE [--force]",
+		Short: "Delete an idempotency record to release a stuck key (COMPLETED needs --force)",
+		Long: `Delete the idempotency record of KEY, for example one left IN_PROGRESS by a worker that
+died, so that the next delivery of the message runs the handler.
+
+A COMPLETED record is refused without --force: deleting it lets the next duplicate of the
+message run the handler again (a second side effect). Deleting an IN_PROGRESS record whose
+lease still runs warns that a handler may still be running.
+
+The delete is conditioned on the record's lease token as read, so a record that was
+claimed again in between is never deleted.`,
+		Example: `  sqsworker idempotency delete 7f3a --table webhook-idempotency --prefix webhook
+  sqsworker idempotency delete 7f3a --table webhook-idempotency --force`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			view, store, err := flags.load(ctx, a, args[0])
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if view.Status == idempotency.StatusCompleted && !force {
+				return fmt.Errorf("sqsworker: refusing to delete the COMPLETED record %q: the next duplicate of its message would run "+
+					"the handler again; pass --force to delete it anyway", view.Key)
+			}
+			if view.Status == idempotency.StatusInProgress && !view.LeaseExpired && view.InProgressExpiresAt != nil {
+				a.warn("the in-progress lease of %q runs %s more: a handler may still be running, and a duplicate may now run beside it",
+					view.Key, view.InProgressExpiresAt.Sub(now).Round(time.Second))
+			}
+			if err := store.Delete(ctx, view.Key, view.Lease); err != nil {
+				if errors.Is(err, idempotency.ErrLeaseLost) {
+					return fmt.Errorf("sqsworker: record %q changed since it was read (claimed again or deleted); nothing deleted: %w", view.Key, err)
+				}
+				return fmt.Errorf("sqsworker: %w", err)
+			}
+			view.Deleted = true
+			if a.json() {
+				return a.printJSON(view)
+			}
+			fmt.Fprintf(a.stdout, "Deleted the %s record %q from %s.\n", view.Status, view.Key, view.Table)
+			return nil
+		},
+	}
+	remove.Flags().BoolVar(&force, "force", false, "delete a COMPLETED record too")
+	for _, cmd := range []*cobra.Command{get, remove} {
+		cmd.Flags().StringVar(&flags.table, "table", "", "DynamoDB table of the idempotency records (required)")
+		cmd.Flags().StringVar(&flags.prefix, "prefix", "", `key prefix (Config.KeyPrefix): the stored key is "PREFIX#KEY"`)
+		_ = cmd.MarkFlagRequired("table")
+	}
+	return newGroup("idempotency", "Inspect or release idempotency records (get, delete)", get, remove)
+}
+
+type idempotencyFlags struct {
+	table  string
+	prefix string
+}
+
+// load reads the record of key with the idempotency package's DynamoDB store.
+func (f *idempotencyFlags) load(ctx context.Context, a *app, key string) (*recordView, *idempotency.DynamoDBStore, error) {
+	if f.prefix != "" {
+		key = f.prefix + "#" + key
+	}
+	cfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), f.table)
+	record, err := store.Get(ctx, key)
+	if errors.Is(err, idempotency.ErrNotFound) {
+		return nil, nil, fmt.Errorf("sqsworker: no idempotency record for key %q in table %s", key, f.table)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqsworker: %w", err)
+	}
+	now := time.Now()
+	view := &recordView{
+		Table:        f.table,
+		Key:          record.Key,
+		Status:       record.Status,
+		ExpiresAt:    record.ExpiresAt,
+		Expired:      record.Expired(now),
+		LeaseExpired: record.LeaseExpired(now),
+		Lease:        record.Lease,
+		PayloadHash:  record.PayloadHash,
+		ResultBytes:  len(record.Result),
+		Result:       record.Result,
+	}
+	if !record.InProgressExpiresAt.IsZero() {
+		view.InProgressExpiresAt = &record.InProgressExpiresAt
+	}
+	return view, store, nil
+}
+
+func (a *app) printRecord(view *recordView, now time.Time) error {
+	if a.json() {
+		return a.printJSON(view)
+	}
+	out := a.stdout
+	fmt.Fprintf(out, "Key:          %s (table %s)\n", view.Key, view.Table)
+	fmt.Fprintf(out, "Status:       %s\n", view.Status)
+	expired := ""
+	if view.Expired {
+		expired = ", expired: a new claim may replace it"
+	}
+	fmt.Fprintf(out, "Expires:      %s (%s%s)\n", timestamp(view.ExpiresAt), until(view.ExpiresAt, now), expired)
+	if view.InProgressExpiresAt != nil {
+		state := "running"
+		if view.LeaseExpired {
+			state = "ended: a new claim may take the key over"
+		}
+		fmt.Fprintf(out, "Lease ends:   %s (%s, %s)\n", timestamp(*view.InProgressExpiresAt), until(*view.InProgressExpiresAt, now), state)
+	}
+	fmt.Fprintf(out, "Lease:        %s\n", orDash(view.Lease, "-"))
+	fmt.Fprintf(out, "Payload hash: %s\n", orDash(view.PayloadHash, "-"))
+	fmt.Fprintf(out, "Result:       %d bytes\n", view.ResultBytes)
+	return nil
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
+
+	"github.com/sqsworker/sqsworker/redrive"
+)
+
+func newRedriveCommand(a *app) *cobra.Command {
+	return newGroup("redrive", "Move dead letters back: native move tasks (start, status, cancel) or client-side (move)",
+		newRedriveStartCommand(a),
+		newRedriveStatusCommand(a),
+		newRedriveCancelCommand(a),
+		newRedriveMoveCommand(a),
+	)
+}
+
+func newRedriveStartCommand(a *app) *cobra.Command {
+	var options redrive.MoveTaskOptions
+	var noWait bool
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "start DLQ",
+		Short: "Start a native SQS message move task out of a dead-letter queue and follow it",
+		Long: `Start a native message move task (StartMessageMoveTask) that moves every message of the
+dead-letter queue DLQ back to the queue each one failed in, or to --to. SQS does the work;
+this command follows it (moved / to move) until it ends, unless --no-wait.
+
+SQS allows one active task per source queue: a second start while one runs is refused,
+with the running task named. Only a queue that is the dead-letter queue of another SQS
+queue can be a source. For a filter, a limit, a dry run or a FIFO-safe move, use
+'redrive move'.
+
+Without --to, SQS sends each message back to the queue its redrive policy moved it from
+(DeadLetterQueueSourceArn). Messages a worker dead-lettered itself (they carry a
+failure-reason attribute) have no such origin: pass --to, or use 'redrive move'.
+On a FIFO DLQ, prefer 'redrive move': it gives each message a new deduplication id (the
+local emulator, LocalStack 4.14, keeps the old one and silently drops messages redriven
+within 5 minutes of their first send).
+
+Exit: 0 when the task COMPLETED (or started, with --no-wait), 1 when it FAILED or could not
+start, 3 when it was CANCELLED.`,
+		Example: `  sqsworker redrive start orders-dlq
+  sqsworker redrive start orders-dlq --to orders-replay --rate 50`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			client, err := a.sqs(ctx)
+			if err != nil {
+				return err
+			}
+			if options.RatePerSecond < 0 || options.RatePerSecond > redrive.MaxMoveRate {
+				return usageError(fmt.Errorf("--rate %d: want 1 to %d messages per second (0: SQS chooses)", options.RatePerSecond, redrive.MaxMoveRate))
+			}
+			task, err := redrive.StartMoveTask(ctx, client, args[0], options)
+			if err != nil {
+				return err
+			}
+			if strings.HasSuffix(task.SourceARN, ".fifo") {
+				a.warn("%s is a FIFO queue: redriven messages go to the end of their group; if the destination keeps the old "+
+					"deduplication ids (LocalStack 4.14 does), messages first sent less than 5 minutes ago are dropped. "+
+					"'sqsworker redrive move' sends them with new ids.", queueName(task.SourceARN))
+			}
+			if noWait {
+				if a.json() {
+					return a.printJSON(task)
+				}
+				fmt.Fprintf(a.stdout, "Started move task on %s -> %s.\nHandle: %s\nFollow it with: sqsworker redrive status %s\n",
+					queueName(task.SourceARN), destinationText(task.DestinationARN), task.Handle, queueName(task.SourceARN))
+				return nil
+			}
+			if !a.json() {
+				fmt.Fprintf(a.stdout, "Started move task on %s -> %s (rate: %s).\n", queueName(task.SourceARN), destinationText(task.DestinationARN), rateText(task.RatePerSecond))
+			}
+			bar := a.progress("moving")
+			final, err := redrive.WaitMoveTask(ctx, client, task, interval, func(t redrive.MoveTask) { bar.set(t.Moved, t.ToMove) })
+			bar.done()
+			if err != nil {
+				return err
+			}
+			return a.reportTask(final)
+		},
+	}
+	cmd.Flags().StringVar(&options.Destination, "to", "", "destination queue (default: each message's original source queue)")
+	cmd.Flags().IntVar(&options.RatePerSecond, "rate", 0, "messages per second, 1 to 500 (default: SQS adapts the rate to the backlog)")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the task and return at once")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often to poll the task's progress")
+	return cmd
+}
+
+// reportTask prints a finished task and maps its status to the exit code.
+func (a *app) reportTask(task *redrive.MoveTask) error {
+	if a.json() {
+		if err := a.printJSON(task); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "%s: moved %d of %d.\n", task.Status, task.Moved, task.ToMove)
+	}
+	switch task.Status {
+	case redrive.MoveTaskCompleted:
+		return nil
+	case redrive.MoveTaskCancelled:
+		return partial()
+	default:
+		return fmt.Errorf("sqsworker: move task %s: %s", strings.ToLower(string(task.Status)), orDash(task.FailureReason, "no reason given"))
+	}
+}
+
+func destinationText(arn string) string {
+	if arn == "" {
+		return "original source queues"
+	}
+	return queueName(arn)
+}
+
+func rateText(rate int) string {
+	if rate == 0 {
+		return "chosen by SQS"
+	}
+	return fmt.Sprintf("%d/s", rate)
+}
+
+func newRedriveStatusCommand(a *app) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "status DLQ",
+		Short: "List the recent native message move tasks of a dead-letter queue",
+		Long: `List the most recent message move tasks of DLQ (ListMessageMoveTasks, newest first, at most
+10 as SQS keeps them): status, moved / to move, rate, destination, start time, and the
+handle of a running task.`,
+		Example: `  sqsworker redrive status orders-dlq -o json`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			client, err := a.sqs(ctx)
+			if err != nil {
+				return err
+			}
+			tasks, err := redrive.ListMoveTasks(ctx, client, args[0], limit)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return a.printJSON(tasks)
+			}
+			if len(tasks) == 0 {
+				fmt.Fprintf(a.stdout, "No move tasks on %s.\n", queueName(args[0]))
+				return nil
+			}
+			now := time.Now()
+			table := a.table()
+			fmt.Fprintln(table, "STATUS\tMOVED\tTO-MOVE\tRATE\tDESTINATION\tSTARTED\tHANDLE\tFAILURE")
+			for _, task := range tasks {
+				fmt.Fprintf(table, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", task.Status, task.Moved, task.ToMove, rateText(task.RatePerSecond),
+					destinationText(task.DestinationARN), ago(task.StartedAt, now), orDash(task.Handle, "-"), orDash(task.FailureReason, "-"))
+			}
+			return table.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 10, "how many tasks to list, 1 to 10")
+	return cmd
+}
+
+func newRedriveCancelCommand(a *app) *cobra.Command {
+	var handle string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "cancel DLQ",
+		Short: "Cancel the running native message move task of a dead-letter queue",
+		Long: `Cancel the running message move task of DLQ (CancelMessageMoveTask), found with
+ListMessageMoveTasks, or the task --handle. Messages already moved stay moved. With --wait,
+follow the task until it is CANCELLED.`,
+		Example: `  sqsworker redrive cancel orders-dlq --wait`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			client, err := a.sqs(ctx)
+			if err != nil {
+				return err
+			}
+			var task *redrive.MoveTask
+			if handle != "" {
+				moved, err := redrive.CancelMoveTask(ctx, client, handle)
+				if err != nil {
+					return err
+				}
+				arn, err := sourceARN(ctx, client, args[0])
+				if err != nil {
+					return err
+				}
+				task = &redrive.MoveTask{Handle: handle, Status: redrive.MoveTaskCancelling, SourceARN: arn, Moved: moved}
+			} else if task, err = redrive.CancelActiveMoveTask(ctx, client, args[0]); err != nil {
+				return err
+			}
+			if wait {
+				if task, err = redrive.WaitMoveTask(ctx, client, task, 200*time.Millisecond, nil); err != nil {
+					return err
+				}
+			}
+			if a.json() {
+				return a.printJSON(task)
+			}
+			fmt.Fprintf(a.stdout, "%s: task %s had moved %d of %d.\n", task.Status, task.Handle, task.Moved, task.ToMove)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&handle, "handle", "", "cancel this task handle instead of the listed running task")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task is CANCELLED")
+	return cmd
+}
+
+func sourceARN(ctx context.Context, client *sqs.Client, ref string) (string, error) {
+	tasks, err := redrive.ListMoveTasks(ctx, client, ref, 1)
+	if err == nil && len(tasks) > 0 {
+		return tasks[0].SourceARN, nil
+	}
+	url, err := redrive.QueueURL(ctx, client, ref)
+	if err != nil {
+		return "", err
+	}
+	attributes, err := queueAttributes(ctx, client, url)
+	if err != nil {
+		return "", err
+	}
+	return attributes["QueueArn"], nil
+}
+
+func newRedriveMoveCommand(a *app) *cobra.Command {
+	var from, to string
+	var filters []string
+	var config redrive.Config
+	cmd := &cobra.Command{
+		Use:   "move --from DLQ [--to QUEUE] [--filter EXPR]... [--limit N] [--dry-run]",
+		Short: "Move messages on the client side: filter, limit, dry run, any destination, FIFO-safe",
+		Long: `Move messages from --from to --to on the client side, for what native move tasks cannot
+do. Each batch is received, sent to the destination, and deleted from --from only after SQS
+confirmed the send, so an interruption can duplicate a message but never lose one.
+
+Batches hold at most 10 messages and at most the destination's MaximumMessageSize in bytes
+(body plus attribute names, types and values). Message attributes are kept. A message
+larger than the destination allows is reported and left in --from. A failed entry is
+retried alone.
+
+FIFO destination: the message group is kept and the message gets a new deduplication id
+(<old>-r<n>): its old id, inside SQS's 5-minute window, would be accepted and silently
+dropped. A warning says which groups' order changed (the message now comes after the ones
+sent while it was dead-lettered).
+
+Filters (repeatable, all must match):
+  attr:NAME=VALUE     message attribute NAME equals VALUE (e.g. attr:failure-reason=HTTP410)
+  reason:VALUE        short for attr:failure-reason=VALUE
+  json:PATH=VALUE     JSON body field PATH (dot-separated) equals VALUE (e.g. json:payload.type=x)
+  !EXPR               negation (e.g. '!reason:MalformedBody': everything but the poison messages)
+
+--to defaults to the queue whose redrive policy targets --from, when there is exactly one.
+
+Exit: 0 when every matching message moved, 3 when some were left (too large, send failed)
+or duplicated (sent but not deleted), 1 on error.`,
+		Example: `  sqsworker redrive move --from orders-dlq --filter reason:HTTP410 --dry-run
+  sqsworker redrive move --from orders-dlq --to orders --filter json:payload.type=invoice --limit 100
+  sqsworker redrive move --from orders-dlq.fifo --to orders.fifo -o json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if from == "" {
+				return usageError(errors.New(`required flag(s) "from" not set`))
+			}
+			var parsed []redrive.Filter
+			for _, expression := range filters {
+				filter, err := redrive.ParseFilter(expression)
+				if err != nil {
+					return usageError(err)
+				}
+				parsed = append(parsed, filter)
+			}
+			if len(parsed) > 0 {
+				config.Filter = redrive.All(parsed...)
+			}
+			client, err := a.sqs(ctx)
+			if err != nil {
+				return err
+			}
+			if config.Source, err = redrive.QueueURL(ctx, client, from); err != nil {
+				return err
+			}
+			if to == "" {
+				if to, err = onlySourceQueue(ctx, client, config.Source); err != nil {
+					return err
+				}
+			}
+			if config.Destination, err = redrive.QueueURL(ctx, client, to); err != nil {
+				return err
+			}
+			total := 0
+			if attributes, err := queueAttributes(ctx, client, config.Source); err == nil {
+				total = atoi(attributes["ApproximateNumberOfMessages"])
+			}
+			bar := a.progress("moving")
+			config.Progress = func(p redrive.Progress) { bar.set(int64(p.Received), int64(max(total, p.Received))) }
+			mover, err := redrive.NewMover(client, config)
+			if err != nil {
+				return usageError(err)
+			}
+			result, err := mover.Run(ctx)
+			bar.done()
+			for _, warning := range result.Warnings {
+				a.warn("%s", warning)
+			}
+			if a.json() {
+				if printErr := a.printJSON(moveReport{Source: config.Source, Destination: config.Destination, DryRun: config.DryRun, Result: result}); printErr != nil {
+					return printErr
+				}
+			} else {
+				a.printMove(config, result)
+			}
+			if err != nil {
+				return err
+			}
+			if result.Partial() {
+				return partial()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "queue to move messages out of, usually a dead-letter queue (required)")
+	cmd.Flags().StringVar(&to, "to", "", "destination queue (default: the one queue whose redrive policy targets --from)")
+	cmd.Flags().StringArrayVar(&filters, "filter", nil, "move only matching messages: attr:NAME=VALUE, reason:VALUE, json:PATH=VALUE, !EXPR (repeatable, all must match)")
+	cmd.Flags().IntVar(&config.MaxMessages, "limit", 0, "move at most this many matching messages (0: all)")
+	cmd.Flags().BoolVar(&config.DryRun, "dry-run", false, "report what would move; send and delete nothing")
+	cmd.Flags().Float64Var(&config.RatePerSecond, "rate", 0, "send at most this many messages per second (0: no limit)")
+	cmd.Flags().DurationVar(&config.VisibilityTimeout, "visibility", 60*time.Second, "how long received messages stay hidden while the move runs")
+	return cmd
+}
+
+// moveReport is the JSON output of `redrive move`.
+type moveReport struct {
+	Source      string          `json:"source"`
+	Destination string          `json:"destination"`
+	DryRun      bool            `json:"dry_run"`
+	Result      *redrive.Result `json:"result"`
+}
+
+// onlySourceQueue returns the one queue whose redrive policy targets dlq.
+func onlySourceQueue(ctx context.Context, client *sqs.Client, dlq string) (string, error) {
+	output, err := client.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(2)})
+	if err != nil {
+		return "", fmt.Errorf("sqsworker: finding the source queue of %s (pass --to): %w", dlq, err)
+	}
+	switch len(output.QueueUrls) {
+	case 1:
+		return output.QueueUrls[0], nil
+	case 0:
+		return "", usageError(fmt.Errorf("no queue has %s as its dead-letter queue; pass --to", queueName(dlq)))
+	default:
+		return "", usageError(fmt.Errorf("several queues use %s as their dead-letter queue; pass --to", queueName(dlq)))
+	}
+}
+
+func (a *app) printMove(config redrive.Config, result *redrive.Result) {
+	out := a.stdout
+	filtered := ""
+	if result.Skipped > 0 {
+		filtered = fmt.Sprintf(", %d skipped by the filter", result.Skipped)
+	}
+	if config.DryRun {
+		fmt.Fprintf(out, "Dry run: %d of %s received from %s would move to %s%s. Nothing was sent or deleted.\n",
+			result.WouldMove, plural(result.Received, "message"), queueName(config.Source), queueName(config.Destination), filtered)
+	} else {
+		fmt.Fprintf(out, "Moved %d of %s received from %s to %s%s, in %s of at most %d bytes.\n",
+			result.Moved, plural(result.Received, "message"), queueName(config.Source), queueName(config.Destination), filtered, plural(result.Batches, "batch"), result.MaxBatchBytes)
+	}
+	if len(result.TooLarge) > 0 {
+		fmt.Fprintf(out, "Left in %s, larger than %d bytes: %s\n", queueName(config.Source), result.MaxBatchBytes, strings.Join(result.TooLarge, ", "))
+	}
+	for _, failure := range result.SendFailed {
+		fmt.Fprintf(out, "Left in %s, send failed: %s (%s)\n", queueName(config.Source), failure.ID, failure.Error)
+	}
+	for _, failure := range result.NotDeleted {
+		fmt.Fprintf(out, "Now in both queues, delete failed: %s (%s)\n", failure.ID, failure.Error)
+	}
+}

@@ -1,0 +1,234 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+// Defaults for [PeekOptions].
+const (
+	defaultPeekMessages   = 10
+	defaultPeekVisibility = 30 * time.Second
+	// defaultRetention is SQS's default MessageRetentionPeriod (4 days).
+	defaultRetention = 4 * 24 * time.Hour
+)
+
+// ErrPeekNeedsForce is returned (wrapped, with the policy explained) by [Peek] for a
+// queue that has a redrive policy when PeekOptions.Force is false.
+var ErrPeekNeedsForce = errors.New("redrive: peeking a queue with a redrive policy needs Force")
+
+// PeekOptions are the optional parameters of [Peek]. Zero values take the defaults noted.
+type PeekOptions struct {
+	// MaxMessages specifies how many messages to look at, at most; if zero, 10.
+	MaxMessages int
+	// Force allows peeking a queue that has a redrive policy. SQS has no read-only peek:
+	// looking at a message receives it, and every receive counts toward the policy's
+	// maxReceiveCount, so a peek can push a message into the dead-letter queue sooner.
+	Force bool
+	// VisibilityTimeout specifies how long each message seen stays hidden during the
+	// peek, so that it is seen once; every message is released (visibility 0) before Peek
+	// returns. If zero, 30 s.
+	VisibilityTimeout time.Duration
+	// WaitTime specifies each ReceiveMessage's long-poll wait (whole seconds, up to 20);
+	// if zero, 1 s. The peek ends at the first receive that returns nothing new.
+	WaitTime time.Duration
+}
+
+// DeadLetter is one message seen by [Peek], with what the hosts recorded about its
+// failure.
+type DeadLetter struct {
+	// ID is the SQS message id.
+	ID string `json:"id"`
+	// Body is the message body.
+	Body string `json:"body"`
+	// Size is the message's size as SQS counts it (see [MessageSize]), in bytes.
+	Size int `json:"size"`
+	// FailureReason is the failure-reason attribute ("" when the message reached the
+	// dead-letter queue through the redrive policy, after maxReceiveCount receives).
+	FailureReason string `json:"failure_reason,omitempty"`
+	// FailureError is the failure-error attribute: the handler's error text.
+	FailureError string `json:"failure_error,omitempty"`
+	// SourceQueue is the failure-source-queue attribute, or else SQS's
+	// DeadLetterQueueSourceArn: the queue the message failed in.
+	SourceQueue string `json:"source_queue,omitempty"`
+	// FailedReceiveCount is the failure-receive-count attribute: the receive count of the
+	// delivery that failed (0 when absent).
+	FailedReceiveCount int `json:"failed_receive_count,omitempty"`
+	// ReceiveCount is SQS's ApproximateReceiveCount, this peek's receive included.
+	ReceiveCount int `json:"receive_count"`
+	// SentAt is SentTimestamp: when the message was first sent. A standard queue keeps
+	// it when the redrive policy moves the message to the dead-letter queue.
+	SentAt time.Time `json:"sent_at"`
+	// ExpiresAt is when SQS deletes the message: SentAt plus the queue's retention
+	// period. When ExpiryExact is false (a FIFO dead-letter queue, which resets the
+	// enqueue time when it receives a message through the redrive policy), the message
+	// expires a retention period after it was moved, and ExpiresAt is the earliest that
+	// can be.
+	ExpiresAt time.Time `json:"expires_at"`
+	// ExpiryExact reports whether ExpiresAt is exact.
+	ExpiryExact bool `json:"expiry_exact"`
+	// GroupID and DeduplicationID are the FIFO message group and deduplication ids.
+	GroupID         string `json:"group_id,omitempty"`
+	DeduplicationID string `json:"deduplication_id,omitempty"`
+	// MessageAttributes are the message's attributes, failure attributes included.
+	MessageAttributes map[string]sqsworker.MessageAttribute `json:"message_attributes,omitempty"`
+}
+
+// PeekResult is what [Peek] saw.
+type PeekResult struct {
+	// QueueURL is the queue looked at.
+	QueueURL string `json:"queue_url"`
+	// FIFO is true for a FIFO queue.
+	FIFO bool `json:"fifo"`
+	// Retention is the queue's MessageRetentionPeriod.
+	Retention time.Duration `json:"retention_seconds"`
+	// RedrivePolicy is the queue's own redrive policy, nil for most dead-letter queues.
+	RedrivePolicy *sqsworker.RedrivePolicy `json:"redrive_policy,omitempty"`
+	// Messages are the distinct messages seen, in the order received.
+	Messages []DeadLetter `json:"messages"`
+	// ReceivesUsed counts the deliveries the peek took: each added one to a message's
+	// ApproximateReceiveCount.
+	ReceivesUsed int `json:"receives_used"`
+	// Released counts the messages made visible again at the end.
+	Released int `json:"released"`
+}
+
+// Peek looks at up to MaxMessages messages of the queue at queueURL without deleting
+// them: it receives them (hidden for VisibilityTimeout so each is seen once), then
+// releases them all with visibility 0, also when ctx is cancelled.
+//
+// Receiving counts against a redrive policy, so a queue that has one is refused with
+// [ErrPeekNeedsForce] unless options.Force is set. Errors: [ErrQueueNotFound], a
+// failed ReceiveMessage; a failed release is returned with the result.
+func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOptions) (result *PeekResult, err error) {
+	if options.MaxMessages <= 0 {
+		options.MaxMessages = defaultPeekMessages
+	}
+	if options.VisibilityTimeout <= 0 {
+		options.VisibilityTimeout = defaultPeekVisibility
+	}
+	if options.WaitTime <= 0 {
+		options.WaitTime = defaultWaitTime
+	}
+	queue, err := loadQueue(ctx, api, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	result = &PeekResult{QueueURL: queueURL, FIFO: queue.FIFO, RedrivePolicy: queue.RedrivePolicy, Retention: defaultRetention}
+	if policy := queue.RedrivePolicy; policy != nil && !options.Force {
+		return nil, fmt.Errorf("%w: queue %s has a redrive policy (maxReceiveCount %d, dead-letter queue %s); looking at a message "+
+			"receives it and every receive counts toward maxReceiveCount, so a message at %d receives would move to the dead-letter "+
+			"queue on the next one; peek with force (--force) to accept that, or peek the dead-letter queue instead",
+			ErrPeekNeedsForce, queueURL, policy.MaxReceiveCount, policy.DeadLetterTargetARN, policy.MaxReceiveCount-1)
+	}
+	if retention, err := retentionOf(ctx, api, queueURL); err != nil {
+		return nil, err
+	} else if retention > 0 {
+		result.Retention = retention
+	}
+	handles := map[string]string{}
+	var order []string
+	defer func() {
+		if len(order) == 0 {
+			return
+		}
+		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		list := make([]string, len(order))
+		for i, id := range order {
+			list[i] = handles[id]
+		}
+		failed, releaseErr := releaseMessages(releaseCtx, api, queueURL, list)
+		result.Released = len(list) - failed
+		if failed > 0 && err == nil {
+			err = fmt.Errorf("redrive: %d of %d peeked messages could not be released and stay hidden for up to %s: %v",
+				failed, len(list), options.VisibilityTimeout, releaseErr)
+		}
+	}()
+	now := time.Now()
+	for len(result.Messages) < options.MaxMessages {
+		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(queueURL),
+			MaxNumberOfMessages:         int32(min(MaxBatchEntries, options.MaxMessages-len(result.Messages))),
+			VisibilityTimeout:           int32(options.VisibilityTimeout / time.Second),
+			WaitTimeSeconds:             int32(min(options.WaitTime, maxWaitTime) / time.Second),
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if receiveErr != nil {
+			return result, fmt.Errorf("redrive: receiving from %s: %w", queueURL, receiveErr)
+		}
+		fresh := 0
+		for _, raw := range output.Messages {
+			result.ReceivesUsed++
+			id := aws.ToString(raw.MessageId)
+			if _, seen := handles[id]; seen {
+				handles[id] = aws.ToString(raw.ReceiptHandle)
+				continue
+			}
+			handles[id] = aws.ToString(raw.ReceiptHandle)
+			order = append(order, id)
+			fresh++
+			result.Messages = append(result.Messages, deadLetterOf(convertMessage(queueURL, raw), queue.FIFO, result.Retention, now))
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	return result, nil
+}
+
+func retentionOf(ctx context.Context, api InspectAPI, queueURL string) (time.Duration, error) {
+	output, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod},
+	})
+	if err != nil {
+		return 0, queueError(queueURL, err)
+	}
+	seconds, err := strconv.Atoi(output.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
+	if err != nil {
+		return 0, nil
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
+func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration, now time.Time) DeadLetter {
+	letter := DeadLetter{
+		ID:                message.ID,
+		Body:              message.Body,
+		Size:              MessageSize(message),
+		ReceiveCount:      message.ReceiveCount,
+		SentAt:            message.SentAt,
+		GroupID:           message.GroupID,
+		DeduplicationID:   message.DeduplicationID,
+		MessageAttributes: message.MessageAttributes,
+	}
+	letter.FailureReason, _ = message.StringAttribute(sqsworker.AttributeFailureReason)
+	letter.FailureError, _ = message.StringAttribute(sqsworker.AttributeFailureError)
+	letter.SourceQueue, _ = message.StringAttribute(sqsworker.AttributeFailureSourceQueue)
+	if letter.SourceQueue == "" {
+		letter.SourceQueue = message.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]
+	}
+	if text, ok := message.StringAttribute(sqsworker.AttributeFailureReceiveCount); ok {
+		letter.FailedReceiveCount, _ = strconv.Atoi(text)
+	}
+	if !message.SentAt.IsZero() {
+		letter.ExpiresAt = message.SentAt.Add(retention)
+		// A host's SendToDeadLetterQueue makes a new message, so its SentAt is when it
+		// entered this queue; a standard queue keeps the original enqueue time.
+		letter.ExpiryExact = !fifo || letter.FailureReason != ""
+	} else {
+		letter.ExpiresAt = now.Add(retention)
+	}
+	return letter
+}

@@ -1,0 +1,88 @@
+package redrive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+// DefaultMaximumMessageSize is SQS's default MaximumMessageSize (256 KiB), used when a
+// queue does not report the attribute.
+const DefaultMaximumMessageSize = 256 * 1024
+
+// MaxMessageSize is the largest MaximumMessageSize SQS allows (1 MiB since 2025). It is
+// also the limit of a SendMessageBatch request's total payload.
+const MaxMessageSize = 1024 * 1024
+
+// MaxBatchEntries is the most entries one SendMessageBatch, DeleteMessageBatch or
+// ChangeMessageVisibilityBatch request may carry, and the most messages one
+// ReceiveMessage returns.
+const MaxBatchEntries = 10
+
+// MessageSize returns the size SQS counts against MaximumMessageSize and the batch
+// payload limit: the body's bytes plus, for each message attribute, the bytes of its
+// name, its data type and its value (string or binary).
+func MessageSize(message *sqsworker.Message) int {
+	size := len(message.Body)
+	for name, attribute := range message.MessageAttributes {
+		size += len(name) + len(attribute.DataType) + len(attribute.StringValue) + len(attribute.BinaryValue)
+	}
+	return size
+}
+
+// convertMessage turns an SDK message into the neutral sqsworker.Message.
+func convertMessage(queueURL string, in types.Message) *sqsworker.Message {
+	message := &sqsworker.Message{
+		ID:            aws.ToString(in.MessageId),
+		Body:          aws.ToString(in.Body),
+		Attributes:    in.Attributes,
+		QueueURL:      queueURL,
+		ReceiptHandle: aws.ToString(in.ReceiptHandle),
+	}
+	if len(in.MessageAttributes) > 0 {
+		message.MessageAttributes = make(map[string]sqsworker.MessageAttribute, len(in.MessageAttributes))
+		for name, value := range in.MessageAttributes {
+			message.MessageAttributes[name] = sqsworker.MessageAttribute{
+				DataType:    aws.ToString(value.DataType),
+				StringValue: aws.ToString(value.StringValue),
+				BinaryValue: value.BinaryValue,
+			}
+		}
+	}
+	if message.Attributes == nil {
+		message.Attributes = map[string]string{}
+	}
+	message.ApplySystemAttributes()
+	return message
+}
+
+// maxDeduplicationIDLength is SQS's limit for MessageDeduplicationId (128 characters).
+const maxDeduplicationIDLength = 128
+
+// NextDeduplicationID returns the deduplication id a redriven FIFO message is sent
+// with: "<orig>-r<n>", where n is one more than the redrive number already at the end of
+// orig ("abc" becomes "abc-r1", "abc-r1" becomes "abc-r2"). Sending the message again
+// with its old id inside SQS's 5-minute deduplication window would be accepted and then
+// silently dropped; the derived id is new, yet the same for every retry of the same
+// redrive, so a send repeated after a crash is still deduplicated. An orig too long for
+// the suffix is replaced by its SHA-256 (64 hex characters).
+func NextDeduplicationID(orig string) string {
+	base, n := orig, 0
+	if i := strings.LastIndex(orig, "-r"); i > 0 {
+		if k, err := strconv.Atoi(orig[i+2:]); err == nil && k > 0 && strconv.Itoa(k) == orig[i+2:] {
+			base, n = orig[:i], k
+		}
+	}
+	suffix := "-r" + strconv.Itoa(n+1)
+	if len(base)+len(suffix) > maxDeduplicationIDLength {
+		sum := sha256.Sum256([]byte(base))
+		base = hex.EncodeToString(sum[:])
+	}
+	return base + suffix
+}

@@ -1,0 +1,180 @@
+package redrive
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+func TestPackBatches(t *testing.T) {
+	t.Parallel()
+	sizes := func(values ...int) []*item {
+		items := make([]*item, len(values))
+		for i, size := range values {
+			items[i] = &item{size: size}
+		}
+		return items
+	}
+	shape := func(batches [][]*item) string {
+		var parts []string
+		for _, batch := range batches {
+			var sizes []string
+			for _, it := range batch {
+				sizes = append(sizes, fmt.Sprint(it.size))
+			}
+			parts = append(parts, strings.Join(sizes, "+"))
+		}
+		return strings.Join(parts, " | ")
+	}
+	tests := []struct {
+		name     string
+		items    []*item
+		maxCount int
+		maxBytes int
+		want     string
+	}{
+		{name: "empty", items: nil, maxCount: 10, maxBytes: 100, want: ""},
+		{name: "count limit", items: sizes(1, 1, 1, 1, 1), maxCount: 2, maxBytes: 100, want: "1+1 | 1+1 | 1"},
+		{name: "byte limit", items: sizes(40, 40, 40, 100, 10), maxCount: 10, maxBytes: 100, want: "40+40 | 40 | 100 | 10"},
+		{name: "exactly at the limit", items: sizes(50, 50, 1), maxCount: 10, maxBytes: 100, want: "50+50 | 1"},
+		{name: "order kept", items: sizes(90, 5, 90, 5), maxCount: 10, maxBytes: 100, want: "90+5 | 90+5"},
+		{name: "c17 at 1 MiB", items: sizes(204800, 204800, 204800, 204800, 204800, 204800, 1048576), maxCount: 10, maxBytes: 1048576,
+			want: "204800+204800+204800+204800+204800 | 204800 | 1048576"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shape(packBatches(tc.items, tc.maxCount, tc.maxBytes)); got != tc.want {
+				t.Fatalf("packBatches = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextDeduplicationID(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 127)
+	tests := []struct {
+		name, orig, want string
+	}{
+		{name: "first redrive", orig: "abc", want: "abc-r1"},
+		{name: "second redrive", orig: "abc-r1", want: "abc-r2"},
+		{name: "tenth", orig: "abc-r9", want: "abc-r10"},
+		{name: "not a counter", orig: "abc-rx", want: "abc-rx-r1"},
+		{name: "leading zero is not a counter", orig: "abc-r01", want: "abc-r01-r1"},
+		{name: "too long", orig: long}, // checked below: hashed, then -r1
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := NextDeduplicationID(tc.orig)
+			if tc.orig == long {
+				if len(got) > maxDeduplicationIDLength || !strings.HasSuffix(got, "-r1") || len(got) != 64+3 {
+					t.Fatalf("NextDeduplicationID(127 chars) = %q, want a 64-hex hash and -r1", got)
+				}
+				if NextDeduplicationID(tc.orig) != got {
+					t.Fatal("not deterministic")
+				}
+				return
+			}
+			if got != tc.want {
+				t.Fatalf("NextDeduplicationID(%q) = %q, want %q", tc.orig, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFilters(t *testing.T) {
+	t.Parallel()
+	message := &sqsworker.Message{
+		Body: `{"payload":{"type":"x","count":3,"ok":true,"nested":{"k":"v"}},"list":[1]}`,
+		MessageAttributes: map[string]sqsworker.MessageAttribute{
+			"failure-reason": {DataType: "String", StringValue: "HTTP410"},
+			"tenant":         {DataType: "String", StringValue: "acme"},
+			"blob":           {DataType: "Binary", BinaryValue: []byte("acme")},
+		},
+	}
+	tests := []struct {
+		expression string
+		want       bool
+	}{
+		{"attr:failure-reason=HTTP410", true},
+		{"attr:failure-reason=HTTP500", false},
+		{"reason:HTTP410", true},
+		{"attr:tenant=acme", true},
+		{"attr:blob=acme", false},
+		{"attr:missing=", false},
+		{"json:payload.type=x", true},
+		{"json:payload.type=y", false},
+		{"json:payload.count=3", true},
+		{"json:payload.ok=true", true},
+		{"json:payload.nested.k=v", true},
+		{"json:payload.nested={\"k\":\"v\"}", true},
+		{"json:payload.missing=x", false},
+		{"json:list.0=1", false},
+		{"!reason:HTTP410", false},
+		{"!reason:MalformedBody", true},
+		{"!json:payload.missing=x", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expression, func(t *testing.T) {
+			filter, err := ParseFilter(tc.expression)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := filter(message); got != tc.want {
+				t.Fatalf("%s matched = %v, want %v", tc.expression, got, tc.want)
+			}
+		})
+	}
+	if JSONFieldEquals("a", "b")(&sqsworker.Message{Body: "not json"}) {
+		t.Fatal("a body that is not JSON matched")
+	}
+	if !All()(message) || All(FailureReason("HTTP410"), AttributeEquals("tenant", "other"))(message) {
+		t.Fatal("All combines filters with AND")
+	}
+	for _, bad := range []string{"", "!", "reason:", "attr:=x", "attr:name", "json:a..b=1", "body:x", "noprefix", "!body:x"} {
+		if _, err := ParseFilter(bad); err == nil || !strings.HasPrefix(err.Error(), "redrive: ") {
+			t.Errorf("ParseFilter(%q) err = %v, want a redrive: error", bad, err)
+		}
+	}
+}
+
+func TestMessageSize(t *testing.T) {
+	t.Parallel()
+	message := &sqsworker.Message{
+		Body: "12345",
+		MessageAttributes: map[string]sqsworker.MessageAttribute{
+			"ab":  {DataType: "String", StringValue: "xyz"},        // 2 + 6 + 3
+			"bin": {DataType: "Binary", BinaryValue: []byte{1, 2}}, // 3 + 6 + 2
+		},
+	}
+	if got, want := MessageSize(message), 5+11+11; got != want {
+		t.Fatalf("MessageSize = %d, want %d", got, want)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	_, err := NewMover(nil, Config{Source: "q", Destination: "q", MaxMessages: -1, RatePerSecond: -1, WaitTime: 21e9, SendAttempts: -1})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{"Destination must differ", "MaxMessages -1", "RatePerSecond -1", "WaitTime 21s", "SendAttempts -1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not report %q", err, want)
+		}
+	}
+	_, err = NewMover(nil, Config{})
+	if !strings.Contains(err.Error(), "Source is required") || !strings.Contains(err.Error(), "Destination is required") {
+		t.Fatalf("err = %v, want both required fields reported", err)
+	}
+	if _, err := NewMover(nil, Config{Source: "a", Destination: "b"}); err == nil || !strings.HasPrefix(err.Error(), "redrive: ") {
+		t.Fatalf("nil client: err = %v", err)
+	}
+	var active error = &ActiveTaskError{Err: errors.New("x")}
+	if !errors.Is(active, ErrMoveTaskActive) {
+		t.Fatal("ActiveTaskError does not match ErrMoveTaskActive")
+	}
+}
