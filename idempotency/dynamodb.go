@@ -1,0 +1,319 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDBAPI is the part of the DynamoDB client that [DynamoDBStore] uses.
+// *dynamodb.Client satisfies it; tests pass recording fakes.
+type DynamoDBAPI interface {
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+
+// AttributeNames names the table's attributes. Empty fields take the defaults, which the
+// Terraform module (TTL on "expiration") and the local provisioning use.
+type AttributeNames struct {
+	// Key is the string partition key; if empty, "id".
+	Key string
+	// Status holds "IN_PROGRESS" or "COMPLETED"; if empty, "status".
+	Status string
+	// Expiration holds the record's expiry in epoch SECONDS (the table's TTL attribute);
+	// if empty, "expiration".
+	Expiration string
+	// InProgressExpiry holds the in-progress lease's end in epoch MILLISECONDS; if empty,
+	// "in_progress_expiry".
+	InProgressExpiry string
+	// Lease holds the claim's random owner token; if empty, "lease".
+	Lease string
+	// Validation holds the payload hash; if empty, "validation".
+	Validation string
+	// Data holds the stored result (binary); if empty, "data".
+	Data string
+}
+
+// Default attribute names.
+const (
+	DefaultKeyAttribute              = "id"
+	DefaultStatusAttribute           = "status"
+	DefaultExpirationAttribute       = "expiration"
+	DefaultInProgressExpiryAttribute = "in_progress_expiry"
+	DefaultLeaseAttribute            = "lease"
+	DefaultValidationAttribute       = "validation"
+	DefaultDataAttribute             = "data"
+)
+
+func (n AttributeNames) withDefaults() AttributeNames {
+	set := func(field *string, value string) {
+		if *field == "" {
+			*field = value
+		}
+	}
+	set(&n.Key, DefaultKeyAttribute)
+	set(&n.Status, DefaultStatusAttribute)
+	set(&n.Expiration, DefaultExpirationAttribute)
+	set(&n.InProgressExpiry, DefaultInProgressExpiryAttribute)
+	set(&n.Lease, DefaultLeaseAttribute)
+	set(&n.Validation, DefaultValidationAttribute)
+	set(&n.Data, DefaultDataAttribute)
+	return n
+}
+
+// DynamoDBStore is a [Store] on a DynamoDB table with a string partition key (default
+// "id"). Claims are one conditional PutItem; completion and deletion are conditioned on
+// the lease; reads are strongly consistent. Enable TTL on the expiration attribute to
+// have DynamoDB remove old records; expiry is checked in code either way.
+type DynamoDBStore struct {
+	client   DynamoDBAPI
+	table    string
+	names    AttributeNames
+	fastPath bool
+}
+
+var _ Store = (*DynamoDBStore)(nil)
+
+// DynamoDBOption configures a [DynamoDBStore].
+type DynamoDBOption func(*DynamoDBStore)
+
+// WithAttributeNames overrides attribute names; empty fields keep their defaults.
+func WithAttributeNames(names AttributeNames) DynamoDBOption {
+	return func(s *DynamoDBStore) { s.names = names.withDefaults() }
+}
+
+// WithFastPath selects how a failed claim learns the existing record. Enabled (the
+// default), the claim asks for ReturnValuesOnConditionCheckFailure=ALL_OLD and the
+// record arrives with the ConditionalCheckFailedException, saving a read; when the
+// backend omits it anyway, [AlreadyExistsError].Existing is nil and the middleware reads
+// the record with a consistent GetItem. Disabled, the claim does not ask for it and the
+// read always happens.
+func WithFastPath(enabled bool) DynamoDBOption {
+	return func(s *DynamoDBStore) { s.fastPath = enabled }
+}
+
+// NewDynamoDBStore returns a [DynamoDBStore] on table. It panics when client is nil or
+// table is empty (programmer errors).
+func NewDynamoDBStore(client DynamoDBAPI, table string, options ...DynamoDBOption) *DynamoDBStore {
+	if client == nil {
+		panic("idempotency: NewDynamoDBStore with a nil client")
+	}
+	if table == "" {
+		panic("idempotency: NewDynamoDBStore with an empty table name")
+	}
+	store := &DynamoDBStore{client: client, table: table, names: AttributeNames{}.withDefaults(), fastPath: true}
+	for _, option := range options {
+		option(store)
+	}
+	return store
+}
+
+// Expression placeholders. They are fixed, whatever the configured attribute names.
+const (
+	claimCondition  = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :in_progress AND #in_progress_expiry < :now_ms)"
+	leaseCondition  = "#lease = :lease"
+	completeSet     = "SET #status = :completed, #expiration = :expiration"
+	completeSetData = "SET #status = :completed, #expiration = :expiration, #data = :data"
+	completeRemove  = " REMOVE #in_progress_expiry"
+)
+
+// PutInProgress implements [Store.PutInProgress] with one conditional PutItem:
+//
+//	attribute_not_exists(id) OR expiration < :now
+//	  OR (status = IN_PROGRESS AND in_progress_expiry < :now_ms)
+//
+// where :now is now in epoch seconds and :now_ms in epoch milliseconds.
+func (s *DynamoDBStore) PutInProgress(ctx context.Context, record Record, now time.Time) error {
+	if err := validateClaim(record); err != nil {
+		return err
+	}
+	input := &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                s.item(record),
+		ConditionExpression: aws.String(claimCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#id":                 s.names.Key,
+			"#expiration":         s.names.Expiration,
+			"#status":             s.names.Status,
+			"#in_progress_expiry": s.names.InProgressExpiry,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":         number(now.Unix()),
+			":now_ms":      number(now.UnixMilli()),
+			":in_progress": &types.AttributeValueMemberS{Value: string(StatusInProgress)},
+		},
+	}
+	if s.fastPath {
+		input.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	_, err := s.client.PutItem(ctx, input)
+	if err == nil {
+		return nil
+	}
+	if conflict, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		exists := &AlreadyExistsError{Key: record.Key}
+		if len(conflict.Item) > 0 {
+			existing, decodeErr := s.record(conflict.Item)
+			if decodeErr != nil {
+				return &StoreError{Op: "put", Key: record.Key, Err: decodeErr}
+			}
+			exists.Existing = &existing
+		}
+		return exists
+	}
+	return &StoreError{Op: "put", Key: record.Key, Err: err}
+}
+
+// Get implements [Store.Get] with a consistent GetItem.
+func (s *DynamoDBStore) Get(ctx context.Context, key string) (Record, error) {
+	output, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            s.key(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Record{}, &StoreError{Op: "get", Key: key, Err: err}
+	}
+	if len(output.Item) == 0 {
+		return Record{}, fmt.Errorf("%w: key %q", ErrNotFound, key)
+	}
+	record, err := s.record(output.Item)
+	if err != nil {
+		return Record{}, &StoreError{Op: "get", Key: key, Err: err}
+	}
+	return record, nil
+}
+
+// Complete implements [Store.Complete] with an UpdateItem conditioned on "lease = :lease".
+func (s *DynamoDBStore) Complete(ctx context.Context, record Record) error {
+	if record.ExpiresAt.IsZero() {
+		return fmt.Errorf("%w: completion for key %q has no expiration", ErrInvalidRecord, record.Key)
+	}
+	names := map[string]string{
+		"#status":             s.names.Status,
+		"#expiration":         s.names.Expiration,
+		"#in_progress_expiry": s.names.InProgressExpiry,
+		"#lease":              s.names.Lease,
+	}
+	values := map[string]types.AttributeValue{
+		":completed":  &types.AttributeValueMemberS{Value: string(StatusCompleted)},
+		":expiration": number(record.ExpiresAt.Unix()),
+		":lease":      &types.AttributeValueMemberS{Value: record.Lease},
+	}
+	update := completeSet + completeRemove
+	if len(record.Result) > 0 {
+		update = completeSetData + completeRemove
+		names["#data"] = s.names.Data
+		values[":data"] = &types.AttributeValueMemberB{Value: record.Result}
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(record.Key),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(leaseCondition),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return s.leaseResult("complete", record.Key, err)
+}
+
+// Delete implements [Store.Delete] with a DeleteItem conditioned on "lease = :lease".
+func (s *DynamoDBStore) Delete(ctx context.Context, key, lease string) error {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(key),
+		ConditionExpression:       aws.String(leaseCondition),
+		ExpressionAttributeNames:  map[string]string{"#lease": s.names.Lease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":lease": &types.AttributeValueMemberS{Value: lease}},
+	})
+	return s.leaseResult("delete", key, err)
+}
+
+func (s *DynamoDBStore) leaseResult(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		return fmt.Errorf("%w: %s key %q", ErrLeaseLost, op, key)
+	}
+	return &StoreError{Op: op, Key: key, Err: err}
+}
+
+func (s *DynamoDBStore) key(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{s.names.Key: &types.AttributeValueMemberS{Value: key}}
+}
+
+// item encodes a record. Zero times and empty strings are left out, so an in-progress
+// record is never written with an empty expiry attribute.
+func (s *DynamoDBStore) item(record Record) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		s.names.Key:    &types.AttributeValueMemberS{Value: record.Key},
+		s.names.Status: &types.AttributeValueMemberS{Value: string(record.Status)},
+		s.names.Lease:  &types.AttributeValueMemberS{Value: record.Lease},
+	}
+	if !record.ExpiresAt.IsZero() {
+		item[s.names.Expiration] = number(record.ExpiresAt.Unix())
+	}
+	if !record.InProgressExpiresAt.IsZero() {
+		item[s.names.InProgressExpiry] = number(record.InProgressExpiresAt.UnixMilli())
+	}
+	if record.PayloadHash != "" {
+		item[s.names.Validation] = &types.AttributeValueMemberS{Value: record.PayloadHash}
+	}
+	if len(record.Result) > 0 {
+		item[s.names.Data] = &types.AttributeValueMemberB{Value: record.Result}
+	}
+	return item
+}
+
+// record decodes an item. Missing attributes stay zero; attributes of the wrong type
+// are an error.
+func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, error) {
+	var record Record
+	var status string
+	var expiration, inProgressExpiry int64
+	var errs []error
+	decode := func(name string, target any) {
+		if value, ok := item[name]; ok {
+			if err := attributevalue.Unmarshal(value, target); err != nil {
+				errs = append(errs, fmt.Errorf("attribute %q: %w", name, err))
+			}
+		}
+	}
+	decode(s.names.Key, &record.Key)
+	decode(s.names.Status, &status)
+	decode(s.names.Expiration, &expiration)
+	decode(s.names.InProgressExpiry, &inProgressExpiry)
+	decode(s.names.Lease, &record.Lease)
+	decode(s.names.Validation, &record.PayloadHash)
+	decode(s.names.Data, &record.Result)
+	if err := errors.Join(errs...); err != nil {
+		return Record{}, fmt.Errorf("idempotency: malformed record: %w", err)
+	}
+	record.Status = Status(status)
+	if len(record.Result) == 0 {
+		record.Result = nil
+	}
+	if expiration != 0 {
+		record.ExpiresAt = time.Unix(expiration, 0).UTC()
+	}
+	if inProgressExpiry != 0 {
+		record.InProgressExpiresAt = time.UnixMilli(inProgressExpiry).UTC()
+	}
+	return record, nil
+}
+
+func number(n int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}

@@ -1,0 +1,421 @@
+// Package idempotencytest holds the conformance suite every [idempotency.Store] must
+// pass. The package's own tests run it against idempotency.MemoryStore and against
+// idempotency.DynamoDBStore on the local DynamoDB emulator; run it against your own
+// Store the same way:
+//
+//	func TestMyStore(t *testing.T) {
+//		idempotencytest.RunStoreTests(t, func(t *testing.T) idempotency.Store {
+//			return newMyStore(t)
+//		})
+//	}
+package idempotencytest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqsworker/sqsworker/idempotency"
+)
+
+// RunStoreTests runs the conformance suite, each case as a parallel subtest. newStore is
+// called once per subtest; it may return a fresh store or a shared one (keys are unique
+// per case). Expiry is driven only by the times the suite passes in, never by sleeping:
+// a conforming store must not consult the wall clock for it.
+//
+// [idempotency.AlreadyExistsError].Existing may be nil (the store could not return the
+// record with the failed claim); when set, it must equal the stored record.
+func RunStoreTests(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
+	t.Helper()
+	for _, tc := range storeTests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
+type storeTest struct {
+	name string
+	run  func(t *testing.T, store idempotency.Store)
+}
+
+var storeTests = []storeTest{
+	{"ClaimNewKey", testClaimNewKey},
+	{"ClaimRejectedWhileLeaseLive", testClaimRejectedWhileLeaseLive},
+	{"LeaseExpiryIsStrictMilliseconds", testLeaseExpiryIsStrict},
+	{"ExpiredRecordIsClaimableStrictSeconds", testExpiredRecordIsClaimable},
+	{"CompletedBlocksClaimsUntilExpiration", testCompletedBlocksClaims},
+	{"CompleteStoresResultAndDropsLeaseExpiry", testCompleteStoresResult},
+	{"CompleteWithoutResult", testCompleteWithoutResult},
+	{"CompleteWithOtherLeaseRejected", testCompleteWithOtherLease},
+	{"CompleteMissingRejected", testCompleteMissing},
+	{"TakeoverLocksOutOldLease", testTakeoverLocksOutOldLease},
+	{"DeleteWithLease", testDeleteWithLease},
+	{"DeleteWithOtherLeaseRejected", testDeleteWithOtherLease},
+	{"DeleteMissingRejected", testDeleteMissing},
+	{"GetMissing", testGetMissing},
+	{"InvalidClaimsWriteNothing", testInvalidClaims},
+	{"ConcurrentClaimsOneWinner", testConcurrentClaims},
+	{"BinaryResultRoundTrip", testBinaryResult},
+	{"ClaimReplacesExpiredRecordWhole", testClaimReplacesWhole},
+}
+
+// base is the suite's "now": a whole second, a day ahead of the wall clock, so records
+// written to a real table with TTL enabled are not removed while the suite runs.
+func base() time.Time {
+	return time.Now().Add(24 * time.Hour).Truncate(time.Second).UTC()
+}
+
+func newKey(t *testing.T) string {
+	return "idempotencytest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + rand.Text()
+}
+
+// claim returns an in-progress record claimed at now with the given lease and TTL.
+func claim(key string, now time.Time, lease, ttl time.Duration) idempotency.Record {
+	return idempotency.Record{
+		Key:                 key,
+		Status:              idempotency.StatusInProgress,
+		ExpiresAt:           now.Add(ttl),
+		InProgressExpiresAt: now.Add(lease),
+		Lease:               rand.Text(),
+		PayloadHash:         "hash-" + key,
+	}
+}
+
+// completed is what the store should hold after Complete(record with expiresAt, result).
+func completed(record idempotency.Record, expiresAt time.Time, result []byte) idempotency.Record {
+	record.Status = idempotency.StatusCompleted
+	record.ExpiresAt = expiresAt
+	record.InProgressExpiresAt = time.Time{}
+	record.Result = result
+	return record
+}
+
+func ctx(t *testing.T) context.Context {
+	return t.Context()
+}
+
+func mustPut(t *testing.T, store idempotency.Store, record idempotency.Record, now time.Time) {
+	t.Helper()
+	if err := store.PutInProgress(ctx(t), record, now); err != nil {
+		t.Fatalf("PutInProgress(%q) at %s: %v", record.Key, now, err)
+	}
+}
+
+func mustComplete(t *testing.T, store idempotency.Store, record idempotency.Record) {
+	t.Helper()
+	if err := store.Complete(ctx(t), record); err != nil {
+		t.Fatalf("Complete(%q): %v", record.Key, err)
+	}
+}
+
+// wantRecord checks that the store holds want for want.Key.
+func wantRecord(t *testing.T, store idempotency.Store, want idempotency.Record) {
+	t.Helper()
+	got, err := store.Get(ctx(t), want.Key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", want.Key, err)
+	}
+	if diff := RecordDiff(want, got); diff != "" {
+		t.Errorf("Get(%q) mismatch (-want +got):\n%s", want.Key, diff)
+	}
+}
+
+func wantNoRecord(t *testing.T, store idempotency.Store, key string) {
+	t.Helper()
+	got, err := store.Get(ctx(t), key)
+	if !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Get(%q) = %+v, %v; want an error matching ErrNotFound", key, got, err)
+	}
+}
+
+// wantConflict checks that claiming record at now fails with an AlreadyExistsError for
+// its key, whose Existing (when set) equals stored, and that stored is unchanged.
+func wantConflict(t *testing.T, store idempotency.Store, record idempotency.Record, now time.Time, stored idempotency.Record) {
+	t.Helper()
+	err := store.PutInProgress(ctx(t), record, now)
+	exists, ok := errors.AsType[*idempotency.AlreadyExistsError](err)
+	if !ok {
+		t.Fatalf("PutInProgress(%q) at %s = %v; want *AlreadyExistsError", record.Key, now, err)
+	}
+	if exists.Key != record.Key {
+		t.Errorf("AlreadyExistsError.Key = %q, want %q", exists.Key, record.Key)
+	}
+	if exists.Existing != nil {
+		if diff := RecordDiff(stored, *exists.Existing); diff != "" {
+			t.Errorf("AlreadyExistsError.Existing mismatch (-want +got):\n%s", diff)
+		}
+	}
+	wantRecord(t, store, stored)
+}
+
+func testClaimNewKey(t *testing.T, store idempotency.Store) {
+	now := base()
+	record := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, record, now)
+	wantRecord(t, store, record)
+}
+
+func testClaimRejectedWhileLeaseLive(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	for _, at := range []time.Duration{0, time.Second, 10*time.Second - time.Millisecond} {
+		wantConflict(t, store, claim(first.Key, now.Add(at), 10*time.Second, time.Hour), now.Add(at), first)
+	}
+}
+
+func testLeaseExpiryIsStrict(t *testing.T, store idempotency.Store) {
+	now := base().Add(250 * time.Millisecond)
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	leaseEnd := first.InProgressExpiresAt
+	// in_progress_expiry < :now_ms is false when they are equal.
+	wantConflict(t, store, claim(first.Key, leaseEnd, 10*time.Second, time.Hour), leaseEnd, first)
+	takeover := claim(first.Key, leaseEnd.Add(time.Millisecond), 10*time.Second, time.Hour)
+	mustPut(t, store, takeover, leaseEnd.Add(time.Millisecond))
+	wantRecord(t, store, takeover)
+}
+
+func testExpiredRecordIsClaimable(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	done := completed(first, now.Add(time.Hour), []byte("r1"))
+	mustComplete(t, store, done)
+	// expiration < :now (seconds) is false within the expiration second.
+	within := now.Add(time.Hour + 999*time.Millisecond)
+	wantConflict(t, store, claim(first.Key, within, 10*time.Second, time.Hour), within, done)
+	after := now.Add(time.Hour + time.Second)
+	second := claim(first.Key, after, 10*time.Second, time.Hour)
+	mustPut(t, store, second, after)
+	wantRecord(t, store, second)
+}
+
+func testCompletedBlocksClaims(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	done := completed(first, now.Add(time.Hour), []byte("result"))
+	mustComplete(t, store, done)
+	// Long after the old lease ended, the completed record still blocks claims.
+	later := now.Add(30 * time.Minute)
+	wantConflict(t, store, claim(first.Key, later, 10*time.Second, time.Hour), later, done)
+}
+
+func testCompleteStoresResult(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	done := completed(first, now.Add(2*time.Hour), []byte(`{"status":200}`))
+	mustComplete(t, store, done)
+	wantRecord(t, store, done)
+}
+
+func testCompleteWithoutResult(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	done := completed(first, now.Add(time.Hour), nil)
+	mustComplete(t, store, done)
+	wantRecord(t, store, done)
+}
+
+func testCompleteWithOtherLease(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	other := completed(first, now.Add(time.Hour), []byte("x"))
+	other.Lease = rand.Text()
+	if err := store.Complete(ctx(t), other); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete with another lease = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantRecord(t, store, first)
+}
+
+func testCompleteMissing(t *testing.T, store idempotency.Store) {
+	now := base()
+	record := completed(claim(newKey(t), now, 10*time.Second, time.Hour), now.Add(time.Hour), []byte("x"))
+	if err := store.Complete(ctx(t), record); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete of a missing key = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantNoRecord(t, store, record.Key)
+}
+
+func testTakeoverLocksOutOldLease(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	at := now.Add(time.Minute)
+	second := claim(first.Key, at, 10*time.Second, time.Hour)
+	mustPut(t, store, second, at)
+	if err := store.Complete(ctx(t), completed(first, at.Add(time.Hour), []byte("stale"))); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Errorf("Complete with the taken-over lease = %v; want an error matching ErrLeaseLost", err)
+	}
+	if err := store.Delete(ctx(t), first.Key, first.Lease); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Errorf("Delete with the taken-over lease = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantRecord(t, store, second)
+}
+
+func testDeleteWithLease(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	if err := store.Delete(ctx(t), first.Key, first.Lease); err != nil {
+		t.Fatalf("Delete with the lease: %v", err)
+	}
+	wantNoRecord(t, store, first.Key)
+	// The key can be claimed again at once.
+	second := claim(first.Key, now, 10*time.Second, time.Hour)
+	mustPut(t, store, second, now)
+	wantRecord(t, store, second)
+}
+
+func testDeleteWithOtherLease(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	if err := store.Delete(ctx(t), first.Key, rand.Text()); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Delete with another lease = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantRecord(t, store, first)
+	done := completed(first, now.Add(time.Hour), []byte("kept"))
+	mustComplete(t, store, done)
+	if err := store.Delete(ctx(t), first.Key, rand.Text()); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Delete of a completed record with another lease = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantRecord(t, store, done)
+}
+
+func testDeleteMissing(t *testing.T, store idempotency.Store) {
+	key := newKey(t)
+	if err := store.Delete(ctx(t), key, rand.Text()); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Delete of a missing key = %v; want an error matching ErrLeaseLost", err)
+	}
+}
+
+func testGetMissing(t *testing.T, store idempotency.Store) {
+	wantNoRecord(t, store, newKey(t))
+}
+
+func testInvalidClaims(t *testing.T, store idempotency.Store) {
+	now := base()
+	tests := []struct {
+		name   string
+		mutate func(*idempotency.Record)
+	}{
+		{"NoInProgressExpiry", func(r *idempotency.Record) { r.InProgressExpiresAt = time.Time{} }},
+		{"NoExpiration", func(r *idempotency.Record) { r.ExpiresAt = time.Time{} }},
+		{"NoLease", func(r *idempotency.Record) { r.Lease = "" }},
+		{"StatusCompleted", func(r *idempotency.Record) { r.Status = idempotency.StatusCompleted }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			record := claim(newKey(t), now, 10*time.Second, time.Hour)
+			tc.mutate(&record)
+			if err := store.PutInProgress(ctx(t), record, now); !errors.Is(err, idempotency.ErrInvalidRecord) {
+				t.Fatalf("PutInProgress = %v; want an error matching ErrInvalidRecord", err)
+			}
+			wantNoRecord(t, store, record.Key)
+		})
+	}
+	record := claim("", now, 10*time.Second, time.Hour)
+	if err := store.PutInProgress(ctx(t), record, now); !errors.Is(err, idempotency.ErrInvalidRecord) {
+		t.Fatalf("PutInProgress with an empty key = %v; want an error matching ErrInvalidRecord", err)
+	}
+}
+
+func testConcurrentClaims(t *testing.T, store idempotency.Store) {
+	const claimants = 16
+	now := base()
+	key := newKey(t)
+	var wg sync.WaitGroup
+	results := make([]error, claimants)
+	records := make([]idempotency.Record, claimants)
+	for i := range claimants {
+		records[i] = claim(key, now, 10*time.Second, time.Hour)
+		wg.Go(func() { results[i] = store.PutInProgress(ctx(t), records[i], now) })
+	}
+	wg.Wait()
+	winners := 0
+	var winner idempotency.Record
+	for i, err := range results {
+		switch _, exists := errors.AsType[*idempotency.AlreadyExistsError](err); {
+		case err == nil:
+			winners++
+			winner = records[i]
+		case !exists:
+			t.Errorf("claimant %d: %v; want nil or *AlreadyExistsError", i, err)
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d of %d concurrent claims succeeded; want exactly 1", winners, claimants)
+	}
+	wantRecord(t, store, winner)
+}
+
+func testBinaryResult(t *testing.T, store idempotency.Store) {
+	now := base()
+	result := make([]byte, 256)
+	for i := range result {
+		result[i] = byte(i)
+	}
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	done := completed(first, now.Add(time.Hour), result)
+	mustComplete(t, store, done)
+	wantRecord(t, store, done)
+}
+
+func testClaimReplacesWhole(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	mustComplete(t, store, completed(first, now.Add(time.Hour), []byte("old result")))
+	after := now.Add(2 * time.Hour)
+	second := claim(first.Key, after, 10*time.Second, time.Hour)
+	second.PayloadHash = "" // validation off: no hash attribute at all
+	mustPut(t, store, second, after)
+	wantRecord(t, store, second) // no old result, no old hash
+}
+
+// RecordDiff describes how got differs from want, field by field, after truncating
+// times to the precision stores keep (seconds for ExpiresAt, milliseconds for
+// InProgressExpiresAt); "" when they are equal. An empty Result equals a nil one.
+func RecordDiff(want, got idempotency.Record) string {
+	var diff strings.Builder
+	field := func(name string, equal bool, want, got any) {
+		if !equal {
+			fmt.Fprintf(&diff, "  %s:\n  -\t%v\n  +\t%v\n", name, want, got)
+		}
+	}
+	seconds := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Unix()
+	}
+	milliseconds := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixMilli()
+	}
+	field("Key", want.Key == got.Key, want.Key, got.Key)
+	field("Status", want.Status == got.Status, want.Status, got.Status)
+	field("ExpiresAt (epoch s)", seconds(want.ExpiresAt) == seconds(got.ExpiresAt), seconds(want.ExpiresAt), seconds(got.ExpiresAt))
+	field("InProgressExpiresAt (epoch ms)", milliseconds(want.InProgressExpiresAt) == milliseconds(got.InProgressExpiresAt),
+		milliseconds(want.InProgressExpiresAt), milliseconds(got.InProgressExpiresAt))
+	field("Lease", want.Lease == got.Lease, want.Lease, got.Lease)
+	field("PayloadHash", want.PayloadHash == got.PayloadHash, want.PayloadHash, got.PayloadHash)
+	field("Result", bytes.Equal(want.Result, got.Result), fmt.Sprintf("%q", want.Result), fmt.Sprintf("%q", got.Result))
+	return diff.String()
+}
