@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
@@ -38,28 +37,7 @@ func MessageSize(message *sqsworker.Message) int {
 
 // convertMessage turns an SDK message into the neutral sqsworker.Message.
 func convertMessage(queueURL string, in types.Message) *sqsworker.Message {
-	message := &sqsworker.Message{
-		ID:            aws.ToString(in.MessageId),
-		Body:          aws.ToString(in.Body),
-		Attributes:    in.Attributes,
-		QueueURL:      queueURL,
-		ReceiptHandle: aws.ToString(in.ReceiptHandle),
-	}
-	if len(in.MessageAttributes) > 0 {
-		message.MessageAttributes = make(map[string]sqsworker.MessageAttribute, len(in.MessageAttributes))
-		for name, value := range in.MessageAttributes {
-			message.MessageAttributes[name] = sqsworker.MessageAttribute{
-				DataType:    aws.ToString(value.DataType),
-				StringValue: aws.ToString(value.StringValue),
-				BinaryValue: value.BinaryValue,
-			}
-		}
-	}
-	if message.Attributes == nil {
-		message.Attributes = map[string]string{}
-	}
-	message.ApplySystemAttributes()
-	return message
+	return sqsworker.MessageFromSQS(in, queueURL, "")
 }
 
 // maxDeduplicationIDLength is SQS's limit for MessageDeduplicationId (128 characters).

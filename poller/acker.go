@@ -1,0 +1,285 @@
+package poller
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+const (
+	// deleteCallTimeout bounds one DeleteMessageBatch call.
+	deleteCallTimeout = 10 * time.Second
+	// maxDeleteRetryDelay caps the backoff between retries of a failed delete entry.
+	maxDeleteRetryDelay = 2 * time.Second
+	// receiptSafetyMargin: a delete is retried only while the receipt handle still has
+	// this much visibility left; later, the message may already be with another worker.
+	receiptSafetyMargin = time.Second
+	// finalFlushTimeout bounds the last flush at shutdown, so DrainTimeout's default
+	// (25 s), the cancellation grace (1 s) and this still fit ECS's 30 s stopTimeout.
+	finalFlushTimeout = 3 * time.Second
+)
+
+// pendingDelete is one message waiting for, or retrying, its delete.
+type pendingDelete struct {
+	delivery *delivery
+	// expires is when the receipt handle stops being usable (the message's visibility
+	// ends); the delete is not retried after it.
+	expires time.Time
+	// notBefore delays a retry.
+	notBefore time.Time
+	attempts  int
+}
+
+// acker deletes settled messages in batches (the equivalent of asynq's syncer): a batch
+// is sent when 10 deletes are pending or DeleteFlushInterval after the first one. It
+// reads every entry of the response: failed entries that are not the sender's fault are
+// retried, alone, with the same receipt handle, while it is still valid; sender faults
+// are logged as errors with their code and not retried. A message counts as deleted only
+// once SQS confirmed it.
+type acker struct {
+	api         API
+	queueURL    string
+	interval    time.Duration
+	logger      *slog.Logger
+	stats       *counters
+	callContext context.Context
+
+	mu      sync.Mutex
+	pending []*pendingDelete
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+type ackerParams struct {
+	api         API
+	queueURL    string
+	interval    time.Duration
+	logger      *slog.Logger
+	stats       *counters
+	callContext context.Context
+}
+
+func newAcker(params ackerParams) *acker {
+	return &acker{
+		api:         params.api,
+		queueURL:    params.queueURL,
+		interval:    params.interval,
+		logger:      params.logger,
+		stats:       params.stats,
+		callContext: params.callContext,
+		wake:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
+	}
+}
+
+// add queues d's delete; expires is when its receipt handle stops being valid.
+func (a *acker) add(d *delivery, expires time.Time) {
+	a.mu.Lock()
+	a.pending = append(a.pending, &pendingDelete{delivery: d, expires: expires})
+	a.mu.Unlock()
+	a.signal()
+}
+
+func (a *acker) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start runs the flush loop until shutdown.
+func (a *acker) start(wg *sync.WaitGroup) {
+	wg.Go(func() {
+		defer close(a.done)
+		for {
+			select {
+			case <-a.stop:
+				a.finalFlush()
+				return
+			case <-a.wake:
+			}
+			if !a.waitForBatch() {
+				a.finalFlush()
+				return
+			}
+			a.flush(time.Now())
+			if a.waiting() {
+				a.signal()
+			}
+		}
+	})
+}
+
+// waitForBatch waits until 10 deletes are ready or the flush interval has passed. It
+// returns false when shutdown was asked for.
+func (a *acker) waitForBatch() bool {
+	timer := time.NewTimer(a.interval)
+	defer timer.Stop()
+	for a.ready(time.Now()) < maxBatchEntries {
+		select {
+		case <-timer.C:
+			return true
+		case <-a.wake:
+		case <-a.stop:
+			return false
+		}
+	}
+	return true
+}
+
+// shutdown flushes what is pending (retrying as usual, for at most 3 s) and stops.
+// Call it last, after the dispatcher has settled every message.
+func (a *acker) shutdown() {
+	close(a.stop)
+	<-a.done
+}
+
+// finalFlush sends every pending delete, retrying failed entries while their receipt
+// handles are valid, until nothing is pending or finalFlushTimeout has passed.
+func (a *acker) finalFlush() {
+	deadline := time.Now().Add(finalFlushTimeout)
+	for a.waiting() && time.Now().Before(deadline) {
+		a.flush(time.Now())
+		if next, ok := a.nextRetry(); ok {
+			time.Sleep(min(max(time.Until(next), 0), time.Until(deadline)))
+		}
+	}
+	a.mu.Lock()
+	left := a.pending
+	a.pending = nil
+	a.mu.Unlock()
+	for _, p := range left {
+		a.giveUp(p, "poller: delete not confirmed before shutdown; the message will be delivered again", "", "")
+	}
+}
+
+func (a *acker) waiting() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending) > 0
+}
+
+func (a *acker) ready(now time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	count := 0
+	for _, p := range a.pending {
+		if !p.notBefore.After(now) {
+			count++
+		}
+	}
+	return count
+}
+
+func (a *acker) nextRetry() (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var next time.Time
+	for _, p := range a.pending {
+		if next.IsZero() || p.notBefore.Before(next) {
+			next = p.notBefore
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// flush sends every ready delete, ten per call.
+func (a *acker) flush(now time.Time) {
+	a.mu.Lock()
+	var ready []*pendingDelete
+	kept := a.pending[:0]
+	for _, p := range a.pending {
+		if p.notBefore.After(now) {
+			kept = append(kept, p)
+		} else {
+			ready = append(ready, p)
+		}
+	}
+	a.pending = kept
+	a.mu.Unlock()
+	inBatches(ready, a.send)
+}
+
+// send makes one DeleteMessageBatch call and acts on each entry's result. Entry ids are
+// indexes into batch, so a message received twice in one batch cannot clash.
+func (a *acker) send(batch []*pendingDelete) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
+	for i, p := range batch {
+		entries[i] = types.DeleteMessageBatchRequestEntry{
+			Id:            aws.String(strconv.Itoa(i)),
+			ReceiptHandle: aws.String(p.delivery.message.ReceiptHandle),
+		}
+	}
+	ctx, cancel := context.WithTimeout(a.callContext, deleteCallTimeout)
+	defer cancel()
+	output, err := a.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
+		QueueUrl: aws.String(a.queueURL),
+		Entries:  entries,
+	})
+	if err != nil {
+		a.logger.Warn("poller: DeleteMessageBatch failed; retrying its entries", "error", err, "entries", len(batch))
+		for _, p := range batch {
+			a.retry(p, errorCode(err), err.Error())
+		}
+		return
+	}
+	answered := make([]bool, len(batch))
+	for _, entry := range output.Successful {
+		if index, ok := entryIndex(entry.Id, len(batch)); ok && !answered[index] {
+			answered[index] = true
+			a.stats.deleted.Add(1)
+			messageLogger(a.logger, batch[index].delivery.message).Debug("poller: message deleted")
+		}
+	}
+	for _, entry := range output.Failed {
+		index, ok := entryIndex(entry.Id, len(batch))
+		if !ok || answered[index] {
+			continue
+		}
+		answered[index] = true
+		code, text := aws.ToString(entry.Code), aws.ToString(entry.Message)
+		if entry.SenderFault {
+			a.giveUp(batch[index], "poller: delete rejected (sender fault); not retried, the message will be delivered again", code, text)
+			continue
+		}
+		a.retry(batch[index], code, text)
+	}
+	for index, p := range batch {
+		if !answered[index] {
+			a.retry(p, "", "entry missing from the DeleteMessageBatch response")
+		}
+	}
+}
+
+// retry queues p again with exponential backoff, unless its receipt handle would
+// expire first.
+func (a *acker) retry(p *pendingDelete, code, text string) {
+	p.attempts++
+	delay := min(a.interval<<(p.attempts-1), maxDeleteRetryDelay)
+	if delay <= 0 {
+		delay = maxDeleteRetryDelay
+	}
+	p.notBefore = time.Now().Add(delay)
+	if p.notBefore.Add(receiptSafetyMargin).After(p.expires) {
+		a.giveUp(p, "poller: delete failed until the receipt handle expired; the message will be delivered again", code, text)
+		return
+	}
+	messageLogger(a.logger, p.delivery.message).Warn("poller: delete failed; retrying", "code", code, "error", text, "attempt", p.attempts)
+	a.mu.Lock()
+	a.pending = append(a.pending, p)
+	a.mu.Unlock()
+}
+
+func (a *acker) giveUp(p *pendingDelete, message, code, text string) {
+	a.stats.deleteFailures.Add(1)
+	messageLogger(a.logger, p.delivery.message).Error(message, "code", code, "error", text, "attempts", p.attempts+1)
+}

@@ -1,0 +1,286 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+// Defaults and limits. The receive defaults are SQS's own maximums.
+const (
+	// defaultConcurrency is Config.Concurrency when zero.
+	defaultConcurrency = 10
+	// defaultMaxMessages is Config.MaxMessages when zero: MaxNumberOfMessages' maximum.
+	defaultMaxMessages = maxBatchEntries
+	// maxWaitTime is SQS's limit for WaitTimeSeconds (ReceiveMessage rejects more).
+	maxWaitTime = 20 * time.Second
+	// defaultWaitTime is Config.WaitTime when zero: the longest long poll.
+	defaultWaitTime = maxWaitTime
+	// httpTimeoutSlack is how much longer than the long poll an HTTP timeout must be.
+	httpTimeoutSlack = 5 * time.Second
+	// defaultHandlerTimeout is Config.HandlerTimeout when zero.
+	defaultHandlerTimeout = 5 * time.Minute
+	// defaultDrainTimeout is Config.DrainTimeout when zero: leaves 5 s of ECS's default
+	// 30 s stopTimeout for the final release and delete flush.
+	defaultDrainTimeout = 25 * time.Second
+	// minDefaultVisibilityExtension is the smallest VisibilityExtension taken from the
+	// queue's visibility timeout when Config.VisibilityExtension is zero.
+	minDefaultVisibilityExtension = 10 * time.Second
+	// defaultHeartbeatDivisor: when Config.HeartbeatInterval is zero, the interval is
+	// VisibilityExtension / 3, so two heartbeats can fail before the message reappears.
+	defaultHeartbeatDivisor = 3
+	// defaultDeleteFlushInterval is Config.DeleteFlushInterval when zero.
+	defaultDeleteFlushInterval = 100 * time.Millisecond
+	// maxDeleteFlushInterval bounds Config.DeleteFlushInterval: longer delays would eat
+	// into the receipt handle's visibility.
+	maxDeleteFlushInterval = 5 * time.Second
+	// maxHandlerTimeout: a handler must finish within SQS's 12-hour visibility limit
+	// (counted from the receive), less the safety margin the visibility clamp keeps.
+	maxHandlerTimeout = sqsworker.MaxVisibilityTimeout - sqsworker.VisibilitySafetyMargin
+)
+
+// Config configures a [Server]. The zero value of every field but QueueURL is usable.
+type Config struct {
+	// QueueURL specifies the queue to consume. Required.
+	QueueURL string
+
+	// Concurrency specifies how many messages are handled at the same time, and so how
+	// many the server holds at most (received, not yet settled); if zero, defaults to 10.
+	Concurrency int
+
+	// MaxMessages specifies the most messages one ReceiveMessage call asks for, 1 to 10
+	// (SQS's limit); if zero, defaults to 10. Each call asks for at most as many messages
+	// as there are free Concurrency slots, so no message waits received but unstarted.
+	MaxMessages int
+
+	// WaitTime specifies the long-poll wait (WaitTimeSeconds), whole seconds from 1 s to
+	// 20 s (SQS's limit); if zero, defaults to 20 s. A shutdown lets the long poll in
+	// flight finish (see [Server.Shutdown]), so an idle worker stops within WaitTime.
+	WaitTime time.Duration
+
+	// HandlerTimeout specifies the hard timeout of one handler call: at the timeout the
+	// handler's context is cancelled (cause [ErrHandlerTimeout]), its heartbeat stops and
+	// the message is retried with Backoff. It must stay under 12 h (SQS's visibility
+	// limit); if zero, defaults to 5 minutes.
+	HandlerTimeout time.Duration
+
+	// HeartbeatInterval specifies how often the visibility of a held message is extended
+	// (ChangeMessageVisibilityBatch). It must be shorter than VisibilityExtension; if zero,
+	// defaults to VisibilityExtension / 3.
+	HeartbeatInterval time.Duration
+
+	// VisibilityExtension specifies the visibility timeout each heartbeat sets, at most
+	// 12 h; if zero, defaults to the queue's VisibilityTimeout, but at least 10 s. It is
+	// also how long a message stays hidden if this process dies while holding it.
+	VisibilityExtension time.Duration
+
+	// DrainTimeout specifies how long a shutdown waits for running handlers before it
+	// cancels them and releases their messages (visibility 0); if zero, defaults to 25 s,
+	// which fits ECS's default 30 s stopTimeout. Negative values are rejected.
+	DrainTimeout time.Duration
+
+	// Backoff specifies the retry delay of failed messages (see [sqsworker.Backoff]);
+	// the zero value is exponential from 2 s to 10 minutes with full jitter.
+	Backoff sqsworker.Backoff
+
+	// AllowUnboundedRetries lets Start accept a queue without a redrive policy, where a
+	// message that always fails is retried forever. If false, Start refuses such a queue.
+	AllowUnboundedRetries bool
+
+	// DisableDeadLetterSend makes permanent failures ([sqsworker.Permanent]) ordinary
+	// retries, so they reach the dead-letter queue through the redrive policy after
+	// maxReceiveCount receives instead of at once, without the failure attributes.
+	DisableDeadLetterSend bool
+
+	// HTTPClientTimeout specifies the response timeout of the SQS client's HTTP client,
+	// for clients New cannot inspect (New reads *awshttp.BuildableClient and *http.Client
+	// from a client with an Options method, such as *sqs.Client). If set, it must be at
+	// least WaitTime + 5 s, or every long poll on an idle queue would time out; zero
+	// means unknown (not checked).
+	HTTPClientTimeout time.Duration
+
+	// DeleteFlushInterval specifies how long a delete waits to be batched with others
+	// (DeleteMessageBatch sends up to 10); if zero, defaults to 100 ms; at most 5 s.
+	DeleteFlushInterval time.Duration
+
+	// Logger receives the server's logs (each message's logs carry message_id, queue and
+	// receive_count; bodies are never logged); if nil, logs are discarded.
+	Logger *slog.Logger
+
+	// ErrorHandler, if set, is called with the handler's original error after every
+	// failed attempt (retry, retry-after, dead-letter), for metrics or error reporting.
+	ErrorHandler func(ctx context.Context, message *sqsworker.Message, err error)
+
+	// HealthCheckAddress, if set (for example "127.0.0.1:8080"), serves GET /healthz
+	// there: 200 while the server runs, 503 once it is stopping. Empty turns it off. See
+	// [CheckHealth].
+	HealthCheckAddress string
+}
+
+// withDefaults returns c with zero fields set to their defaults. Fields that depend on
+// the queue (VisibilityExtension, HeartbeatInterval) are filled by withQueue.
+func (c Config) withDefaults() Config {
+	if c.Concurrency == 0 {
+		c.Concurrency = defaultConcurrency
+	}
+	if c.MaxMessages == 0 {
+		c.MaxMessages = defaultMaxMessages
+	}
+	if c.WaitTime == 0 {
+		c.WaitTime = defaultWaitTime
+	}
+	if c.HandlerTimeout == 0 {
+		c.HandlerTimeout = defaultHandlerTimeout
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = defaultDrainTimeout
+	}
+	if c.DeleteFlushInterval == 0 {
+		c.DeleteFlushInterval = defaultDeleteFlushInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// validate reports every problem of a defaulted Config that can be seen without the
+// queue, joined into one error; each names its field.
+func (c Config) validate(client API) error {
+	var problems []error
+	add := func(format string, args ...any) {
+		problems = append(problems, fmt.Errorf("poller: "+format, args...))
+	}
+	if c.QueueURL == "" {
+		add("Config.QueueURL is empty")
+	}
+	if c.Concurrency < 1 {
+		add("Config.Concurrency %d is below 1", c.Concurrency)
+	}
+	if c.MaxMessages < 1 || c.MaxMessages > maxBatchEntries {
+		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, maxBatchEntries)
+	}
+	switch {
+	case c.WaitTime < time.Second:
+		add("Config.WaitTime %s is below 1s; short polling is not supported", c.WaitTime)
+	case c.WaitTime > maxWaitTime:
+		add("Config.WaitTime %s exceeds SQS's maximum WaitTimeSeconds of 20s", c.WaitTime)
+	case c.WaitTime%time.Second != 0:
+		add("Config.WaitTime %s is not a whole number of seconds (SQS WaitTimeSeconds)", c.WaitTime)
+	}
+	switch {
+	case c.HandlerTimeout < 0:
+		add("Config.HandlerTimeout %s is negative", c.HandlerTimeout)
+	case c.HandlerTimeout >= maxHandlerTimeout:
+		add("Config.HandlerTimeout %s cannot be covered by heartbeats: SQS keeps a message hidden at most 12h from its receive (limit %s)", c.HandlerTimeout, maxHandlerTimeout)
+	}
+	if c.HeartbeatInterval < 0 {
+		add("Config.HeartbeatInterval %s is negative", c.HeartbeatInterval)
+	}
+	switch {
+	case c.VisibilityExtension < 0:
+		add("Config.VisibilityExtension %s is negative", c.VisibilityExtension)
+	case c.VisibilityExtension > sqsworker.MaxVisibilityTimeout:
+		add("Config.VisibilityExtension %s exceeds SQS's 12h visibility limit", c.VisibilityExtension)
+	}
+	if c.HeartbeatInterval > 0 && c.VisibilityExtension > 0 && c.HeartbeatInterval >= c.VisibilityExtension {
+		add("Config.HeartbeatInterval %s must be shorter than Config.VisibilityExtension %s, or messages reappear between heartbeats", c.HeartbeatInterval, c.VisibilityExtension)
+	}
+	if c.DrainTimeout < 0 {
+		add("Config.DrainTimeout %s is negative", c.DrainTimeout)
+	}
+	if c.DeleteFlushInterval < 0 || c.DeleteFlushInterval > maxDeleteFlushInterval {
+		add("Config.DeleteFlushInterval %s is outside 0..%s", c.DeleteFlushInterval, maxDeleteFlushInterval)
+	}
+	if c.Backoff.Base < 0 {
+		add("Config.Backoff.Base %s is negative", c.Backoff.Base)
+	}
+	if c.Backoff.Cap < 0 {
+		add("Config.Backoff.Cap %s is negative", c.Backoff.Cap)
+	}
+	if c.Backoff.Base > 0 && c.Backoff.Cap > 0 && c.Backoff.Base > c.Backoff.Cap {
+		add("Config.Backoff.Base %s exceeds Config.Backoff.Cap %s", c.Backoff.Base, c.Backoff.Cap)
+	}
+	if c.Backoff.Jitter != sqsworker.JitterFull && c.Backoff.Jitter != sqsworker.JitterNone {
+		add("Config.Backoff.Jitter %d is not a known jitter mode", c.Backoff.Jitter)
+	}
+	if c.HTTPClientTimeout < 0 {
+		add("Config.HTTPClientTimeout %s is negative", c.HTTPClientTimeout)
+	}
+	if c.WaitTime >= time.Second && c.WaitTime <= maxWaitTime {
+		minimum := c.WaitTime + httpTimeoutSlack
+		timeouts := httpClientTimeouts(client)
+		if c.HTTPClientTimeout > 0 {
+			timeouts = append(timeouts, namedTimeout{"Config.HTTPClientTimeout", c.HTTPClientTimeout})
+		}
+		for _, timeout := range timeouts {
+			if timeout.value < minimum {
+				add("%s %s must be at least Config.WaitTime %s + %s, or long polls on an idle queue time out", timeout.name, timeout.value, c.WaitTime, httpTimeoutSlack)
+			}
+		}
+	}
+	return errors.Join(problems...)
+}
+
+// withQueue fills the settings that default from the queue and reports the problems
+// that depend on it.
+func (c Config) withQueue(queue *sqsworker.Queue) (Config, error) {
+	var problems []error
+	if queue.RedrivePolicy == nil && !c.AllowUnboundedRetries {
+		problems = append(problems, fmt.Errorf("poller: queue %s has no redrive policy, so a message that always fails would be retried forever; add a dead-letter queue or set Config.AllowUnboundedRetries", queue.URL))
+	}
+	if c.VisibilityExtension == 0 {
+		c.VisibilityExtension = max(queue.VisibilityTimeout, minDefaultVisibilityExtension)
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = c.VisibilityExtension / defaultHeartbeatDivisor
+	} else if c.HeartbeatInterval >= c.VisibilityExtension {
+		problems = append(problems, fmt.Errorf("poller: Config.HeartbeatInterval %s must be shorter than the visibility extension %s (Config.VisibilityExtension, defaulted from the queue's VisibilityTimeout)", c.HeartbeatInterval, c.VisibilityExtension))
+	}
+	return c, errors.Join(problems...)
+}
+
+// namedTimeout is one HTTP timeout found on the client, with the name of its setting.
+type namedTimeout struct {
+	name  string
+	value time.Duration
+}
+
+// httpClientTimeouts returns the non-zero response timeouts of client's HTTP client, when
+// client exposes its options (as *sqs.Client does) and the HTTP client is a type the
+// SDK or net/http defines.
+func httpClientTimeouts(client API) []namedTimeout {
+	withOptions, ok := client.(interface{ Options() sqs.Options })
+	if !ok {
+		return nil
+	}
+	var timeouts []namedTimeout
+	add := func(name string, value time.Duration) {
+		if value > 0 {
+			timeouts = append(timeouts, namedTimeout{name, value})
+		}
+	}
+	switch httpClient := withOptions.Options().HTTPClient.(type) {
+	case *awshttp.BuildableClient:
+		add("HTTP client timeout (BuildableClient.WithTimeout)", httpClient.GetTimeout())
+		if readTimeout, set := httpClient.GetReadTimeout(); set {
+			add("HTTP client read timeout (BuildableClient.WithReadTimeout)", readTimeout)
+		}
+		add("HTTP transport ResponseHeaderTimeout", httpClient.GetTransport().ResponseHeaderTimeout)
+	case *http.Client:
+		add("http.Client.Timeout", httpClient.Timeout)
+		if transport, ok := httpClient.Transport.(*http.Transport); ok {
+			add("HTTP transport ResponseHeaderTimeout", transport.ResponseHeaderTimeout)
+		}
+	}
+	return timeouts
+}

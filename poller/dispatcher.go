@@ -1,0 +1,225 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+// ErrHandlerTimeout is the cause (context.Cause) of a handler context cancelled because
+// the handler ran longer than Config.HandlerTimeout.
+var ErrHandlerTimeout = errors.New("poller: handler timeout exceeded")
+
+// ErrDrainTimeout is the cause (context.Cause) of a handler context cancelled because a
+// shutdown's drain deadline (Config.DrainTimeout) passed while the handler was running.
+// The message is then released (visibility 0) for another worker.
+var ErrDrainTimeout = errors.New("poller: drain deadline reached during shutdown")
+
+// cancelGrace is how long a handler whose context was cancelled (hard timeout or drain
+// deadline) gets to return before its message is settled without it, so that cleanup
+// in the handler (for example releasing an idempotency lease) comes before the message
+// is handed to another worker.
+const cancelGrace = time.Second
+
+// slots is the counting semaphore behind Config.Concurrency. A slot is taken for each
+// message before it is received and given back when the message is settled.
+type slots chan struct{}
+
+// acquire waits for one free slot and then takes up to limit in all, without waiting
+// for more. It returns 0 when stop is closed first.
+func (s slots) acquire(stop <-chan struct{}, limit int) int {
+	select {
+	case s <- struct{}{}:
+	case <-stop:
+		return 0
+	}
+	taken := 1
+	for taken < limit {
+		select {
+		case s <- struct{}{}:
+			taken++
+		default:
+			return taken
+		}
+	}
+	return taken
+}
+
+func (s slots) release(count int) {
+	for range count {
+		<-s
+	}
+}
+
+// dispatcher runs handlers: one goroutine per message on standard queues, one per
+// message group on FIFO queues (see fifo.go), each holding the message's slot.
+type dispatcher struct {
+	handler        sqsworker.Handler
+	handlerTimeout time.Duration
+	fifo           bool
+	slots          slots
+	settler        *settler
+	extender       *extender
+	logger         *slog.Logger
+
+	// handlerContext is the parent of every handler context; abort cancels it with
+	// cause ErrDrainTimeout.
+	handlerContext context.Context
+	abortHandlers  context.CancelCauseFunc
+	// abandon is closed at abort: stop waiting for handlers that ignore their context.
+	abandon chan struct{}
+
+	mu       sync.Mutex
+	stopping bool
+	groups   map[string]*group
+
+	wg sync.WaitGroup
+}
+
+type dispatcherParams struct {
+	handler        sqsworker.Handler
+	handlerTimeout time.Duration
+	fifo           bool
+	slots          slots
+	settler        *settler
+	extender       *extender
+	logger         *slog.Logger
+	baseContext    context.Context
+}
+
+func newDispatcher(params dispatcherParams) *dispatcher {
+	handlerContext, abort := context.WithCancelCause(params.baseContext)
+	return &dispatcher{
+		handler:        params.handler,
+		handlerTimeout: params.handlerTimeout,
+		fifo:           params.fifo,
+		slots:          params.slots,
+		settler:        params.settler,
+		extender:       params.extender,
+		logger:         params.logger,
+		handlerContext: handlerContext,
+		abortHandlers:  abort,
+		abandon:        make(chan struct{}),
+		groups:         make(map[string]*group),
+	}
+}
+
+// dispatch starts handling received messages. Once the dispatcher is stopping they are
+// released instead, unhandled.
+func (d *dispatcher) dispatch(deliveries []*delivery) {
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		d.releaseUnstarted(deliveries, "shutting down")
+		return
+	}
+	defer d.mu.Unlock()
+	if d.fifo {
+		d.enqueueGroups(deliveries)
+		return
+	}
+	for _, delivery := range deliveries {
+		d.wg.Go(func() {
+			_, wait := d.process(delivery, nil)
+			wait()
+			d.slots.release(1)
+		})
+	}
+}
+
+// releaseUnstarted releases messages no handler has seen, and their slots.
+func (d *dispatcher) releaseUnstarted(deliveries []*delivery, why string) {
+	if len(deliveries) == 0 {
+		return
+	}
+	d.settler.release(deliveries, why)
+	d.slots.release(len(deliveries))
+}
+
+// stop begins the drain: nothing new starts, and messages received but not started (a
+// FIFO group's later messages) are released at once. Running handlers go on.
+func (d *dispatcher) stop() {
+	d.mu.Lock()
+	d.stopping = true
+	unstarted := d.takeQueued()
+	d.mu.Unlock()
+	d.releaseUnstarted(unstarted, "shutting down")
+}
+
+// wait returns a channel closed when every handler goroutine has finished.
+func (d *dispatcher) wait() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		d.wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+// abort ends the drain: running handlers' contexts are cancelled with cause
+// ErrDrainTimeout; each gets cancelGrace to return, then its message is released.
+func (d *dispatcher) abort() {
+	d.abortHandlers(ErrDrainTimeout)
+	close(d.abandon)
+}
+
+// process runs the handler for one message under its hard timeout and settles the
+// message. It reports whether the message is done with, so a FIFO group may go on.
+// beforeSettle, if not nil, is called once the handler's result is known, just before
+// the message is settled (and so may become visible again). The returned wait blocks
+// while a handler that ignored its cancelled context is still running (until the
+// shutdown gives up on it); the message's slot must stay taken until then.
+func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, wait func()) {
+	message := held.message
+	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { // owned by process: it waits for the result, or gives up at abandon
+		result <- sqsworker.CallHandler(ctx, d.handler, message)
+	}()
+
+	var err error
+	returned := true
+	select {
+	case err = <-result:
+	case <-ctx.Done():
+		// Stop the heartbeat now, then give the handler a moment to clean up.
+		d.extender.remove(held.lease)
+		grace := time.NewTimer(cancelGrace)
+		select {
+		case err = <-result:
+		case <-grace.C:
+			returned = false
+		}
+		grace.Stop()
+	}
+
+	if beforeSettle != nil {
+		beforeSettle()
+	}
+	aborted := errors.Is(context.Cause(ctx), ErrDrainTimeout)
+	switch {
+	case aborted && (err != nil || !returned):
+		d.settler.release([]*delivery{held}, "drain deadline reached")
+	case !returned:
+		err = fmt.Errorf("%w: handler still running %s after its context was cancelled (Config.HandlerTimeout %s)", context.Cause(ctx), cancelGrace, d.handlerTimeout)
+		done = d.settler.settle(held, err)
+	default:
+		done = d.settler.settle(held, err)
+	}
+	if returned {
+		return done, func() {}
+	}
+	messageLogger(d.logger, message).Warn("poller: handler ignores its cancelled context; its concurrency slot stays taken until it returns")
+	return done, func() {
+		select {
+		case <-result:
+		case <-d.abandon:
+		}
+	}
+}

@@ -1,0 +1,48 @@
+// Package poller is the long-poll container worker of sqsworker: a process (an ECS
+// task, a Kubernetes pod, any server) that receives messages from one SQS queue and
+// runs a [sqsworker.Handler] on each.
+//
+//	client := sqs.NewFromConfig(awsConfig)
+//	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+//		return deliver(ctx, m.Body) // nil deletes; see sqsworker.Classify for errors
+//	})
+//	server, err := poller.New(client, poller.Config{
+//		QueueURL:           queueURL,
+//		HealthCheckAddress: "127.0.0.1:8080",
+//	}, handler)
+//	if err != nil {
+//		log.Fatal(err) // every configuration problem, each naming its field
+//	}
+//	if err := server.Run(context.Background()); err != nil { // drains on SIGTERM/SIGINT
+//		log.Fatal(err)
+//	}
+//
+// What the server does:
+//
+//   - Receiving: one long poll at a time (WaitTimeSeconds 20, SQS's maximum), asking
+//     for as many messages as there are free Concurrency slots (at most 10), so no
+//     message waits received but unstarted. All system and message attributes are
+//     requested.
+//   - Handling: each message in its own goroutine (one per message group, in order, on
+//     FIFO queues), through [sqsworker.CallHandler] (a panic fails the message, not the
+//     process), with a context cancelled at Config.HandlerTimeout (cause
+//     [ErrHandlerTimeout]).
+//   - Heartbeat: while a message is held, its visibility is extended every
+//     HeartbeatInterval. The heartbeat stops when the handler returns or reaches its
+//     timeout; a failed heartbeat is logged once and ends that message's heartbeats.
+//   - Settling, from [sqsworker.Classify]: success → batched DeleteMessageBatch (every
+//     entry's result is read; failed entries are retried while the receipt handle is
+//     valid); permanent failure → sent to the dead-letter queue, then deleted; retry
+//     after / defer → visibility set to the delay; other errors → visibility set to
+//     the Config.Backoff delay, until the redrive policy moves the message to the
+//     dead-letter queue.
+//   - Shutdown: see [Server.Shutdown] for the order. On SIGTERM, Run stops receiving,
+//     lets running handlers finish within Config.DrainTimeout, then cancels the rest and
+//     releases their messages (visibility 0) so another worker gets them within
+//     seconds, and returns nil.
+//
+// Start refuses a queue without a redrive policy unless Config.AllowUnboundedRetries is
+// set. Handlers must honour their context: a handler still running a second after its
+// context was cancelled keeps its concurrency slot until it returns, though its message
+// has been settled.
+package poller

@@ -1,0 +1,315 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+// serverState is where a Server is in its life: new → active → stopping → closed.
+type serverState int
+
+const (
+	stateNew serverState = iota
+	stateActive
+	stateStopping
+	stateClosed
+)
+
+// Server is the long-poll container worker for one queue: it receives messages, runs
+// the handler on each under a hard timeout with a visibility heartbeat, and settles
+// each message from the handler's error (see [sqsworker.Classify]). Create it with
+// [New]; run it with [Server.Run], or [Server.Start] and [Server.Shutdown].
+type Server struct {
+	api     API
+	config  Config
+	handler sqsworker.Handler
+	logger  *slog.Logger
+	stats   counters
+
+	mu         sync.Mutex
+	state      serverState
+	receiver   *receiver
+	dispatcher *dispatcher
+	extender   *extender
+	acker      *acker
+	health     *healthServer
+	wg         sync.WaitGroup
+	closed     chan struct{}
+}
+
+// New returns a Server that will consume config.QueueURL with handler. It fills in the
+// defaults and reports every problem of the configuration that can be seen without
+// the queue, each naming its field, in one error (errors.Join): wait time, message
+// count, concurrency, timeouts, backoff, and the HTTP client's timeouts against the
+// long-poll wait (see [Config.HTTPClientTimeout]). Problems that depend on the queue
+// are reported by Start.
+func New(client API, config Config, handler sqsworker.Handler) (*Server, error) {
+	config = config.withDefaults()
+	var problems []error
+	if client == nil {
+		problems = append(problems, errors.New("poller: the SQS client is nil"))
+	}
+	if handler == nil {
+		problems = append(problems, errors.New("poller: the handler is nil"))
+	}
+	if err := errors.Join(append(problems, config.validate(client))...); err != nil {
+		return nil, err
+	}
+	return &Server{
+		api:     client,
+		config:  config,
+		handler: handler,
+		logger:  config.Logger.With("queue", config.QueueURL),
+		closed:  make(chan struct{}),
+	}, nil
+}
+
+// Start reads the queue's attributes, checks the settings that depend on them, and
+// starts receiving. It fails, receiving nothing, when the queue has no redrive policy
+// and Config.AllowUnboundedRetries is false, when the heartbeat interval is not shorter
+// than the visibility extension defaulted from the queue, or when the health endpoint
+// cannot listen. ctx bounds these start-up calls; handler contexts keep its values but
+// not its cancellation: stop the server with Shutdown.
+//
+// Errors: "poller: server already started" (or closed), and the problems above.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case stateActive:
+		return errors.New("poller: server already started")
+	case stateStopping, stateClosed:
+		return errors.New("poller: server is closed")
+	}
+	queue, err := sqsworker.LoadQueue(ctx, s.api, s.config.QueueURL)
+	if err != nil {
+		return fmt.Errorf("poller: %w", err)
+	}
+	config, err := s.config.withQueue(queue)
+	if err != nil {
+		return err
+	}
+	base := context.WithoutCancel(ctx)
+	if config.HealthCheckAddress != "" {
+		s.health, err = newHealthServer(healthServerParams{
+			address: config.HealthCheckAddress,
+			running: s.running,
+			logger:  s.logger,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	concurrency := make(slots, config.Concurrency)
+	s.extender = newExtender(extenderParams{
+		api:         s.api,
+		queue:       queue,
+		interval:    config.HeartbeatInterval,
+		extension:   config.VisibilityExtension,
+		logger:      s.logger,
+		stats:       &s.stats,
+		callContext: base,
+	})
+	s.acker = newAcker(ackerParams{
+		api:         s.api,
+		queueURL:    queue.URL,
+		interval:    config.DeleteFlushInterval,
+		logger:      s.logger,
+		stats:       &s.stats,
+		callContext: base,
+	})
+	settler := newSettler(settlerParams{
+		api:                   s.api,
+		queue:                 queue,
+		backoff:               config.Backoff,
+		disableDeadLetterSend: config.DisableDeadLetterSend,
+		extender:              s.extender,
+		acker:                 s.acker,
+		errorHandler:          config.ErrorHandler,
+		logger:                s.logger,
+		stats:                 &s.stats,
+		callContext:           base,
+	})
+	s.dispatcher = newDispatcher(dispatcherParams{
+		handler:        s.handler,
+		handlerTimeout: config.HandlerTimeout,
+		fifo:           queue.FIFO,
+		slots:          concurrency,
+		settler:        settler,
+		extender:       s.extender,
+		logger:         s.logger,
+		baseContext:    base,
+	})
+	s.receiver = newReceiver(receiverParams{
+		api:         s.api,
+		queue:       queue,
+		maxMessages: config.MaxMessages,
+		waitTime:    config.WaitTime,
+		slots:       concurrency,
+		extender:    s.extender,
+		dispatcher:  s.dispatcher,
+		logger:      s.logger,
+		stats:       &s.stats,
+		baseContext: base,
+	})
+	s.state = stateActive
+	s.extender.start(&s.wg)
+	s.acker.start(&s.wg)
+	if s.health != nil {
+		s.health.start(&s.wg)
+	}
+	s.receiver.start(&s.wg)
+	s.logger.Info("poller: started",
+		"fifo", queue.FIFO,
+		"dead_letter_queue", queue.DeadLetterQueueURL,
+		"concurrency", config.Concurrency,
+		"wait_time", config.WaitTime,
+		"handler_timeout", config.HandlerTimeout,
+		"heartbeat_interval", config.HeartbeatInterval,
+		"visibility_extension", config.VisibilityExtension,
+		"drain_timeout", config.DrainTimeout)
+	return nil
+}
+
+// Run starts the server, waits until ctx is done or the process gets SIGTERM or
+// SIGINT, then shuts down gracefully (see [Server.Shutdown]); a second signal cuts the
+// drain short. It returns nil after a graceful stop, so the process can exit with code
+// 0, and Start's error when the server could not start.
+func (s *Server) Run(ctx context.Context) error {
+	signals, stopSignals := shutdownSignals()
+	defer stopSignals()
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		s.logger.Info("poller: context done; shutting down")
+	case received := <-signals:
+		s.logger.Info("poller: signal received; shutting down", "signal", received.String())
+	}
+	shutdownContext, cutShort := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutShort()
+	go func() { // owned by Run: ends when Run returns (cutShort) or at a second signal
+		select {
+		case received := <-signals:
+			s.logger.Warn("poller: second signal received; ending the drain now", "signal", received.String())
+			cutShort()
+		case <-shutdownContext.Done():
+		}
+	}()
+	if err := s.Shutdown(shutdownContext); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the server gracefully and returns when it has stopped. The order,
+// senders before receivers:
+//
+//  1. The health endpoint answers 503 from now on.
+//  2. Receiver: no new ReceiveMessage call starts. A long poll in flight is left to
+//     finish (at most WaitTime) but is abandoned, its context cancelled, at the drain
+//     deadline; whatever it returns is released at once (visibility 0), never handled.
+//     It is not cancelled at once because SQS still hands a cancelled long poll its
+//     messages, which would then stay invisible for their whole visibility timeout.
+//  3. Dispatcher: nothing new starts; FIFO messages received but not started are
+//     released at once. Running handlers go on until the drain deadline: DrainTimeout
+//     after Shutdown began, or ctx's end if sooner. At the deadline their contexts are
+//     cancelled (cause [ErrDrainTimeout]), their heartbeats stop, and after a grace of
+//     one second for cleanup their messages are released (visibility 0), so another
+//     worker gets them within seconds.
+//  4. Extender: heartbeats stop (no message is held any more).
+//  5. Acker: the final DeleteMessageBatch flush, retrying failed entries (up to 3 s).
+//  6. The health endpoint closes.
+//
+// Shutdown before Start just closes the server; calling it again waits for the first
+// call. It returns nil, or ctx's error when ctx ended the drain before DrainTimeout (the
+// shutdown is still completed as above).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	switch s.state {
+	case stateNew:
+		s.state = stateClosed
+		close(s.closed)
+		s.mu.Unlock()
+		return nil
+	case stateStopping, stateClosed:
+		s.mu.Unlock()
+		select {
+		case <-s.closed:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.state = stateStopping
+	s.mu.Unlock()
+	s.logger.Info("poller: draining", "drain_timeout", s.config.DrainTimeout)
+
+	s.receiver.stop()
+	s.dispatcher.stop()
+	receiverDone, dispatcherDone := s.receiver.done, s.dispatcher.wait()
+	deadline := time.NewTimer(s.config.DrainTimeout)
+	defer deadline.Stop()
+	var cutShort error
+	expired, ctxDone := deadline.C, ctx.Done()
+	for receiverDone != nil || dispatcherDone != nil {
+		select {
+		case <-receiverDone:
+			receiverDone = nil
+		case <-dispatcherDone:
+			dispatcherDone = nil
+		case <-expired:
+			expired, ctxDone = nil, nil
+			s.abortDrain()
+		case <-ctxDone:
+			cutShort = ctx.Err()
+			expired, ctxDone = nil, nil
+			s.abortDrain()
+		}
+	}
+	s.extender.shutdown()
+	s.acker.shutdown()
+	if s.health != nil {
+		s.health.shutdown()
+	}
+	s.wg.Wait()
+
+	s.mu.Lock()
+	s.state = stateClosed
+	close(s.closed)
+	s.mu.Unlock()
+	stats := s.Stats()
+	s.logger.Info("poller: stopped", "received", stats.Received, "deleted", stats.Deleted,
+		"failed", stats.Failed, "released", stats.Released, "delete_failures", stats.DeleteFailures)
+	if cutShort != nil {
+		return fmt.Errorf("poller: shutdown: drain cut short: %w", cutShort)
+	}
+	return nil
+}
+
+// abortDrain ends the drain at its deadline: the in-flight long poll is cancelled, and
+// running handlers are cancelled and their messages released.
+func (s *Server) abortDrain() {
+	s.logger.Warn("poller: drain deadline reached; cancelling running handlers and releasing their messages")
+	s.receiver.abort()
+	s.dispatcher.abort()
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() Stats {
+	return s.stats.snapshot()
+}
+
+// running reports whether the server is active (for the health endpoint).
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stateActive
+}

@@ -1,0 +1,63 @@
+package poller
+
+import "sync/atomic"
+
+// Stats is a snapshot of a [Server]'s counters since it was created. Counts are of
+// messages (not calls) unless noted.
+type Stats struct {
+	// ReceiveCalls is the number of ReceiveMessage calls made.
+	ReceiveCalls int64
+	// ReceiveErrors is the number of ReceiveMessage calls that failed.
+	ReceiveErrors int64
+	// Received is the number of messages ReceiveMessage returned.
+	Received int64
+	// InFlight is the number of messages held now: received and not yet settled
+	// (handed to the delete batch, rescheduled or released).
+	InFlight int64
+	// Deleted is the number of deletes SQS confirmed: messages handled successfully, or
+	// dead-lettered. A message counts only once its delete is confirmed.
+	Deleted int64
+	// DeleteFailures is the number of messages whose delete failed for good (a sender
+	// fault, or retries until the receipt handle expired); they will be delivered again.
+	DeleteFailures int64
+	// Failed is the number of failed handler attempts (errors, panics, timeouts).
+	Failed int64
+	// Deferred is the number of messages deferred with [sqsworker.Defer].
+	Deferred int64
+	// DeadLettered is the number of messages sent to the dead-letter queue directly.
+	DeadLettered int64
+	// RescheduleFailures is the number of failed ChangeMessageVisibility calls for a
+	// retry, retry-after or deferral; the message then returns after its current
+	// visibility timeout.
+	RescheduleFailures int64
+	// Released is the number of messages made visible again at once (visibility 0)
+	// without being handled to the end: at shutdown, or behind a failed FIFO message.
+	Released int64
+	// HeartbeatFailures is the number of messages whose visibility heartbeat failed and
+	// stopped.
+	HeartbeatFailures int64
+}
+
+// counters holds the live values behind [Stats].
+type counters struct {
+	receiveCalls, receiveErrors, received, inFlight       atomic.Int64
+	deleted, deleteFailures, failed, deferred             atomic.Int64
+	deadLettered, rescheduleFailures, released, heartbeat atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		ReceiveCalls:       c.receiveCalls.Load(),
+		ReceiveErrors:      c.receiveErrors.Load(),
+		Received:           c.received.Load(),
+		InFlight:           c.inFlight.Load(),
+		Deleted:            c.deleted.Load(),
+		DeleteFailures:     c.deleteFailures.Load(),
+		Failed:             c.failed.Load(),
+		Deferred:           c.deferred.Load(),
+		DeadLettered:       c.deadLettered.Load(),
+		RescheduleFailures: c.rescheduleFailures.Load(),
+		Released:           c.released.Load(),
+		HeartbeatFailures:  c.heartbeat.Load(),
+	}
+}
