@@ -1,0 +1,248 @@
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+func TestModuleResourcesFileIsValid(t *testing.T) {
+	resources, err := Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	queue := resources.Queue("webhook-deliveries")
+	if queue == nil || queue.DeadLetterQueue == nil || queue.DeadLetterQueue.Name != "webhook-deliveries-dlq" {
+		t.Fatalf("webhook-deliveries with dead-letter queue webhook-deliveries-dlq not found in %+v", resources.Queues)
+	}
+	if queue.VisibilityTimeoutSeconds != 30 || queue.MaxReceiveCount != 5 {
+		t.Errorf("webhook-deliveries: visibility %d s, maxReceiveCount %d; the demo relies on 30 s and 5",
+			queue.VisibilityTimeoutSeconds, queue.MaxReceiveCount)
+	}
+	if len(resources.Tables) != 1 || resources.Tables[0].Name != "webhook-idempotency" || resources.Tables[0].PartitionKey != "id" {
+		t.Errorf("tables = %+v, want webhook-idempotency keyed by id", resources.Tables)
+	}
+}
+
+func TestModuleRootWalksUp(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ModuleRoot(deep)
+	if err != nil {
+		t.Fatalf("ModuleRoot: %v", err)
+	}
+	if want, _ := filepath.EvalSymlinks(root); got != root && got != want {
+		t.Errorf("ModuleRoot(%s) = %s, want %s", deep, got, root)
+	}
+}
+
+func TestLoadFileRejects(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    []string // substrings of the error, all reported together
+	}{
+		{
+			name:    "unknown field",
+			content: `{"queues":[{"name":"q","visibility_timeout":30}]}`,
+			want:    []string{`unknown field "visibility_timeout"`},
+		},
+		{
+			name: "every problem at once",
+			content: `{"queues":[{"name":"q.fifo","visibility_timeout_seconds":50000,"receive_wait_time_seconds":21,
+				"dead_letter_queue":{"name":"q-dlq"}}],"tables":[{"name":"t"}]}`,
+			want: []string{
+				"ends in .fifo exactly when fifo is true",
+				"visibility_timeout_seconds is 50000",
+				"receive_wait_time_seconds is 21",
+				"max_receive_count is 0",
+				"partition_key is empty",
+			},
+		},
+		{
+			name:    "max receive count without dead-letter queue",
+			content: `{"queues":[{"name":"q","max_receive_count":3}]}`,
+			want:    []string{"max_receive_count is set but there is no dead_letter_queue"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "resources.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadFile(path)
+			if err == nil {
+				t.Fatal("LoadFile succeeded, want an error")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestApplyOnEmulator provisions a uniquely named copy of localstack/resources.json twice
+// (the second run reuses everything), checks the attributes, redrive policy, key schema
+// and TTL, then checks that Reset empties the queues and the table.
+func TestApplyOnEmulator(t *testing.T) {
+	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
+	ctx := context.Background()
+
+	resources, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := testenv.UniqueName(t)
+	for i := range resources.Queues {
+		resources.Queues[i].Name = prefix + "-" + resources.Queues[i].Name
+		resources.Queues[i].DeadLetterQueue.Name = prefix + "-" + resources.Queues[i].DeadLetterQueue.Name
+	}
+	for i := range resources.Tables {
+		resources.Tables[i].Name = prefix + "-" + resources.Tables[i].Name
+	}
+	// Go through a temporary file, as the demo goes through localstack/resources.json.
+	path := filepath.Join(t.TempDir(), "resources.json")
+	data, _ := json.Marshal(resources)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resources, err = LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, table := resources.Queues[0], resources.Tables[0]
+
+	first, err := Apply(ctx, sqsClient, dynamoClient, resources, Options{})
+	if err != nil {
+		t.Fatalf("first Apply: %v", err)
+	}
+	queue := first.Queue(spec.Name)
+	t.Cleanup(func() {
+		for _, url := range []string{queue.URL, queue.DeadLetterQueueURL} {
+			_, _ = sqsClient.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		}
+		_, _ = dynamoClient.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table.Name)})
+	})
+	if !queue.Created || !first.Tables[0].Created {
+		t.Errorf("first Apply: created queue %t, table %t; want both created", queue.Created, first.Tables[0].Created)
+	}
+	if first.Tables[0].TTLWarning != "" {
+		t.Logf("emulator difference: %s", first.Tables[0].TTLWarning)
+	}
+
+	second, err := Apply(ctx, sqsClient, dynamoClient, resources, Options{})
+	if err != nil {
+		t.Fatalf("second Apply: %v", err)
+	}
+	if again := second.Queue(spec.Name); again.Created || again.URL != queue.URL || again.DeadLetterQueueARN != queue.DeadLetterQueueARN || second.Tables[0].Created {
+		t.Errorf("second Apply = %+v, %+v; want the same resources, reused", again, second.Tables[0])
+	}
+
+	attributes := testenv.QueueAttributes(t, sqsClient, queue.URL)
+	wantAttributes := map[string]string{
+		"VisibilityTimeout":             "30",
+		"MessageRetentionPeriod":        "345600",
+		"ReceiveMessageWaitTimeSeconds": "20",
+		"MaximumMessageSize":            "1048576",
+	}
+	for name, want := range wantAttributes {
+		if attributes[name] != want {
+			t.Errorf("source %s = %q, want %q", name, attributes[name], want)
+		}
+	}
+	var policy struct {
+		DeadLetterTargetARN string          `json:"deadLetterTargetArn"`
+		MaxReceiveCount     json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(attributes["RedrivePolicy"]), &policy); err != nil {
+		t.Fatalf("RedrivePolicy %q: %v", attributes["RedrivePolicy"], err)
+	}
+	if policy.DeadLetterTargetARN != queue.DeadLetterQueueARN || strings.Trim(string(policy.MaxReceiveCount), `"`) != "5" {
+		t.Errorf("RedrivePolicy = %s, want the dead-letter queue %s and maxReceiveCount 5", attributes["RedrivePolicy"], queue.DeadLetterQueueARN)
+	}
+	dlqAttributes := testenv.QueueAttributes(t, sqsClient, queue.DeadLetterQueueURL)
+	if dlqAttributes["MessageRetentionPeriod"] != "1209600" || dlqAttributes["MaximumMessageSize"] != "1048576" {
+		t.Errorf("dead-letter queue retention %s, maximum size %s; want 1209600 and 1048576",
+			dlqAttributes["MessageRetentionPeriod"], dlqAttributes["MaximumMessageSize"])
+	}
+
+	description, err := dynamoClient.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkKeySchema(description.Table, table); err != nil {
+		t.Error(err)
+	}
+	if billing := description.Table.BillingModeSummary; billing == nil || billing.BillingMode != dynamodbtypes.BillingModePayPerRequest {
+		t.Errorf("billing mode = %+v, want PAY_PER_REQUEST", billing)
+	}
+	ttl, err := dynamoClient.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table.Name)})
+	if err != nil || ttl.TimeToLiveDescription == nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expiration" {
+		t.Logf("emulator difference: DescribeTimeToLive = %+v, %v (TTL on expiration not reported)", ttl, err)
+	}
+
+	// Fill everything, then Reset must leave it empty.
+	for _, url := range []string{queue.URL, queue.DeadLetterQueueURL} {
+		for i := 0; i < 3; i++ {
+			if _, err := sqsClient.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// One message in flight: a purge removes it too.
+	if _, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const items = 30 // more than one BatchWriteItem of 25
+	for i := 0; i < items; i++ {
+		_, err := dynamoClient.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(table.Name),
+			Item: map[string]dynamodbtypes.AttributeValue{
+				"id":     &dynamodbtypes.AttributeValueMemberS{Value: strings.Repeat("k", i+1)},
+				"status": &dynamodbtypes.AttributeValueMemberS{Value: "COMPLETED"},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reset, err := Apply(ctx, sqsClient, dynamoClient, resources, Options{Reset: true})
+	if err != nil {
+		t.Fatalf("Apply with Reset: %v", err)
+	}
+	if reset.Tables[0].Deleted != items {
+		t.Errorf("Reset deleted %d items, want %d", reset.Tables[0].Deleted, items)
+	}
+	for _, url := range []string{queue.URL, queue.DeadLetterQueueURL} {
+		if visible, inFlight := testenv.Counts(t, sqsClient, url); visible != 0 || inFlight != 0 {
+			t.Errorf("after Reset %s holds %d visible and %d in-flight messages, want none", url, visible, inFlight)
+		}
+	}
+	scan, err := dynamoClient.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table.Name), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scan.Count != 0 {
+		t.Errorf("after Reset the table holds %d items, want none", scan.Count)
+	}
+}
