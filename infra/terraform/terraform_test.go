@@ -1041,7 +1041,7 @@ func TestGuidanceIsHardWired(t *testing.T) {
 			}
 		}
 		environment := poller.text(poller.local(t, "environment").Range())
-		for _, name := range []string{"SQSWORKER_QUEUE_URL", "SQSWORKER_IDEMPOTENCY_TABLE", "SQSWORKER_DRAIN_TIMEOUT"} {
+		for _, name := range []string{"SQSWORKER_QUEUE_URL", "SQSWORKER_IDEMPOTENCY_TABLE", "SQSWORKER_DRAIN_TIMEOUT", "SQSWORKER_HEALTH_ADDRESS"} {
 			if !strings.Contains(environment, name) {
 				t.Errorf("container environment lacks %s", name)
 			}

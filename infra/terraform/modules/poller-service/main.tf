@@ -11,13 +11,17 @@ locals {
 
   # The image's binary serves its own health check (distroless has no shell or curl).
   health_check_command = ["CMD", "/webhook", "healthcheck"]
+  # Where the worker serves GET /healthz for that command (loopback only: the check runs
+  # inside the container).
+  health_address = "127.0.0.1:8080"
 
   # The module's variables come last so callers cannot point the worker elsewhere by accident.
   environment = merge(
     var.environment_variables,
     {
-      SQSWORKER_QUEUE_URL     = var.queue_url
-      SQSWORKER_DRAIN_TIMEOUT = "${var.drain_timeout_seconds}s"
+      SQSWORKER_QUEUE_URL      = var.queue_url
+      SQSWORKER_DRAIN_TIMEOUT  = "${var.drain_timeout_seconds}s"
+      SQSWORKER_HEALTH_ADDRESS = local.health_address
     },
     var.idempotency_table_name == null ? {} : { SQSWORKER_IDEMPOTENCY_TABLE = var.idempotency_table_name },
   )

@@ -128,7 +128,7 @@ variable "cpu_architecture" {
 }
 
 variable "environment_variables" {
-  description = "Extra environment variables. SQSWORKER_QUEUE_URL, SQSWORKER_IDEMPOTENCY_TABLE and SQSWORKER_DRAIN_TIMEOUT are set by the module."
+  description = "Extra environment variables. SQSWORKER_QUEUE_URL, SQSWORKER_IDEMPOTENCY_TABLE, SQSWORKER_DRAIN_TIMEOUT and SQSWORKER_HEALTH_ADDRESS are set by the module."
   type        = map(string)
   default     = {}
 }
