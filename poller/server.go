@@ -214,10 +214,12 @@ func (s *Server) Run(ctx context.Context) error {
 //
 //  1. The health endpoint answers 503 from now on.
 //  2. Receiver: no new ReceiveMessage call starts. A long poll in flight is left to
-//     finish (at most WaitTime) but is abandoned, its context cancelled, at the drain
-//     deadline; whatever it returns is released at once (visibility 0), never handled.
-//     It is not cancelled at once because SQS still hands a cancelled long poll its
-//     messages, which would then stay invisible for their whole visibility timeout.
+//     finish (at most WaitTime after it began, so before the default 25 s drain
+//     deadline); whatever it returns is released at once (visibility 0), never handled.
+//     It is not cancelled, even at the drain deadline, because SQS still hands a
+//     cancelled long poll its messages (the released ones included), which would then
+//     stay invisible for their whole visibility timeout. Only ctx's end cancels it. So
+//     with a DrainTimeout shorter than WaitTime, Shutdown can take up to WaitTime.
 //  3. Dispatcher: nothing new starts; FIFO messages received but not started are
 //     released at once. Running handlers go on until the drain deadline: DrainTimeout
 //     after Shutdown began, or ctx's end if sooner. At the deadline their contexts are
@@ -266,12 +268,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-dispatcherDone:
 			dispatcherDone = nil
 		case <-expired:
-			expired, ctxDone = nil, nil
-			s.abortDrain()
+			expired = nil
+			s.abortHandlers()
 		case <-ctxDone:
 			cutShort = ctx.Err()
 			expired, ctxDone = nil, nil
-			s.abortDrain()
+			s.abortHandlers()
+			s.receiver.abort()
 		}
 	}
 	s.extender.shutdown()
@@ -294,11 +297,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// abortDrain ends the drain at its deadline: the in-flight long poll is cancelled, and
-// running handlers are cancelled and their messages released.
-func (s *Server) abortDrain() {
+// abortHandlers ends the drain at its deadline: running handlers are cancelled and
+// their messages released. A long poll still in flight is not cancelled: SQS would go on
+// serving the dead connection, and a message released now would be handed to it and stay
+// invisible for its whole visibility timeout. The live poll returns within WaitTime and
+// whatever it brings, released messages included, is released again.
+func (s *Server) abortHandlers() {
 	s.logger.Warn("poller: drain deadline reached; cancelling running handlers and releasing their messages")
-	s.receiver.abort()
 	s.dispatcher.abort()
 }
 
