@@ -14,10 +14,10 @@ import (
 // body, receipt handle, receive count, timestamps, group id and one message attribute
 // through unchanged (the receive count becomes 1 when missing, malformed or below 1).
 func FuzzConvertMessage(f *testing.F) {
-	f.Add("m-1", `{"id":"k-1"}`, "rh-1", "3", "1700000000000", "", "type", "String", "invoice", []byte(nil), false)
-	f.Add("", "", "", "", "", "", "", "", "", []byte(nil), true)
+	f.Add("m-1", `{"id":"k-1"}`, "rh-1", "3", "1700000000000", "", "type", "String", "invoice", []byte{}, false)
+	f.Add("", "", "", "", "", "", "", "", "", []byte{}, true)
 	f.Add("m-2", "\xff\xfe", "rh", "-4", "-1", "group-A", "blob", "Binary", "", []byte{0, 1, 2}, false)
-	f.Add("m-3", "body", "rh", "99999999999999999999", "abc", "g", "n", "Number.int", "12", []byte(nil), false)
+	f.Add("m-3", "body", "rh", "99999999999999999999", "abc", "g", "n", "Number.int", "12", []byte{}, false)
 	f.Fuzz(func(t *testing.T, id, body, receipt, receiveCount, sent, group, attrName, attrType, attrValue string, binary []byte, nilPointers bool) {
 		in := types.Message{
 			MessageId:     aws.String(id),
@@ -40,7 +40,7 @@ func FuzzConvertMessage(f *testing.F) {
 		}
 		if attrName != "" {
 			value := types.MessageAttributeValue{DataType: aws.String(attrType)}
-			if binary != nil {
+			if len(binary) > 0 {
 				value.BinaryValue = binary
 			} else {
 				value.StringValue = aws.String(attrValue)
@@ -86,7 +86,7 @@ func FuzzConvertMessage(f *testing.F) {
 		if attribute.DataType != attrType || !bytes.Equal(attribute.BinaryValue, binary) {
 			t.Fatalf("attribute = %+v, want type %q binary %v", attribute, attrType, binary)
 		}
-		if binary == nil && attribute.StringValue != attrValue {
+		if len(binary) == 0 && attribute.StringValue != attrValue {
 			t.Fatalf("attribute string = %q, want %q", attribute.StringValue, attrValue)
 		}
 		if value, ok := got.StringAttribute(attrName); !ok || value != attribute.StringValue {

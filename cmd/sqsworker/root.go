@@ -54,6 +54,7 @@ Exit codes:
 		newRedriveCommand(a),
 		newSendCommand(a),
 		newIdempotencyCommand(a),
+		newESMCommand(a),
 	)
 	return root
 }

@@ -64,7 +64,7 @@ func runWorkerProcess() int {
 		// visibility timeout). A 2 s wait ends long before the 10 s visibility timeout,
 		// so the case's exact receive count holds.
 		WaitTime: 2 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, handler)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
