@@ -1,0 +1,41 @@
+package lambda
+
+import (
+	"context"
+	"time"
+)
+
+// budget plans the invocation's time from ctx.Deadline(): a record starts only while at
+// least margin is left, and handlers' contexts end margin/2 before the deadline, leaving
+// the rest for visibility changes and the response.
+type budget struct {
+	deadline    time.Time
+	hasDeadline bool
+	margin      time.Duration
+}
+
+func newBudget(ctx context.Context, margin time.Duration) budget {
+	deadline, ok := ctx.Deadline()
+	return budget{deadline: deadline, hasDeadline: ok, margin: margin}
+}
+
+// canStart reports whether a record may start now. A remaining time of zero or less never
+// may, even with a zero margin: Lambda reads 0 ms left just before it kills the function.
+func (b budget) canStart(now time.Time) bool {
+	if !b.hasDeadline {
+		return true
+	}
+	remaining := b.deadline.Sub(now)
+	return remaining > 0 && remaining >= b.margin
+}
+
+// handlerContext derives the handlers' context from the invocation's: same values (the
+// Lambda context included), cancelled margin/2 before the invocation's deadline. An
+// idempotency lease taken from this deadline therefore ends when the handler's context
+// does.
+func (b budget) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !b.hasDeadline || b.margin == 0 {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, b.deadline.Add(-b.margin/2))
+}

@@ -1,0 +1,35 @@
+package lambda_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"time"
+
+	awslambda "github.com/aws/aws-lambda-go/lambda"
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/lambda"
+)
+
+func ExampleNewBatchHandler() {
+	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+		var order struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(m.Body), &order); err != nil {
+			// No retry can fix this body: to the dead-letter queue at once.
+			return sqsworker.Permanent("MalformedBody", err)
+		}
+		return nil // deleted by Lambda
+	})
+	// In main: lambda.Start blocks and serves invocations.
+	start := func() {
+		awslambda.Start(lambda.NewBatchHandler(handler,
+			lambda.WithConcurrency(5),
+			lambda.WithDeadlineMargin(3*time.Second),
+			lambda.WithBackoff(sqsworker.Backoff{Base: 5 * time.Second, Cap: 15 * time.Minute}),
+			lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil)))))
+	}
+	_ = start
+}

@@ -1,0 +1,157 @@
+package lambda
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/sqsworker/sqsworker"
+)
+
+const (
+	// DefaultConcurrency is how many records of a standard queue (or message groups of a
+	// FIFO queue) run at once when WithConcurrency is not given. Ten is the largest batch
+	// SQS hands out per receive, so a batch without a batching window runs fully parallel.
+	DefaultConcurrency = 10
+	// DefaultDeadlineMargin is the deadline margin when WithDeadlineMargin is not given.
+	DefaultDeadlineMargin = 2 * time.Second
+)
+
+// SQSAPI is the part of the SQS client the adapter uses: ChangeMessageVisibilityBatch for
+// the backoff of failed records, SendMessage for dead-letter sends, GetQueueAttributes and
+// GetQueueUrl to find the dead-letter queue, and DeleteMessageBatch when partial batch
+// responses are off. *sqs.Client satisfies it.
+type SQSAPI interface {
+	sqsworker.DeadLetterAPI
+	sqsworker.QueueAttributesAPI
+	ChangeMessageVisibilityBatch(ctx context.Context, input *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	DeleteMessageBatch(ctx context.Context, input *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+var _ SQSAPI = (*sqs.Client)(nil)
+
+// FIFOMode selects what happens to the rest of a FIFO batch after a record fails.
+type FIFOMode int
+
+const (
+	// FIFOSkipFailedGroup reports the failed record and every later record of the same
+	// message group as failed, without handling the later ones; other groups go on. The
+	// default: it keeps each group's order without blocking unrelated groups.
+	FIFOSkipFailedGroup FIFOMode = iota
+	// FIFOStopAtFirstFailure handles the whole batch one record at a time in batch order
+	// and, after the first failure, reports every remaining record as failed without
+	// handling it, whatever its group.
+	FIFOStopAtFirstFailure
+)
+
+// String returns "skip-failed-group" or "stop-at-first-failure".
+func (m FIFOMode) String() string {
+	switch m {
+	case FIFOSkipFailedGroup:
+		return "skip-failed-group"
+	case FIFOStopAtFirstFailure:
+		return "stop-at-first-failure"
+	}
+	return fmt.Sprintf("FIFOMode(%d)", int(m))
+}
+
+// Option configures [NewBatchHandler].
+type Option func(*config)
+
+type config struct {
+	concurrency             int
+	fifoMode                FIFOMode
+	deadlineMargin          time.Duration
+	entireBatchFailureError bool
+	reportBatchItemFailures bool
+	backoff                 sqsworker.Backoff
+	logger                  *slog.Logger
+	client                  SQSAPI
+}
+
+func newConfig(options []Option) config {
+	cfg := config{
+		concurrency:             DefaultConcurrency,
+		deadlineMargin:          DefaultDeadlineMargin,
+		reportBatchItemFailures: true,
+		logger:                  slog.New(slog.DiscardHandler),
+	}
+	for _, option := range options {
+		option(&cfg)
+	}
+	return cfg
+}
+
+// WithConcurrency sets how many records of a standard queue, or message groups of a FIFO
+// queue, are handled at once; if not given, DefaultConcurrency. It panics when n < 1.
+func WithConcurrency(n int) Option {
+	if n < 1 {
+		panic(fmt.Sprintf("lambda: concurrency must be at least 1, got %d", n))
+	}
+	return func(c *config) { c.concurrency = n }
+}
+
+// WithFIFOMode selects the FIFO failure mode; if not given, FIFOSkipFailedGroup. A batch is
+// treated as FIFO when its records come from a queue whose ARN ends in ".fifo" or carry a
+// MessageGroupId.
+func WithFIFOMode(mode FIFOMode) Option {
+	if mode != FIFOSkipFailedGroup && mode != FIFOStopAtFirstFailure {
+		panic(fmt.Sprintf("lambda: unknown FIFO mode %d", int(mode)))
+	}
+	return func(c *config) { c.fifoMode = mode }
+}
+
+// WithDeadlineMargin sets the time budget kept free before the invocation's deadline
+// (ctx.Deadline()); if not given, DefaultDeadlineMargin. A record is started only while at
+// least margin is left; later records are reported as failed and made visible again at
+// once. Handlers' contexts end margin/2 before the deadline, so the adapter still has
+// time to change visibilities and return the partial response before Lambda's timeout.
+// Zero disables both. It panics when margin is negative.
+func WithDeadlineMargin(margin time.Duration) Option {
+	if margin < 0 {
+		panic(fmt.Sprintf("lambda: deadline margin must not be negative, got %s", margin))
+	}
+	return func(c *config) { c.deadlineMargin = margin }
+}
+
+// WithEntireBatchFailureError makes the function return a [*BatchError] (an invocation
+// error) when every record of a batch failed, instead of listing them all in
+// batchItemFailures. Either way none is deleted. The default (false) keeps error metrics
+// for real function errors and still lets you read the per-record failures in the logs.
+func WithEntireBatchFailureError(enabled bool) Option {
+	return func(c *config) { c.entireBatchFailureError = enabled }
+}
+
+// WithReportBatchItemFailures says whether the event source mapping has
+// FunctionResponseTypes = ["ReportBatchItemFailures"]; if not given, true. Set it to false
+// for a mapping without it: Lambda would then delete the whole batch on any successful
+// response, failed records included. With false, the function deletes the records that
+// succeeded itself (DeleteMessageBatch) and, if any record failed, returns a
+// [*BatchError] so that Lambda deletes nothing else.
+func WithReportBatchItemFailures(enabled bool) Option {
+	return func(c *config) { c.reportBatchItemFailures = enabled }
+}
+
+// WithBackoff sets the retry policy for failed records; if not given, the zero
+// sqsworker.Backoff (exponential from 2 s, capped at 10 min, full jitter).
+func WithBackoff(backoff sqsworker.Backoff) Option {
+	return func(c *config) { c.backoff = backoff }
+}
+
+// WithLogger sets the logger for per-record failures, dead-letter sends and failed SQS
+// calls; if not given or nil, logs are discarded.
+func WithLogger(logger *slog.Logger) Option {
+	return func(c *config) {
+		if logger != nil {
+			c.logger = logger
+		}
+	}
+}
+
+// WithSQSClient sets the SQS client; if not given, one is made from the default AWS
+// configuration (config.LoadDefaultConfig) the first time it is needed.
+func WithSQSClient(client SQSAPI) Option {
+	return func(c *config) { c.client = client }
+}

@@ -1,0 +1,329 @@
+// Package worker runs one [sqsworker.Handler] on whichever host it finds itself: the
+// AWS Lambda runtime (package lambda, behind an SQS event source mapping) when
+// AWS_LAMBDA_RUNTIME_API is set, the long-poll worker (package poller) otherwise. One
+// binary serves both: built as a provided.al2023 "bootstrap" it is a Lambda function,
+// run in a container it is an ECS worker.
+//
+//	func main() {
+//		handler := sqsworker.HandlerFunc(deliver)
+//		if err := worker.Run(context.Background(), handler, worker.Options{}); err != nil {
+//			log.Fatal(err) // configuration problems, each naming its variable
+//		}
+//	}
+//
+// Run lives in this package, not in package sqsworker, because poller and lambda import
+// sqsworker: sqsworker importing them back would be an import cycle.
+//
+// # Environment
+//
+// Options fields set in code win; the environment fills the rest. Durations are Go
+// durations ("15s", "2m").
+//
+//	SQSWORKER_QUEUE_URL                   poller: the queue's URL; or
+//	SQSWORKER_QUEUE_NAME                  poller: its name, looked up with GetQueueUrl
+//	SQSWORKER_CONCURRENCY                 messages handled at once (poller), records or
+//	                                      FIFO groups at once (Lambda); default 10
+//	SQSWORKER_HANDLER_TIMEOUT             poller: hard timeout of one message; default 5m
+//	SQSWORKER_DRAIN_TIMEOUT               poller: how long SIGTERM waits for running handlers; default 25s
+//	SQSWORKER_HEALTH_ADDRESS              poller: serve GET /healthz there; default off
+//	SQSWORKER_ALLOW_UNBOUNDED_RETRIES     poller: "true" accepts a queue without a redrive policy
+//	SQSWORKER_BACKOFF_BASE, _CAP          retry backoff of failed messages; default 2s and 10m
+//	SQSWORKER_DEADLINE_MARGIN             Lambda: time kept free before the invocation deadline; default 2s
+//	SQSWORKER_FIFO_MODE                   Lambda: skip-failed-group (default) or stop-at-first-failure
+//	SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR  Lambda: "true" fails the invocation when every record failed
+//	SQSWORKER_REPORT_BATCH_ITEM_FAILURES  Lambda: "false" when the event source mapping lacks
+//	                                      ReportBatchItemFailures
+//	SQSWORKER_LOG_FORMAT                  json (default) or text, on stderr
+//	SQSWORKER_LOG_LEVEL                   debug, info (default), warn or error
+//
+// AWS settings (region, credentials, AWS_ENDPOINT_URL_SQS) come from the SDK's default chain.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	awslambda "github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/poller"
+)
+
+// EnvRuntimeAPI is the variable the Lambda service sets in a function's environment.
+const EnvRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
+
+// Environment variable names; see the package documentation.
+const (
+	EnvQueueURL                = "SQSWORKER_QUEUE_URL"
+	EnvQueueName               = "SQSWORKER_QUEUE_NAME"
+	EnvConcurrency             = "SQSWORKER_CONCURRENCY"
+	EnvHandlerTimeout          = "SQSWORKER_HANDLER_TIMEOUT"
+	EnvDrainTimeout            = "SQSWORKER_DRAIN_TIMEOUT"
+	EnvHealthAddress           = "SQSWORKER_HEALTH_ADDRESS"
+	EnvAllowUnboundedRetries   = "SQSWORKER_ALLOW_UNBOUNDED_RETRIES"
+	EnvBackoffBase             = "SQSWORKER_BACKOFF_BASE"
+	EnvBackoffCap              = "SQSWORKER_BACKOFF_CAP"
+	EnvDeadlineMargin          = "SQSWORKER_DEADLINE_MARGIN"
+	EnvFIFOMode                = "SQSWORKER_FIFO_MODE"
+	EnvEntireBatchFailureError = "SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR"
+	EnvReportBatchItemFailures = "SQSWORKER_REPORT_BATCH_ITEM_FAILURES"
+	EnvLogFormat               = "SQSWORKER_LOG_FORMAT"
+	EnvLogLevel                = "SQSWORKER_LOG_LEVEL"
+)
+
+// SQSAPI is the SQS client both hosts use. *sqs.Client satisfies it.
+type SQSAPI interface {
+	poller.API
+	lambda.SQSAPI
+}
+
+var _ SQSAPI = (*sqs.Client)(nil)
+
+// Options configures [Run]. The zero value is usable: everything comes from the
+// environment.
+type Options struct {
+	// Poller specifies the long-poll worker's configuration; the environment fills its
+	// zero QueueURL, Concurrency, HandlerTimeout, DrainTimeout, HealthCheckAddress,
+	// Backoff, AllowUnboundedRetries and Logger.
+	Poller poller.Config
+	// Lambda specifies options for lambda.NewBatchHandler, applied after those taken from
+	// the environment (so they win).
+	Lambda []lambda.Option
+	// SQSClient specifies the SQS client; if nil, one is made from the default AWS
+	// configuration.
+	SQSClient SQSAPI
+	// Logger specifies the logger of both hosts; if nil, JSON (or SQSWORKER_LOG_FORMAT)
+	// on stderr at SQSWORKER_LOG_LEVEL.
+	Logger *slog.Logger
+	// OnPollerStopped, if set, is called with the poller's counts after it stopped.
+	OnPollerStopped func(poller.Stats)
+}
+
+// InLambda reports whether the process runs as a Lambda function (AWS_LAMBDA_RUNTIME_API
+// is set), and so whether [Run] starts the Lambda runtime.
+func InLambda() bool { return os.Getenv(EnvRuntimeAPI) != "" }
+
+// startLambda starts the Lambda runtime; it does not return. Tests replace it.
+var startLambda = func(ctx context.Context, handler any) {
+	awslambda.StartWithOptions(handler, awslambda.WithContext(ctx))
+}
+
+// Run runs handler until the host stops it. As a Lambda function it serves invocations
+// with lambda.NewBatchHandler and never returns (the runtime exits the process). As a
+// long-poll worker it returns nil after a graceful drain (SIGTERM, SIGINT or ctx done),
+// or the error that kept the poller from starting. Configuration problems are returned
+// at once, all of them, each naming its variable.
+func Run(ctx context.Context, handler sqsworker.Handler, options Options) error {
+	if handler == nil {
+		panic("worker: Run: nil handler")
+	}
+	env, err := readEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	logger := options.Logger
+	if logger == nil {
+		logger = env.logger()
+	}
+	if InLambda() {
+		lambdaOptions := append(env.lambdaOptions(logger), options.Lambda...)
+		if options.SQSClient != nil {
+			lambdaOptions = append(lambdaOptions, lambda.WithSQSClient(options.SQSClient))
+		}
+		startLambda(ctx, lambda.NewBatchHandler(handler, lambdaOptions...))
+		return nil
+	}
+	client := options.SQSClient
+	if client == nil {
+		cfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("worker: loading the AWS configuration: %w", err)
+		}
+		client = sqs.NewFromConfig(cfg)
+	}
+	config := env.fillPoller(options.Poller, logger)
+	if config.QueueURL == "" && env.queueName != "" {
+		output, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(env.queueName)})
+		if err != nil {
+			return fmt.Errorf("worker: looking up queue %s (%s): %w", env.queueName, EnvQueueName, err)
+		}
+		config.QueueURL = aws.ToString(output.QueueUrl)
+	}
+	if config.QueueURL == "" {
+		return fmt.Errorf("worker: no queue: set %s or %s (or Options.Poller.QueueURL)", EnvQueueURL, EnvQueueName)
+	}
+	server, err := poller.New(client, config, handler)
+	if err != nil {
+		return err
+	}
+	err = server.Run(ctx)
+	if options.OnPollerStopped != nil {
+		options.OnPollerStopped(server.Stats())
+	}
+	return err
+}
+
+// environment is the configuration read from the environment; zero means unset.
+type environment struct {
+	queueURL, queueName     string
+	concurrency             int
+	handlerTimeout          time.Duration
+	drainTimeout            time.Duration
+	healthAddress           string
+	allowUnboundedRetries   bool
+	backoff                 sqsworker.Backoff
+	deadlineMargin          *time.Duration
+	fifoMode                *lambda.FIFOMode
+	entireBatchFailureError *bool
+	reportBatchItemFailures *bool
+	logFormat               string
+	logLevel                slog.Level
+}
+
+// readEnv reads every variable and reports all malformed values at once.
+func readEnv(getenv func(string) string) (environment, error) {
+	var problems []error
+	value := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	duration := func(name string) time.Duration {
+		text := value(name)
+		if text == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(text)
+		if err != nil || d < 0 {
+			problems = append(problems, fmt.Errorf("worker: %s=%q is not a duration such as 2s or 5m", name, text))
+			return 0
+		}
+		return d
+	}
+	boolean := func(name string) *bool {
+		text := value(name)
+		if text == "" {
+			return nil
+		}
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("worker: %s=%q is not true or false", name, text))
+			return nil
+		}
+		return &b
+	}
+	env := environment{
+		queueURL:       value(EnvQueueURL),
+		queueName:      value(EnvQueueName),
+		handlerTimeout: duration(EnvHandlerTimeout),
+		drainTimeout:   duration(EnvDrainTimeout),
+		healthAddress:  value(EnvHealthAddress),
+		backoff:        sqsworker.Backoff{Base: duration(EnvBackoffBase), Cap: duration(EnvBackoffCap)},
+		logFormat:      strings.ToLower(value(EnvLogFormat)),
+	}
+	if env.queueURL != "" && env.queueName != "" {
+		problems = append(problems, fmt.Errorf("worker: set only one of %s and %s", EnvQueueURL, EnvQueueName))
+	}
+	if text := value(EnvConcurrency); text != "" {
+		n, err := strconv.Atoi(text)
+		if err != nil || n < 1 {
+			problems = append(problems, fmt.Errorf("worker: %s=%q is not a positive whole number", EnvConcurrency, text))
+		}
+		env.concurrency = max(n, 0)
+	}
+	if allow := boolean(EnvAllowUnboundedRetries); allow != nil {
+		env.allowUnboundedRetries = *allow
+	}
+	if value(EnvDeadlineMargin) != "" {
+		margin := duration(EnvDeadlineMargin)
+		env.deadlineMargin = &margin
+	}
+	switch text := value(EnvFIFOMode); text {
+	case "":
+	case lambda.FIFOSkipFailedGroup.String(), lambda.FIFOStopAtFirstFailure.String():
+		mode := lambda.FIFOSkipFailedGroup
+		if text == lambda.FIFOStopAtFirstFailure.String() {
+			mode = lambda.FIFOStopAtFirstFailure
+		}
+		env.fifoMode = &mode
+	default:
+		problems = append(problems, fmt.Errorf("worker: %s=%q: want %s or %s", EnvFIFOMode, text, lambda.FIFOSkipFailedGroup, lambda.FIFOStopAtFirstFailure))
+	}
+	env.entireBatchFailureError = boolean(EnvEntireBatchFailureError)
+	env.reportBatchItemFailures = boolean(EnvReportBatchItemFailures)
+	if env.logFormat != "" && env.logFormat != "json" && env.logFormat != "text" {
+		problems = append(problems, fmt.Errorf("worker: %s=%q: want json or text", EnvLogFormat, env.logFormat))
+	}
+	if text := value(EnvLogLevel); text != "" {
+		if err := env.logLevel.UnmarshalText([]byte(text)); err != nil {
+			problems = append(problems, fmt.Errorf("worker: %s=%q: want debug, info, warn or error", EnvLogLevel, text))
+		}
+	}
+	return env, errors.Join(problems...)
+}
+
+func (e environment) logger() *slog.Logger {
+	options := &slog.HandlerOptions{Level: e.logLevel}
+	if e.logFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, options))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, options))
+}
+
+func (e environment) lambdaOptions(logger *slog.Logger) []lambda.Option {
+	options := []lambda.Option{lambda.WithLogger(logger), lambda.WithBackoff(e.backoff)}
+	if e.concurrency > 0 {
+		options = append(options, lambda.WithConcurrency(e.concurrency))
+	}
+	if e.deadlineMargin != nil {
+		options = append(options, lambda.WithDeadlineMargin(*e.deadlineMargin))
+	}
+	if e.fifoMode != nil {
+		options = append(options, lambda.WithFIFOMode(*e.fifoMode))
+	}
+	if e.entireBatchFailureError != nil {
+		options = append(options, lambda.WithEntireBatchFailureError(*e.entireBatchFailureError))
+	}
+	if e.reportBatchItemFailures != nil {
+		options = append(options, lambda.WithReportBatchItemFailures(*e.reportBatchItemFailures))
+	}
+	return options
+}
+
+// fillPoller fills config's zero fields from the environment.
+func (e environment) fillPoller(config poller.Config, logger *slog.Logger) poller.Config {
+	if config.QueueURL == "" {
+		config.QueueURL = e.queueURL
+	}
+	if config.Concurrency == 0 {
+		config.Concurrency = e.concurrency
+	}
+	if config.HandlerTimeout == 0 {
+		config.HandlerTimeout = e.handlerTimeout
+	}
+	if config.DrainTimeout == 0 {
+		config.DrainTimeout = e.drainTimeout
+	}
+	if config.HealthCheckAddress == "" {
+		config.HealthCheckAddress = e.healthAddress
+	}
+	if config.Backoff.Base == 0 {
+		config.Backoff.Base = e.backoff.Base
+	}
+	if config.Backoff.Cap == 0 {
+		config.Backoff.Cap = e.backoff.Cap
+	}
+	if !config.AllowUnboundedRetries {
+		config.AllowUnboundedRetries = e.allowUnboundedRetries
+	}
+	if config.Logger == nil {
+		config.Logger = logger
+	}
+	return config
+}

@@ -1,0 +1,139 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/poller"
+)
+
+func TestReadEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string // variables named in the error; none for a valid environment
+	}{
+		{name: "empty"},
+		{name: "all valid", env: map[string]string{
+			EnvQueueURL: "http://q", EnvConcurrency: "4", EnvHandlerTimeout: "30s", EnvDrainTimeout: "10s",
+			EnvBackoffBase: "1s", EnvBackoffCap: "1m", EnvDeadlineMargin: "3s", EnvFIFOMode: "stop-at-first-failure",
+			EnvEntireBatchFailureError: "true", EnvReportBatchItemFailures: "false", EnvLogFormat: "text", EnvLogLevel: "debug",
+		}},
+		{name: "every value malformed", env: map[string]string{
+			EnvQueueURL: "http://q", EnvQueueName: "q", EnvConcurrency: "0", EnvHandlerTimeout: "soon", EnvBackoffBase: "-1s",
+			EnvDeadlineMargin: "2", EnvFIFOMode: "strict", EnvEntireBatchFailureError: "yes please",
+			EnvAllowUnboundedRetries: "maybe", EnvLogFormat: "xml", EnvLogLevel: "loud",
+		}, want: []string{EnvQueueName, EnvConcurrency, EnvHandlerTimeout, EnvBackoffBase, EnvDeadlineMargin, EnvFIFOMode,
+			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readEnv(func(name string) string { return tc.env[name] })
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, name := range tc.want {
+				if !strings.Contains(err.Error(), name) {
+					t.Errorf("error does not name %s:\n%v", name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRunInLambda: with AWS_LAMBDA_RUNTIME_API set, Run starts the Lambda runtime with
+// the batch handler, configured from the environment.
+func TestRunInLambda(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "127.0.0.1:9001")
+	t.Setenv(EnvEntireBatchFailureError, "true")
+	var started any
+	original := startLambda
+	startLambda = func(_ context.Context, handler any) { started = handler }
+	t.Cleanup(func() { startLambda = original })
+
+	handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return errors.New("downstream 503") })
+	if err := Run(context.Background(), handler, Options{Logger: slog.New(slog.DiscardHandler), Lambda: []lambda.Option{lambda.WithSQSClient(discardSQS{})}}); err != nil {
+		t.Fatal(err)
+	}
+	batchHandler, ok := started.(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error))
+	if !ok {
+		t.Fatalf("Lambda runtime started with %T, want the batch handler", started)
+	}
+	event := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: "{}", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:q"}}}
+	if _, err := batchHandler(context.Background(), event); !errors.Is(err, lambda.ErrEntireBatchFailed) {
+		t.Errorf("error %v, want %v (from %s)", err, lambda.ErrEntireBatchFailed, EnvEntireBatchFailureError)
+	}
+}
+
+// TestRunPoller: without AWS_LAMBDA_RUNTIME_API, Run starts the long-poll worker on the
+// queue named by SQSWORKER_QUEUE_URL and returns nil after a graceful stop.
+func TestRunPoller(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "")
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	t.Setenv(EnvQueueURL, queue.URL)
+	for _, body := range []string{"a", "b", "c"} {
+		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handled atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	var stats poller.Stats
+	go func() {
+		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+			handled.Add(1)
+			return nil
+		}), Options{Logger: slog.New(slog.DiscardHandler), Poller: poller.Config{WaitTime: time.Second}, OnPollerStopped: func(s poller.Stats) { stats = s }})
+	}()
+	testenv.Eventually(t, 20*time.Second, "three messages handled and deleted", func() bool {
+		visible, inFlight := testenv.Counts(t, client, queue.URL)
+		return handled.Load() == 3 && visible+inFlight == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if stats.Deleted != 3 {
+		t.Errorf("poller stats: %d deleted, want 3", stats.Deleted)
+	}
+}
+
+func TestRunPollerWithoutQueue(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "")
+	t.Setenv(EnvQueueURL, "")
+	t.Setenv(EnvQueueName, "")
+	err := Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
+		Options{SQSClient: testenv.SQS(t)})
+	if err == nil || !strings.Contains(err.Error(), EnvQueueURL) {
+		t.Fatalf("error %v, want one naming %s", err, EnvQueueURL)
+	}
+}
+
+// discardSQS answers every call the adapter makes with success.
+type discardSQS struct{ lambda.SQSAPI }
+
+func (discardSQS) ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
+}
