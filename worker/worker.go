@@ -113,6 +113,15 @@ type Options struct {
 // is set), and so whether [Run] starts the Lambda runtime.
 func InLambda() bool { return os.Getenv(EnvRuntimeAPI) != "" }
 
+// NewLogger returns the logger Run uses when Options.Logger is nil: JSON (or text, with
+// SQSWORKER_LOG_FORMAT=text) on stderr at SQSWORKER_LOG_LEVEL (default info). Programs
+// that log beside the runtime use it to share its format. The error lists every
+// malformed SQSWORKER_* variable, as Run would.
+func NewLogger() (*slog.Logger, error) {
+	env, err := readEnv(os.Getenv)
+	return env.logger(), err
+}
+
 // startLambda starts the Lambda runtime; it does not return. Tests replace it.
 var startLambda = func(ctx context.Context, handler any) {
 	awslambda.StartWithOptions(handler, awslambda.WithContext(ctx))

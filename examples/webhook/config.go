@@ -3,98 +3,65 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
-// Environment variable names (see the package comment).
+// Environment variables of the example itself; the runtime's own (queue, concurrency,
+// timeouts, logs, Lambda settings) are read by worker.Run (see package worker).
 const (
-	envQueueURL         = "SQSWORKER_QUEUE_URL"
-	envQueueName        = "SQSWORKER_QUEUE_NAME"
-	envTable            = "SQSWORKER_IDEMPOTENCY_TABLE"
-	envConcurrency      = "SQSWORKER_CONCURRENCY"
-	envHandlerTimeout   = "SQSWORKER_HANDLER_TIMEOUT"
-	envDrainTimeout     = "SQSWORKER_DRAIN_TIMEOUT"
-	envHealthAddress    = "SQSWORKER_HEALTH_ADDRESS"
-	envDeliveryTimeout  = "SQSWORKER_DELIVERY_TIMEOUT"
-	envLogFormat        = "SQSWORKER_LOG_FORMAT"
-	envLogLevel         = "SQSWORKER_LOG_LEVEL"
-	defaultHandlerLimit = 15 * time.Second
+	envTable           = "SQSWORKER_IDEMPOTENCY_TABLE"
+	envDeliveryTimeout = "SQSWORKER_DELIVERY_TIMEOUT"
 )
 
-// config is the worker's configuration, read from the environment.
+// Defaults of this example where they differ from the runtime's. Each applies only when
+// its variable is unset, so the environment can still change it.
+var (
+	// defaultHandlerTimeout keeps a dead worker's idempotency lease (the handler timeout)
+	// shorter than the queue's 30 s visibility timeout.
+	defaultHandlerTimeout = 15 * time.Second
+	// defaultBackoff retries deliveries sooner than the runtime's 2 s to 10 min.
+	defaultBackoff = sqsworker.Backoff{Base: time.Second, Cap: 20 * time.Second}
+)
+
+// config is the example's own configuration, read from the environment.
 type config struct {
-	QueueURL        string
-	QueueName       string
 	Table           string
-	Concurrency     int           // 0: the poller's default
-	HandlerTimeout  time.Duration // also the idempotency lease
-	DrainTimeout    time.Duration // 0: the poller's default
-	HealthAddress   string
 	DeliveryTimeout time.Duration // 0: the delivery package's default
-	LogFormat       string        // "json" or "text"
-	LogLevel        slog.Level
 }
 
 // loadConfig reads the configuration with getenv (os.Getenv in main) and reports every
 // problem at once.
 func loadConfig(getenv func(string) string) (config, error) {
 	var problems []error
-	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
-	duration := func(name string, fallback time.Duration) time.Duration {
-		text := strings.TrimSpace(getenv(name))
-		if text == "" {
-			return fallback
-		}
+	c := config{Table: strings.TrimSpace(getenv(envTable))}
+	if c.Table == "" {
+		problems = append(problems, fmt.Errorf("%s is empty; the worker needs the idempotency table", envTable))
+	}
+	if text := strings.TrimSpace(getenv(envDeliveryTimeout)); text != "" {
 		value, err := time.ParseDuration(text)
 		if err != nil || value <= 0 {
-			add("%s=%q is not a positive duration such as 15s or 2m", name, text)
-			return fallback
+			problems = append(problems, fmt.Errorf("%s=%q is not a positive duration such as 5s", envDeliveryTimeout, text))
 		}
-		return value
-	}
-	c := config{
-		QueueURL:        strings.TrimSpace(getenv(envQueueURL)),
-		QueueName:       strings.TrimSpace(getenv(envQueueName)),
-		Table:           strings.TrimSpace(getenv(envTable)),
-		HandlerTimeout:  duration(envHandlerTimeout, defaultHandlerLimit),
-		DrainTimeout:    duration(envDrainTimeout, 0),
-		HealthAddress:   strings.TrimSpace(getenv(envHealthAddress)),
-		DeliveryTimeout: duration(envDeliveryTimeout, 0),
-		LogFormat:       strings.ToLower(strings.TrimSpace(getenv(envLogFormat))),
-	}
-	switch {
-	case c.QueueURL == "" && c.QueueName == "":
-		add("set %s, or %s to look the URL up", envQueueURL, envQueueName)
-	case c.QueueURL != "" && c.QueueName != "":
-		add("set only one of %s and %s", envQueueURL, envQueueName)
-	}
-	if c.Table == "" {
-		add("%s is empty; the worker needs the idempotency table", envTable)
-	}
-	if text := strings.TrimSpace(getenv(envConcurrency)); text != "" {
-		value, err := strconv.Atoi(text)
-		if err != nil || value < 1 {
-			add("%s=%q is not a positive whole number", envConcurrency, text)
-		}
-		c.Concurrency = value
-	}
-	switch c.LogFormat {
-	case "":
-		c.LogFormat = "json"
-	case "json", "text":
-	default:
-		add("%s=%q is neither json nor text", envLogFormat, c.LogFormat)
-	}
-	if text := strings.TrimSpace(getenv(envLogLevel)); text != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(text)); err != nil {
-			add("%s=%q is not one of debug, info, warn, error", envLogLevel, text)
-		}
-	}
-	if c.DeliveryTimeout > 0 && c.DeliveryTimeout >= c.HandlerTimeout {
-		add("%s (%s) must be shorter than %s (%s)", envDeliveryTimeout, c.DeliveryTimeout, envHandlerTimeout, c.HandlerTimeout)
+		c.DeliveryTimeout = value
 	}
 	return c, errors.Join(problems...)
+}
+
+// runtimeOptions are the worker.Run options of this example: its defaults where the
+// environment leaves the setting unset.
+func runtimeOptions(getenv func(string) string) worker.Options {
+	var options worker.Options
+	if strings.TrimSpace(getenv(worker.EnvHandlerTimeout)) == "" {
+		options.Poller.HandlerTimeout = defaultHandlerTimeout
+	}
+	if strings.TrimSpace(getenv(worker.EnvBackoffBase)) == "" && strings.TrimSpace(getenv(worker.EnvBackoffCap)) == "" {
+		options.Poller.Backoff = defaultBackoff
+		options.Lambda = append(options.Lambda, lambda.WithBackoff(defaultBackoff))
+	}
+	return options
 }

@@ -1,24 +1,20 @@
-// Command webhook is the example webhook-delivery worker: it long-polls an SQS queue
-// whose messages ask to POST a JSON payload to a URL (see package delivery), delivers
-// each through the DynamoDB idempotency middleware keyed on the delivery id, and stops
-// gracefully on SIGTERM.
+// Command webhook is the example webhook-delivery worker: one binary that runs as an ECS
+// container worker (long polling, see package poller) or, built as a provided.al2023
+// "bootstrap", as a Lambda function behind an SQS event source mapping (see package
+// lambda); worker.Run picks the host. Each message asks to POST a JSON payload to a URL
+// (see package delivery); every delivery goes through the DynamoDB idempotency middleware
+// keyed on the delivery id.
 //
-// Configuration, from the environment:
+// Configuration, from the environment: the runtime's variables as documented in package
+// worker (SQSWORKER_QUEUE_URL or SQSWORKER_QUEUE_NAME, SQSWORKER_CONCURRENCY,
+// SQSWORKER_HANDLER_TIMEOUT, SQSWORKER_DRAIN_TIMEOUT, SQSWORKER_HEALTH_ADDRESS,
+// SQSWORKER_BACKOFF_BASE/_CAP, SQSWORKER_LOG_FORMAT, SQSWORKER_LOG_LEVEL, the Lambda
+// settings), with two defaults of this example: a 15 s handler timeout (also the
+// idempotency lease of a worker that dies mid-delivery; keep it below the queue's
+// visibility timeout) and a 1 s to 20 s backoff. And the example's own:
 //
-//	SQSWORKER_QUEUE_URL          the queue's URL; or
-//	SQSWORKER_QUEUE_NAME         its name, looked up with GetQueueUrl (set one of the two)
 //	SQSWORKER_IDEMPOTENCY_TABLE  the DynamoDB idempotency table (string key "id"); required
-//	SQSWORKER_CONCURRENCY        messages handled at once; default 10
-//	SQSWORKER_HANDLER_TIMEOUT    hard timeout of one message, also the idempotency lease
-//	                             of a worker that dies mid-delivery; default 15s. Keep it
-//	                             below the queue's visibility timeout, so the lease of a
-//	                             killed worker has ended when its message reappears.
-//	SQSWORKER_DRAIN_TIMEOUT      how long SIGTERM waits for running deliveries; default 25s
-//	SQSWORKER_HEALTH_ADDRESS     serve GET /healthz there (for example 127.0.0.1:8080);
-//	                             default off
 //	SQSWORKER_DELIVERY_TIMEOUT   timeout of one POST; default 5s
-//	SQSWORKER_LOG_FORMAT         json (default) or text, on stderr
-//	SQSWORKER_LOG_LEVEL          debug, info (default), warn or error
 //
 // AWS settings come from the SDK's default chain (AWS_REGION, credentials, profiles).
 // The endpoints too: AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_DYNAMODB point the worker
@@ -26,7 +22,8 @@
 //
 // Usage:
 //
-//	webhook               run the worker until SIGTERM or SIGINT (exit 0 after a drain)
+//	webhook               run until SIGTERM or SIGINT (exit 0 after a drain); as a
+//	                      Lambda function, serve invocations
 //	webhook healthcheck   exit 0 when the worker at SQSWORKER_HEALTH_ADDRESS (or the
 //	                      address given as argument) is running, 1 otherwise; for
 //	                      distroless images without curl
@@ -34,12 +31,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -48,6 +43,7 @@ import (
 	"github.com/sqsworker/sqsworker/examples/webhook/delivery"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 // Log messages. The demo (examples/webhook/demo) counts logDuplicateSuppressed lines by
@@ -71,12 +67,12 @@ func main() {
 }
 
 func healthcheck(args []string) int {
-	address := os.Getenv(envHealthAddress)
+	address := os.Getenv(worker.EnvHealthAddress)
 	if len(args) > 0 {
 		address = args[0]
 	}
 	if address == "" {
-		fmt.Fprintf(os.Stderr, "webhook healthcheck: no address; set %s or pass it as argument\n", envHealthAddress)
+		fmt.Fprintf(os.Stderr, "webhook healthcheck: no address; set %s or pass it as argument\n", worker.EnvHealthAddress)
 		return 1
 	}
 	if err := poller.CheckHealth(context.Background(), address); err != nil {
@@ -87,35 +83,21 @@ func healthcheck(args []string) int {
 }
 
 func run() int {
-	cfg, err := loadConfig(os.Getenv)
-	if err != nil {
+	cfg, configErr := loadConfig(os.Getenv)
+	logger, runtimeErr := worker.NewLogger()
+	if err := errors.Join(configErr, runtimeErr); err != nil {
 		fmt.Fprintf(os.Stderr, "webhook: configuration:\n%v\n", err)
 		return 2
 	}
-	logger := newLogger(cfg)
 	ctx := context.Background()
-
 	awsConfig, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		logger.Error("webhook: loading the AWS configuration", "error", err)
 		return 1
 	}
-	sqsClient := sqs.NewFromConfig(awsConfig)
-	dynamoClient := dynamodb.NewFromConfig(awsConfig)
-
-	queueURL := cfg.QueueURL
-	if queueURL == "" {
-		output, err := sqsClient.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(cfg.QueueName)})
-		if err != nil {
-			logger.Error("webhook: looking up the queue", "queue_name", cfg.QueueName, "error", err)
-			return 1
-		}
-		queueURL = aws.ToString(output.QueueUrl)
-	}
-
 	handler := sqsworker.Chain(
 		delivery.Handler(delivery.Config{Timeout: cfg.DeliveryTimeout}),
-		idempotency.Middleware(idempotency.NewDynamoDBStore(dynamoClient, cfg.Table), idempotency.Config{
+		idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), cfg.Table), idempotency.Config{
 			KeyFunc:   idempotency.KeyFromJSONField("deliveryId"),
 			KeyPrefix: "webhook",
 			// A duplicate must carry the same target and payload; one that does not is
@@ -131,38 +113,18 @@ func run() int {
 			Logger: logger,
 		}),
 	)
-	server, err := poller.New(sqsClient, poller.Config{
-		QueueURL:           queueURL,
-		Concurrency:        cfg.Concurrency,
-		HandlerTimeout:     cfg.HandlerTimeout,
-		DrainTimeout:       cfg.DrainTimeout,
-		HealthCheckAddress: cfg.HealthAddress,
-		Backoff:            sqsworker.Backoff{Base: 1 * time.Second, Cap: 20 * time.Second},
-		Logger:             logger,
-	}, handler)
-	if err != nil {
-		logger.Error("webhook: configuring the poller", "error", err)
-		return 2
+	options := runtimeOptions(os.Getenv)
+	options.Logger = logger
+	options.SQSClient = sqs.NewFromConfig(awsConfig)
+	options.OnPollerStopped = func(stats poller.Stats) {
+		logger.Info(logStopped, "received", stats.Received, "deleted", stats.Deleted, "failed", stats.Failed,
+			"deferred", stats.Deferred, "dead_lettered", stats.DeadLettered, "released", stats.Released,
+			"delete_failures", stats.DeleteFailures)
 	}
-	logger.Info("webhook: starting", "pid", os.Getpid(), "queue", queueURL, "table", cfg.Table,
-		"concurrency", cfg.Concurrency, "handler_timeout", cfg.HandlerTimeout.String())
-	err = server.Run(ctx)
-	stats := server.Stats()
-	attributes := []any{"received", stats.Received, "deleted", stats.Deleted, "failed", stats.Failed,
-		"deferred", stats.Deferred, "dead_lettered", stats.DeadLettered, "released", stats.Released,
-		"delete_failures", stats.DeleteFailures}
-	if err != nil {
-		logger.Error(logStopped, append(attributes, "error", err)...)
+	logger.Info("webhook: starting", "pid", os.Getpid(), "lambda", worker.InLambda(), "table", cfg.Table)
+	if err := worker.Run(ctx, handler, options); err != nil {
+		logger.Error("webhook: stopped with an error", "error", err)
 		return 1
 	}
-	logger.Info(logStopped, attributes...)
 	return 0
-}
-
-func newLogger(cfg config) *slog.Logger {
-	options := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, options))
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, options))
 }

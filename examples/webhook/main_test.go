@@ -1,7 +1,6 @@
 package main
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 func env(values map[string]string) func(string) string {
@@ -23,44 +23,13 @@ func TestLoadConfig(t *testing.T) {
 		want    config
 		wantErr []string
 	}{
+		{name: "defaults", env: map[string]string{envTable: "t"}, want: config{Table: "t"}},
+		{name: "delivery timeout", env: map[string]string{envTable: "t", envDeliveryTimeout: "3s"}, want: config{Table: "t", DeliveryTimeout: 3 * time.Second}},
+		{name: "nothing set", env: map[string]string{}, wantErr: []string{"SQSWORKER_IDEMPOTENCY_TABLE is empty"}},
 		{
-			name: "defaults",
-			env:  map[string]string{envQueueURL: "http://127.0.0.1:4566/queue/q", envTable: "t"},
-			want: config{QueueURL: "http://127.0.0.1:4566/queue/q", Table: "t", HandlerTimeout: 15 * time.Second, LogFormat: "json"},
-		},
-		{
-			name: "everything set",
-			env: map[string]string{
-				envQueueName: "webhook-deliveries", envTable: "t", envConcurrency: "8", envHandlerTimeout: "20s",
-				envDrainTimeout: "10s", envHealthAddress: "127.0.0.1:8080", envDeliveryTimeout: "3s",
-				envLogFormat: "TEXT", envLogLevel: "debug",
-			},
-			want: config{
-				QueueName: "webhook-deliveries", Table: "t", Concurrency: 8, HandlerTimeout: 20 * time.Second,
-				DrainTimeout: 10 * time.Second, HealthAddress: "127.0.0.1:8080", DeliveryTimeout: 3 * time.Second,
-				LogFormat: "text", LogLevel: slog.LevelDebug,
-			},
-		},
-		{
-			name:    "nothing set",
-			env:     map[string]string{},
-			wantErr: []string{"set SQSWORKER_QUEUE_URL, or SQSWORKER_QUEUE_NAME", "SQSWORKER_IDEMPOTENCY_TABLE is empty"},
-		},
-		{
-			name: "every value wrong",
-			env: map[string]string{
-				envQueueURL: "u", envQueueName: "n", envTable: "t", envConcurrency: "0", envHandlerTimeout: "15",
-				envDrainTimeout: "-1s", envLogFormat: "xml", envLogLevel: "loud",
-			},
-			wantErr: []string{
-				"set only one of", `SQSWORKER_CONCURRENCY="0"`, `SQSWORKER_HANDLER_TIMEOUT="15"`,
-				`SQSWORKER_DRAIN_TIMEOUT="-1s"`, `SQSWORKER_LOG_FORMAT="xml"`, `SQSWORKER_LOG_LEVEL="loud"`,
-			},
-		},
-		{
-			name:    "delivery timeout not below handler timeout",
-			env:     map[string]string{envQueueURL: "u", envTable: "t", envHandlerTimeout: "5s", envDeliveryTimeout: "5s"},
-			wantErr: []string{"SQSWORKER_DELIVERY_TIMEOUT (5s) must be shorter than SQSWORKER_HANDLER_TIMEOUT (5s)"},
+			name:    "every value wrong",
+			env:     map[string]string{envDeliveryTimeout: "5"},
+			wantErr: []string{"SQSWORKER_IDEMPOTENCY_TABLE is empty", `SQSWORKER_DELIVERY_TIMEOUT="5"`},
 		},
 	}
 	for _, tc := range tests {
@@ -84,6 +53,18 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+func TestRuntimeOptionsDefaultOnlyWhatTheEnvironmentLeavesUnset(t *testing.T) {
+	options := runtimeOptions(env(map[string]string{}))
+	if options.Poller.HandlerTimeout != defaultHandlerTimeout || options.Poller.Backoff.Base != defaultBackoff.Base || options.Poller.Backoff.Cap != defaultBackoff.Cap || len(options.Lambda) != 1 {
+		t.Errorf("with nothing set: handler timeout %s, backoff %+v, %d Lambda options; want the example's defaults",
+			options.Poller.HandlerTimeout, options.Poller.Backoff, len(options.Lambda))
+	}
+	options = runtimeOptions(env(map[string]string{worker.EnvHandlerTimeout: "1m", worker.EnvBackoffCap: "5m"}))
+	if options.Poller.HandlerTimeout != 0 || options.Poller.Backoff.Base != 0 || options.Poller.Backoff.Cap != 0 || len(options.Lambda) != 0 {
+		t.Errorf("with the variables set the example must leave them to worker.Run; got %+v", options.Poller)
+	}
+}
+
 func TestHealthcheck(t *testing.T) {
 	var status atomic.Int32
 	status.Store(http.StatusOK)
@@ -103,7 +84,7 @@ func TestHealthcheck(t *testing.T) {
 	if code := healthcheck([]string{address}); code != 1 {
 		t.Errorf("healthcheck of a stopping worker = %d, want 1", code)
 	}
-	t.Setenv(envHealthAddress, "")
+	t.Setenv(worker.EnvHealthAddress, "")
 	if code := healthcheck(nil); code != 1 {
 		t.Errorf("healthcheck without an address = %d, want 1", code)
 	}
