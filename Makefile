@@ -1,11 +1,20 @@
-# sqsworker: make demo runs the main job on the local emulator; make test runs every test.
+# sqsworker. A fresh machine needs two commands:
+#   make demo   the webhook-delivery worker end to end on the local emulator
+#   make test   every test (unit and emulator)
+# Both start the local emulator (localstack/up) when it is not running.
 SHELL := /bin/bash
 GO ?= go
-GOTESTFLAGS ?= -race -count=1 -timeout 20m
+# Emulator tests mostly wait on SQS, so they run many at a time even on 2 cores.
+GOTESTFLAGS ?= -race -count=1 -timeout 30m -parallel 16
 
 EMULATOR_ENV = eval "$$(localstack/env)"
 
-.PHONY: up down test demo vet
+LAMBDA_PKG ?= ./examples/webhook
+LAMBDA_ARCHES ?= arm64 amd64
+DIST ?= dist
+IMAGE ?= sqsworker-webhook:dev
+
+.PHONY: up down test demo vet lambda image tf-validate
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -25,3 +34,26 @@ demo: up
 
 vet:
 	$(GO) vet ./...
+
+## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
+lambda:
+	@set -e; for arch in $(LAMBDA_ARCHES); do \
+		rm -rf $(DIST)/$$arch && mkdir -p $(DIST)/$$arch; \
+		GOOS=linux GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o $(DIST)/$$arch/bootstrap $(LAMBDA_PKG); \
+		rm -f $(DIST)/bootstrap-$$arch.zip; \
+		(cd $(DIST)/$$arch && python3 -m zipfile -c ../bootstrap-$$arch.zip bootstrap); \
+		echo "$(DIST)/bootstrap-$$arch.zip: $$(wc -c < $(DIST)/$$arch/bootstrap) bytes unzipped, $$(wc -c < $(DIST)/bootstrap-$$arch.zip) zipped"; \
+	done
+
+## image: the poller's container image (needs a Docker engine)
+image:
+	docker build -t $(IMAGE) .
+
+## tf-validate: terraform (or tofu) fmt -check and validate of every module and example, where installed
+tf-validate:
+	@tf=$$(command -v tofu || command -v terraform) || { echo "tf-validate: neither tofu nor terraform is installed" >&2; exit 1; }; \
+	set -e; $$tf fmt -check -recursive infra/terraform; \
+	for dir in infra/terraform/modules/* infra/terraform/examples/*; do \
+		(cd $$dir && $$tf init -backend=false -input=false >/dev/null && $$tf validate); \
+	done
