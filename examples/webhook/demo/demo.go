@@ -8,17 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,16 +39,29 @@ type options struct {
 	MaxFailuresPerDelivery int     // cap on 503s per delivery id (below maxReceiveCount)
 	Seed                   uint64
 
-	Workers         int
-	Concurrency     int
-	HandlerTimeout  time.Duration // also the idempotency lease; below the visibility timeout
-	DrainTimeout    time.Duration
+	// Host runs the worker: hostPoller ("" too) or hostLambda.
+	Host            string
 	DeliveryTimeout time.Duration // 0: the worker's default
+
+	// The poller host: Workers processes.
+	Workers        int
+	Concurrency    int
+	HandlerTimeout time.Duration // also the idempotency lease; below the visibility timeout
+	DrainTimeout   time.Duration
+
+	// The Lambda host: Functions execution environments (the mapping's maximum
+	// concurrency), BatchSize records per invocation, all handled at once.
+	Functions int
+	BatchSize int
+	// FunctionTimeout is the function timeout, whole seconds. The idempotency lease ends
+	// with the invocation's deadline, so it must stay below the visibility timeout.
+	FunctionTimeout time.Duration
 
 	// Resources are provisioned (and reset); nil reads localstack/resources.json. The
 	// first queue and the first table are the demo's.
 	Resources *provision.Resources
-	// KillAfter is the share of the good deliveries delivered before a worker is killed.
+	// KillAfter is the share of the good deliveries delivered before a unit of the host
+	// (a worker, an execution environment) is killed.
 	KillAfter float64
 	// Timeout bounds the wait for every delivery to settle.
 	Timeout time.Duration
@@ -69,10 +78,14 @@ func defaultOptions() options {
 		FailureRate:            0.15,
 		MaxFailuresPerDelivery: 2,
 		Seed:                   20251129,
+		Host:                   hostPoller,
 		Workers:                2,
 		Concurrency:            8,
 		HandlerTimeout:         15 * time.Second,
 		DrainTimeout:           10 * time.Second,
+		Functions:              2,
+		BatchSize:              10,
+		FunctionTimeout:        10 * time.Second,
 		KillAfter:              1.0 / 3,
 		Timeout:                4 * time.Minute,
 	}
@@ -210,12 +223,18 @@ type report struct {
 	summary
 	// DeadLetterReasons counts the dead-letter messages by failure-reason attribute.
 	DeadLetterReasons map[string]int
+	// DeadLetters lists, per unique delivery in the dead-letter queue, the failure reason
+	// of each of its messages (more than one when it was dead-lettered again).
+	DeadLetters map[string][]string
+	// Crashed lists the keys of the messages the crashed unit held in flight, when the
+	// host can tell (the Lambda host: its invocation's records).
+	Crashed []string
 }
 
-// run is the demo: provision, send, run workers, kill one, wait, count. It prints
-// progress lines to out (not the summary line) and returns what it counted. err is set
-// when the run could not be completed or a worker did not stop cleanly; the report is
-// zero when the run failed before counting.
+// run is the demo: provision, send, run the host, kill one of its units, wait, count.
+// It prints progress lines to out (not the summary line) and returns what it counted.
+// err is set when the run could not be completed or the host did not stop cleanly; the
+// report is zero when the run failed before counting.
 func run(ctx context.Context, o options, out io.Writer) (report, error) {
 	started := time.Now()
 	printf := func(format string, args ...any) { fmt.Fprintf(out, "demo: "+format+"\n", args...) }
@@ -239,11 +258,17 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 	if len(resources.Queues) == 0 || resources.Queues[0].DeadLetterQueue == nil || len(resources.Tables) == 0 {
 		return report{}, errors.New("demo: the resources need a queue with a dead-letter queue and a table")
 	}
-	if o.Workers < 2 {
-		return report{}, fmt.Errorf("demo: %d workers; one is killed, so at least 2 are needed", o.Workers)
+	h, err := newHost(o)
+	if err != nil {
+		return report{}, err
 	}
+	defer h.close()
 	if o.MaxFailuresPerDelivery >= resources.Queues[0].MaxReceiveCount {
 		return report{}, fmt.Errorf("demo: MaxFailuresPerDelivery %d must stay below maxReceiveCount %d, or 503s alone could dead-letter a delivery", o.MaxFailuresPerDelivery, resources.Queues[0].MaxReceiveCount)
+	}
+	visibility := time.Duration(resources.Queues[0].VisibilityTimeoutSeconds) * time.Second
+	if o.Host == hostLambda && o.FunctionTimeout >= visibility {
+		return report{}, fmt.Errorf("demo: function timeout %s must stay below the visibility timeout %s: the idempotency lease ends with the invocation", o.FunctionTimeout, visibility)
 	}
 	logDir := o.LogDir
 	if logDir == "" {
@@ -252,9 +277,8 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 		}
 	}
 
-	// The worker binary first: a build error should stop the demo before it touches SQS.
-	binary := filepath.Join(logDir, "webhook")
-	if err := buildWorker(ctx, root, binary); err != nil {
+	// The worker first: a build error should stop the demo before it touches SQS.
+	if err := h.build(ctx, root, logDir); err != nil {
 		return report{}, err
 	}
 
@@ -298,63 +322,20 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 	printf("sent %d messages: %d good deliveries, %d duplicate sends, %d to %s endpoints, %d malformed",
 		len(p.messages), p.goodUnique, p.duplicates, o.Gone, receiver.GonePrefix, o.Malformed)
 
-	// 4. Workers.
-	workers := make([]*worker, 0, o.Workers)
-	defer func() {
-		for _, w := range workers {
-			w.kill()
-		}
-	}()
-	// The AWS_* settings are inherited; SQSWORKER_* ones only from here, so a variable set
-	// in the shell (SQSWORKER_QUEUE_NAME, say) cannot redirect or break the workers.
-	env := slices.DeleteFunc(os.Environ(), func(variable string) bool { return strings.HasPrefix(variable, "SQSWORKER_") })
-	env = append(env,
-		"SQSWORKER_QUEUE_URL="+queue.URL,
-		"SQSWORKER_IDEMPOTENCY_TABLE="+table.Name,
-		"SQSWORKER_CONCURRENCY="+strconv.Itoa(o.Concurrency),
-		"SQSWORKER_HANDLER_TIMEOUT="+o.HandlerTimeout.String(),
-		"SQSWORKER_DRAIN_TIMEOUT="+o.DrainTimeout.String(),
-		"SQSWORKER_LOG_FORMAT=json",
-	)
-	if o.DeliveryTimeout > 0 {
-		env = append(env, "SQSWORKER_DELIVERY_TIMEOUT="+o.DeliveryTimeout.String())
-	}
-	for i := range o.Workers {
-		healthAddress, err := freeAddress()
-		if err != nil {
-			return report{}, err
-		}
-		workerEnv := append(slices.Clip(env), "SQSWORKER_HEALTH_ADDRESS="+healthAddress)
-		w, err := startWorker(binary, workerEnv, filepath.Join(logDir, fmt.Sprintf("worker-%d.log", i+1)), healthAddress)
-		if err != nil {
-			return report{}, err
-		}
-		workers = append(workers, w)
-	}
-	printf("started %d workers (concurrency %d, handler timeout %s, drain %s); logs in %s",
-		len(workers), o.Concurrency, o.HandlerTimeout, o.DrainTimeout, logDir)
-
+	// 4. The host.
 	deadline := time.Now().Add(o.Timeout)
 	waitCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// `webhook healthcheck`, as the container's health check runs it, until each answers.
-	for _, w := range workers {
-		if err := poll(waitCtx, 100*time.Millisecond, func() (bool, error) {
-			check := exec.CommandContext(waitCtx, binary, "healthcheck", w.healthAddress)
-			return check.Run() == nil, checkAlive(workers)
-		}); err != nil {
-			return report{}, fmt.Errorf("demo: waiting for worker pid %d to report healthy: %w", w.pid, err)
-		}
+	if err := h.start(waitCtx, setup{options: o, queueURL: queue.URL, table: table.Name, logDir: logDir, sqs: sqsClient, printf: printf}); err != nil {
+		return report{}, err
 	}
-	printf("all %d workers report healthy (webhook healthcheck exit 0)", len(workers))
 
-	// 5. Kill one worker once a share of the good deliveries is delivered, at a moment
+	// 5. Kill one unit once a share of the good deliveries is delivered, at a moment
 	// when none of its handlers is between a 2xx response and its COMPLETED write.
-	victim, survivors := workers[0], workers[1:]
 	threshold := max(1, int(float64(p.goodUnique)*o.KillAfter))
 	if err := poll(waitCtx, 20*time.Millisecond, func() (bool, error) {
 		_, delivered := endpoint.Totals()
-		return delivered >= threshold, checkAlive(workers)
+		return delivered >= threshold, h.check()
 	}); err != nil {
 		return report{}, fmt.Errorf("demo: waiting for %d deliveries before the kill: %w", threshold, err)
 	}
@@ -367,17 +348,20 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 	}
 	_, deliveredAtKill := endpoint.Totals()
 	held := endpoint.Held()
-	victim.kill()
+	crashed, err := h.crash(waitCtx)
 	endpoint.Resume()
+	if err != nil {
+		return report{}, err
+	}
 	killedAt := time.Now()
-	printf("SIGKILLed worker 1 (pid %d) at %s, after %d of %d good deliveries, with the receiver holding %d requests of both workers",
-		victim.pid, since(started), deliveredAtKill, p.goodUnique, held)
+	printf("%s at %s, after %d of %d good deliveries, with the receiver holding %d requests of both %ss",
+		crashed.description, since(started), deliveredAtKill, p.goodUnique, held, h.unit())
 
-	// 6. Wait until the source queue is drained (the victim's messages reappear after
-	// the visibility timeout), then count the dead-letter queue.
+	// 6. Wait until the source queue is drained (the killed unit's messages reappear
+	// after the visibility timeout), then count the dead-letter queue.
 	settledPolls := 0
 	if err := poll(waitCtx, 250*time.Millisecond, func() (bool, error) {
-		if err := checkAlive(survivors); err != nil {
+		if err := h.check(); err != nil {
 			return false, err
 		}
 		visible, inFlight, delayed, err := queueCounts(waitCtx, sqsClient, queue.URL)
@@ -401,31 +385,19 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 	} else if err != nil {
 		printf("timed out after %s waiting for every delivery to settle; counting what there is", o.Timeout)
 	} else {
-		printf("source queue empty at %s (%s after the kill; the killed worker's messages reappear after the visibility timeout)",
-			since(started), since(killedAt))
+		printf("source queue empty at %s (%s after the kill; the killed %s's messages reappear after the visibility timeout)",
+			since(started), since(killedAt), h.unit())
 	}
 	dead, err := readDeadLetters(ctx, sqsClient, queue.DeadLetterQueueURL, p)
 	if err != nil {
 		return report{}, err
 	}
 
-	// Graceful stop of the survivors: SIGTERM, drain, exit 0.
-	var stopErrors []error
-	for _, w := range survivors {
-		stopping := time.Now()
-		code, err := w.stop(o.DrainTimeout + 20*time.Second)
-		switch {
-		case err != nil:
-			stopErrors = append(stopErrors, err)
-		case code != 0:
-			stopErrors = append(stopErrors, fmt.Errorf("demo: worker pid %d exited with code %d after SIGTERM; see %s", w.pid, code, w.logPath))
-		default:
-			printf("worker pid %d drained and exited 0 after SIGTERM (in %s)", w.pid, since(stopping))
-		}
-	}
+	// Graceful stop of what is left.
+	stopErr := h.stop()
 
 	// 7. Count.
-	suppressed, err := suppressedDuplicates(workers, messageKeys)
+	suppressed, err := suppressedDuplicates(h.logPaths(), messageKeys)
 	if err != nil {
 		return report{}, err
 	}
@@ -451,14 +423,27 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 		}
 	}
 	s.Lost = len(lost)
+	var crashedKeys []string
+	for _, id := range crashed.messageIDs {
+		crashedKeys = append(crashedKeys, messageKeys[id])
+	}
+	sort.Strings(crashedKeys)
+	crashedKeys = slices.Compact(crashedKeys) // both sends of a duplicate can be in one batch
 	totals, _ := endpoint.Totals()
 	printf("receiver: %d requests, %d 2xx, %d 503, %d 410, %d abandoned by a client that went away",
 		totals.Requests, totals.Successes, totals.Failures, totals.Gone, totals.Abandoned)
 	printf("dead-letter queue: %d messages, %d unique deliveries, by reason: %s (left in %s for inspection)",
 		dead.messages, len(dead.keys), formatReasons(dead.reasons), queue.DeadLetterQueueURL)
+	if again := deadLetteredAgain(dead); len(again) > 0 {
+		where := ""
+		if len(crashedKeys) > 0 {
+			where = fmt.Sprintf(" (the killed %s had in flight: %s)", h.unit(), strings.Join(crashedKeys, " "))
+		}
+		printf("note: dead-lettered more than once: %s%s", strings.Join(again, " "), where)
+	}
 	if s.DuplicatesSuppressed != s.Sent-s.Unique {
-		printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed worker's message can reappear after its delivery completed)",
-			s.Sent-s.Unique, s.DuplicatesSuppressed)
+		printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed)",
+			s.Sent-s.Unique, s.DuplicatesSuppressed, h.unit())
 	}
 	if len(lost) > 0 {
 		sort.Strings(lost)
@@ -469,7 +454,7 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 		printf("delivered and dead-lettered: %s", strings.Join(both, " "))
 	}
 	printf("finished in %s", since(started))
-	return report{summary: s, DeadLetterReasons: dead.reasons}, errors.Join(stopErrors...)
+	return report{summary: s, DeadLetterReasons: dead.reasons, DeadLetters: dead.byKey, Crashed: crashedKeys}, stopErr
 }
 
 // since returns the time since start, rounded for printing.
@@ -492,19 +477,6 @@ func poll(ctx context.Context, interval time.Duration, check func() (bool, error
 		case <-ticker.C:
 		}
 	}
-}
-
-func buildWorker(ctx context.Context, root, binary string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.CommandContext(ctx, goTool, "build", "-o", binary, "./examples/webhook")
-	build.Dir = root
-	if output, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("demo: go build ./examples/webhook: %w\n%s", err, output)
-	}
-	return nil
 }
 
 // send sends the messages with SendMessageBatch, ten at a time from a few goroutines,
@@ -603,14 +575,15 @@ func queueCounts(ctx context.Context, client *sqs.Client, url string) (visible, 
 type deadLetters struct {
 	keys     map[string]bool // unique delivery keys
 	messages int
-	reasons  map[string]int // failure-reason attribute → messages
+	reasons  map[string]int      // failure-reason attribute → messages
+	byKey    map[string][]string // unique delivery key → the reason of each of its messages
 }
 
 // readDeadLetters receives every message of the dead-letter queue, keys it by its body
 // (the malformed ones) or its deliveryId, then makes them all visible again, so the
 // redrive tooling can inspect them. It also counts the failure-reason attributes.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *plan) (deadLetters, error) {
-	dead := deadLetters{keys: map[string]bool{}, reasons: map[string]int{}}
+	dead := deadLetters{keys: map[string]bool{}, reasons: map[string]int{}, byKey: map[string][]string{}}
 	var handles []string
 	defer func() {
 		// Release what was received, ten at a time; the messages stay in the queue.
@@ -674,10 +647,23 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 				reason = aws.ToString(attribute.StringValue)
 			}
 			dead.reasons[reason]++
+			dead.byKey[key] = append(dead.byKey[key], reason)
 		}
 	}
 	dead.messages = len(handles)
 	return dead, nil
+}
+
+// deadLetteredAgain returns the keys with more than one dead-letter message, sorted.
+func deadLetteredAgain(dead deadLetters) []string {
+	var keys []string
+	for key, reasons := range dead.byKey {
+		if len(reasons) > 1 {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func formatReasons(reasons map[string]int) string {
@@ -696,10 +682,10 @@ func formatReasons(reasons map[string]int) string {
 // workers deleted without delivering because the delivery was already completed, from
 // the "duplicate suppressed" lines of their JSON logs. A message first deferred because
 // its delivery was in progress elsewhere, then skipped, counts once.
-func suppressedDuplicates(workers []*worker, messageKeys map[string]string) (int, error) {
+func suppressedDuplicates(logPaths []string, messageKeys map[string]string) (int, error) {
 	seen := map[string]bool{}
-	for _, w := range workers {
-		file, err := os.Open(w.logPath)
+	for _, logPath := range logPaths {
+		file, err := os.Open(logPath)
 		if err != nil {
 			return 0, fmt.Errorf("demo: %w", err)
 		}
@@ -720,93 +706,8 @@ func suppressedDuplicates(workers []*worker, messageKeys map[string]string) (int
 		err = scanner.Err()
 		file.Close()
 		if err != nil {
-			return 0, fmt.Errorf("demo: reading %s: %w", w.logPath, err)
+			return 0, fmt.Errorf("demo: reading %s: %w", logPath, err)
 		}
 	}
 	return len(seen), nil
-}
-
-// worker is one worker process.
-type worker struct {
-	pid           int
-	logPath       string
-	healthAddress string
-	cmd           *exec.Cmd
-	done          chan struct{} // closed when the process has exited
-}
-
-// freeAddress returns a 127.0.0.1 address with a port that was free a moment ago.
-func freeAddress() (string, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("demo: finding a free port: %w", err)
-	}
-	defer listener.Close()
-	return listener.Addr().String(), nil
-}
-
-func startWorker(binary string, env []string, logPath, healthAddress string) (*worker, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
-	}
-	cmd := exec.Command(binary)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = workerProcessAttributes()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("demo: starting the worker: %w", err)
-	}
-	w := &worker{pid: cmd.Process.Pid, logPath: logPath, healthAddress: healthAddress, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(w.done)
-	}()
-	return w, nil
-}
-
-func (w *worker) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// kill sends SIGKILL and waits for the process to be gone (its sockets closed).
-func (w *worker) kill() {
-	if w.exited() {
-		return
-	}
-	_ = w.cmd.Process.Signal(syscall.SIGKILL)
-	<-w.done
-}
-
-// stop sends SIGTERM and waits up to timeout for the exit code; then it kills.
-func (w *worker) stop(timeout time.Duration) (int, error) {
-	if w.exited() {
-		return w.cmd.ProcessState.ExitCode(), nil
-	}
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return -1, fmt.Errorf("demo: SIGTERM to worker pid %d: %w", w.pid, err)
-	}
-	select {
-	case <-w.done:
-		return w.cmd.ProcessState.ExitCode(), nil
-	case <-time.After(timeout):
-		w.kill()
-		return -1, fmt.Errorf("demo: worker pid %d did not exit within %s of SIGTERM; killed it (see %s)", w.pid, timeout, w.logPath)
-	}
-}
-
-func checkAlive(workers []*worker) error {
-	for _, w := range workers {
-		if w.exited() {
-			return fmt.Errorf("demo: worker pid %d exited early with code %d; see %s", w.pid, w.cmd.ProcessState.ExitCode(), w.logPath)
-		}
-	}
-	return nil
 }

@@ -15,12 +15,11 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
-// TestDemoOnEmulator runs the demo's orchestration (build, provision, send, two worker
-// processes, SIGKILL of one, drain of the other, dead-letter count) with 60 messages on
-// uniquely named resources with a 10 s visibility timeout, and checks that nothing is
-// lost, nothing delivered twice, and exactly the malformed and 410 deliveries are
-// dead-lettered, each with its reason.
-func TestDemoOnEmulator(t *testing.T) {
+// emulatorOptions returns the demo's options for a small run (60 messages) on uniquely
+// named resources, removed when the test ends, with a 10 s visibility timeout, and logs
+// in a directory kept when the test fails.
+func emulatorOptions(t *testing.T) options {
+	t.Helper()
 	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
 	resources, err := provision.Load()
 	if err != nil {
@@ -47,7 +46,7 @@ func TestDemoOnEmulator(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("worker logs kept in %s", logDir)
+			t.Logf("logs kept in %s", logDir)
 			return
 		}
 		_ = os.RemoveAll(logDir)
@@ -55,18 +54,16 @@ func TestDemoOnEmulator(t *testing.T) {
 
 	o := defaultOptions()
 	o.Messages, o.Duplicates, o.Malformed, o.Gone = 60, 6, 4, 4
-	o.Concurrency = 4
-	// The lease (handler timeout) must end before a killed worker's message reappears.
-	o.HandlerTimeout, o.DeliveryTimeout, o.DrainTimeout = 5*time.Second, 2*time.Second, 3*time.Second
+	o.DeliveryTimeout = 2 * time.Second
 	o.Timeout = 2 * time.Minute
 	o.Resources, o.LogDir = resources, logDir
+	return o
+}
 
-	var out strings.Builder
-	result, err := run(context.Background(), o, &out)
-	t.Log("\n" + out.String() + result.summary.String())
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+// checkSummary checks that nothing is lost, nothing delivered twice, and exactly the
+// malformed and 410 deliveries are dead-lettered, as unique deliveries.
+func checkSummary(t *testing.T, o options, result report) {
+	t.Helper()
 	good := o.Messages - o.Duplicates - o.Malformed - o.Gone
 	want := summary{
 		Sent:            o.Messages,
@@ -82,6 +79,26 @@ func TestDemoOnEmulator(t *testing.T) {
 	if result.summary != want {
 		t.Errorf("summary:\n got %s\nwant %s", result.summary, want)
 	}
+}
+
+// TestDemoOnEmulator runs the demo's orchestration (build, provision, send, two worker
+// processes, SIGKILL of one, drain of the other, dead-letter count) with 60 messages on
+// uniquely named resources with a 10 s visibility timeout, and checks that nothing is
+// lost, nothing delivered twice, and exactly the malformed and 410 deliveries are
+// dead-lettered, each with its reason.
+func TestDemoOnEmulator(t *testing.T) {
+	o := emulatorOptions(t)
+	o.Concurrency = 4
+	// The lease (handler timeout) must end before a killed worker's message reappears.
+	o.HandlerTimeout, o.DrainTimeout = 5*time.Second, 3*time.Second
+
+	var out strings.Builder
+	result, err := run(context.Background(), o, &out)
+	t.Log("\n" + out.String() + result.summary.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	checkSummary(t, o, result)
 	wantReasons := map[string]int{"MalformedBody": o.Malformed, "HTTP410": o.Gone}
 	if len(result.DeadLetterReasons) != len(wantReasons) {
 		t.Errorf("dead-letter reasons = %v, want %v", result.DeadLetterReasons, wantReasons)

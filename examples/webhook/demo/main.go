@@ -22,10 +22,19 @@
 // 0, when the survivor does not exit 0, or when the run fails.
 //
 // Run it directly with: eval "$(localstack/env)" && go run ./examples/webhook/demo
+//
+// With -host=lambda the same scenario runs with the worker hosted as a Lambda function:
+// built as a provided.al2023 bootstrap and run in two Runtime Interface Emulators (two
+// execution environments; a 10 s function timeout, with which the idempotency lease
+// ends), fed by a local SQS event source mapping (batch size 10,
+// ReportBatchItemFailures). The crash kills one environment mid-invocation; its batch
+// comes back after the visibility timeout and a new environment takes its place, as
+// Lambda does. The counters and the exit status are the same.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -33,9 +42,16 @@ import (
 )
 
 func main() {
+	o := defaultOptions()
+	flag.StringVar(&o.Host, "host", o.Host, "where the worker runs: "+hostPoller+" (two worker processes) or "+hostLambda+" (a Lambda function in the Runtime Interface Emulator)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	result, err := run(ctx, defaultOptions(), os.Stdout)
+	result, err := run(ctx, o, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
