@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test demo vet lambda image tf-validate
+.PHONY: up down test demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -57,3 +57,36 @@ tf-validate:
 	for dir in infra/terraform/modules/* infra/terraform/examples/*; do \
 		(cd $$dir && $$tf init -backend=false -input=false >/dev/null && $$tf validate); \
 	done
+
+## soak: chaos soak on the emulator (SOAK_N messages, default 10000); prints the soak: line
+soak: up
+	$(EMULATOR_ENV) && $(GO) run ./soak
+
+## soak-ci: the short soak CI runs (1000 messages, under a minute)
+soak-ci: up
+	$(EMULATOR_ENV) && SOAK_N=1000 $(GO) run ./soak
+
+## bench: side-by-side benchmark (BENCH_M=5000, BENCH_REPEATS=3); rewrites the generated part of docs/benchmarks.md and docs/benchmarks.png
+bench: up
+	$(EMULATOR_ENV) && cd bench && $(GO) run . -docs ../docs/benchmarks.md -chart ../docs/benchmarks.png
+
+## bench-ci: a CI-size bench run that writes nothing (fails only when a contender fails)
+bench-ci: up
+	cd bench && $(GO) vet ./...
+	$(EMULATOR_ENV) && cd bench && BENCH_M=500 BENCH_REPEATS=1 $(GO) run .
+
+## bench-go: in-process micro-benchmarks (ns/op, allocs/op)
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem . ./poller ./idempotency ./lambda
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
+
+FUZZTIME ?= 20s
+FUZZ_TARGETS = .:FuzzBackoffDelay .:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \
+	./lambda:FuzzToMessageJSON ./lambda:FuzzQueueURLFromARN ./idempotency:FuzzKeyFromJSONField \
+	./idempotency:FuzzHashJSONFields ./idempotency:FuzzJSONBodyStrictness ./redrive:FuzzParseFilter
+
+## fuzz: every fuzz target for FUZZTIME each (go test -fuzz takes one target per package per run); make test runs their seed corpora
+fuzz:
+	@status=0; for target in $(FUZZ_TARGETS); do pkg=$${target%%:*}; name=$${target##*:}; \
+		echo "== $$name ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || status=1; \
+	done; exit $$status

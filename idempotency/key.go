@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,7 +127,9 @@ func decodeJSON(body string) (any, error) {
 	if err := decoder.Decode(&value); err != nil {
 		return nil, err
 	}
-	if decoder.More() {
+	// More reports false at a closing bracket too, so ask for the next token: only the
+	// end of the input may follow the value.
+	if _, err := decoder.Token(); err != io.EOF {
 		return nil, fmt.Errorf("trailing data after the JSON value")
 	}
 	return value, nil
