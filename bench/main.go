@@ -50,6 +50,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/load"
 )
 
 type options struct {
@@ -423,38 +424,8 @@ func loadQueue(ctx context.Context, client *sqs.Client, name string, bodies []st
 		return "", err
 	}
 	url := aws.ToString(output.QueueUrl)
-	batches := make(chan []string)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for batch := range batches {
-				entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
-				for i, body := range batch {
-					entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)}
-				}
-				out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-				if err == nil && len(out.Failed) > 0 {
-					err = fmt.Errorf("SendMessageBatch: %d entries failed", len(out.Failed))
-				}
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for start := 0; start < len(bodies); start += 10 {
-		batches <- bodies[start:min(start+10, len(bodies))]
-	}
-	close(batches)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := load.SendBodies(ctx, client, url, bodies, 8); err != nil {
 		return url, err
-	default:
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {

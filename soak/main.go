@@ -46,15 +46,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/load"
 )
 
 type options struct {
@@ -251,7 +249,7 @@ func run(ctx context.Context, opts options) (int, error) {
 
 	loadStart := time.Now()
 	sendErr := make(chan error, 1)
-	go func() { sendErr <- send(ctx, sqsClient, res.queueURL, work.bodies) }()
+	go func() { sendErr <- load.SendBodies(ctx, sqsClient, res.queueURL, work.bodies, 4) }()
 
 	// Faults fire when the applied effects pass random fractions of the expected ones.
 	faultsDone := make(chan []string, 1)
@@ -302,52 +300,6 @@ func goCommand() string {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// send sends the bodies in order, ten per SendMessageBatch, from four senders.
-func send(ctx context.Context, client *sqs.Client, queueURL string, bodies []string) error {
-	batches := make(chan []string)
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for batch := range batches {
-				entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
-				for i, body := range batch {
-					entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)}
-				}
-				output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-				if err == nil && len(output.Failed) > 0 {
-					err = fmt.Errorf("%d entries failed: %s", len(output.Failed), aws.ToString(output.Failed[0].Message))
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	var err error
-feed:
-	for start := 0; start < len(bodies); start += 10 {
-		select {
-		case batches <- bodies[start:min(start+10, len(bodies))]:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(batches)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	return err
 }
 
 // injectFaults runs three SIGKILLs and one SIGTERM drain, each of a random worker,
