@@ -21,6 +21,11 @@ const (
 	defaultConcurrency = 10
 	// defaultMaxMessages is Config.MaxMessages when zero: MaxNumberOfMessages' maximum.
 	defaultMaxMessages = maxBatchEntries
+	// maxReceivers bounds Config.Receivers and its default: 10 long polls of up to 10
+	// messages each is 100 messages per round trip, and the SDK's default HTTP transport
+	// keeps 10 idle connections per host, which the receivers share with deletes and
+	// heartbeats; more calls in flight would open and close connections instead.
+	maxReceivers = 10
 	// maxWaitTime is SQS's limit for WaitTimeSeconds (ReceiveMessage rejects more).
 	maxWaitTime = 20 * time.Second
 	// defaultWaitTime is Config.WaitTime when zero: the longest long poll.
@@ -61,6 +66,19 @@ type Config struct {
 	// (SQS's limit); if zero, defaults to 10. Each call asks for at most as many messages
 	// as there are free Concurrency slots, so no message waits received but unstarted.
 	MaxMessages int
+
+	// Receivers specifies how many ReceiveMessage calls may be in flight at once, 1 to
+	// 10 and at most Concurrency; if zero, defaults to ⌈Concurrency / MaxMessages⌉, at
+	// most 10 (2 for Concurrency 20: enough long polls to fill every slot). Each call
+	// still asks only for free slots, so the calls in flight together never ask for more
+	// messages than there are free Concurrency slots. A receiver polls as soon as a slot
+	// is free when no other call is in flight; otherwise it waits until it can ask for a
+	// full batch (MaxMessages, or all the slots the calls in flight leave), so extra
+	// receivers add whole batches, not calls for one or two messages. On an idle queue
+	// each receiver makes one call per WaitTime. The cap of 10 is 100 messages per round
+	// trip, and the 10 idle connections per host of the SDK's default HTTP transport,
+	// shared with deletes and heartbeats.
+	Receivers int
 
 	// WaitTime specifies the long-poll wait (WaitTimeSeconds), whole seconds from 1 s to
 	// 20 s (SQS's limit); if zero, defaults to 20 s. A shutdown lets the long poll in
@@ -135,6 +153,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxMessages == 0 {
 		c.MaxMessages = defaultMaxMessages
 	}
+	if c.Receivers == 0 {
+		c.Receivers = defaultReceivers(c.Concurrency, c.MaxMessages)
+	}
 	if c.WaitTime == 0 {
 		c.WaitTime = defaultWaitTime
 	}
@@ -153,6 +174,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// defaultReceivers is Config.Receivers when zero: ⌈concurrency / maxMessages⌉, the
+// fewest calls in flight that can fill every slot, at most maxReceivers. Invalid
+// inputs (reported by validate) give 1.
+func defaultReceivers(concurrency, maxMessages int) int {
+	if concurrency < 1 || maxMessages < 1 {
+		return 1
+	}
+	return min((concurrency+maxMessages-1)/maxMessages, maxReceivers)
+}
+
 // validate reports every problem of a defaulted Config that can be seen without the
 // queue, joined into one error; each names its field.
 func (c Config) validate(client API) error {
@@ -168,6 +199,12 @@ func (c Config) validate(client API) error {
 	}
 	if c.MaxMessages < 1 || c.MaxMessages > maxBatchEntries {
 		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, maxBatchEntries)
+	}
+	switch {
+	case c.Receivers < 1 || c.Receivers > maxReceivers:
+		add("Config.Receivers %d is outside 1..%d", c.Receivers, maxReceivers)
+	case c.Concurrency >= 1 && c.Receivers > c.Concurrency:
+		add("Config.Receivers %d exceeds Config.Concurrency %d: a receiver would wait for a free slot it never gets", c.Receivers, c.Concurrency)
 	}
 	switch {
 	case c.WaitTime < time.Second:

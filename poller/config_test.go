@@ -27,6 +27,9 @@ func TestNewRejectsEachBadSetting(t *testing.T) {
 		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }, "Config.Concurrency"},
 		{"too many messages", func(c *Config) { c.MaxMessages = 11 }, "Config.MaxMessages"},
 		{"negative messages", func(c *Config) { c.MaxMessages = -2 }, "Config.MaxMessages"},
+		{"negative receivers", func(c *Config) { c.Receivers = -1 }, "Config.Receivers"},
+		{"too many receivers", func(c *Config) { c.Concurrency, c.Receivers = 100, 11 }, "Config.Receivers"},
+		{"more receivers than concurrency", func(c *Config) { c.Concurrency, c.Receivers = 3, 4 }, "Config.Receivers 4 exceeds Config.Concurrency 3"},
 		{"wait above 20s", func(c *Config) { c.WaitTime = 30 * time.Second }, "Config.WaitTime"},
 		{"wait below 1s", func(c *Config) { c.WaitTime = 500 * time.Millisecond }, "Config.WaitTime"},
 		{"wait not whole seconds", func(c *Config) { c.WaitTime = 1500 * time.Millisecond }, "Config.WaitTime"},
@@ -68,6 +71,7 @@ func TestNewReportsEveryProblemInOneError(t *testing.T) {
 	config := Config{
 		Concurrency:         -1,
 		MaxMessages:         11,
+		Receivers:           -1,
 		WaitTime:            30 * time.Second,
 		HandlerTimeout:      -1,
 		HeartbeatInterval:   -1,
@@ -81,7 +85,7 @@ func TestNewReportsEveryProblemInOneError(t *testing.T) {
 		t.Fatal("New accepted the config")
 	}
 	for _, field := range []string{
-		"SQS client", "handler", "Config.QueueURL", "Config.Concurrency", "Config.MaxMessages",
+		"SQS client", "handler", "Config.QueueURL", "Config.Concurrency", "Config.MaxMessages", "Config.Receivers",
 		"Config.WaitTime", "Config.HandlerTimeout", "Config.HeartbeatInterval",
 		"Config.VisibilityExtension", "Config.DrainTimeout", "Config.Backoff.Base",
 		"Config.Backoff.Cap", "Config.HTTPClientTimeout",
@@ -90,8 +94,8 @@ func TestNewReportsEveryProblemInOneError(t *testing.T) {
 			t.Errorf("error does not name %s:\n%v", field, err)
 		}
 	}
-	if lines := strings.Count(err.Error(), "\n") + 1; lines != 13 {
-		t.Errorf("error has %d lines, want one per problem (13):\n%v", lines, err)
+	if lines := strings.Count(err.Error(), "\n") + 1; lines != 14 {
+		t.Errorf("error has %d lines, want one per problem (14):\n%v", lines, err)
 	}
 }
 
@@ -104,8 +108,43 @@ func TestNewAppliesDefaults(t *testing.T) {
 	got := server.config
 	if got.Concurrency != 10 || got.MaxMessages != 10 || got.WaitTime != 20*time.Second ||
 		got.HandlerTimeout != 5*time.Minute || got.DrainTimeout != 25*time.Second ||
-		got.DeleteFlushInterval != 100*time.Millisecond || got.Logger == nil {
+		got.DeleteFlushInterval != 100*time.Millisecond || got.Logger == nil || got.Receivers != 1 {
 		t.Errorf("defaults not applied: %+v", got)
+	}
+}
+
+// TestNewDefaultsReceivers: Receivers defaults to ⌈Concurrency / MaxMessages⌉, at most
+// 10; a value that is set is kept.
+func TestNewDefaultsReceivers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		concurrency, maxMessages, receivers, want int
+	}{
+		{0, 0, 0, 1},     // Concurrency 10, MaxMessages 10
+		{1, 0, 0, 1},     // fewer slots than one call may ask for
+		{10, 0, 0, 1},    // exactly one full call
+		{11, 0, 0, 2},    // one more slot: a second call
+		{12, 10, 0, 2},   // 10 + 2
+		{20, 0, 0, 2},    // the bench's setting: 2 × 10, like the ceiling's 2 loops
+		{21, 0, 0, 3},    // rounded up
+		{20, 3, 0, 7},    // ⌈20 / 3⌉
+		{95, 10, 0, 10},  // ⌈95 / 10⌉
+		{500, 10, 0, 10}, // capped at 10
+		{500, 1, 0, 10},  // capped at 10
+		{20, 0, 1, 1},    // set: kept, even below the default
+		{20, 0, 5, 5},    // set: kept, above the default (each asks for its share of free slots)
+		{3, 0, 3, 3},     // as many receivers as slots is allowed
+	}
+	for _, tc := range tests {
+		config := Config{QueueURL: fakeQueueURL, Concurrency: tc.concurrency, MaxMessages: tc.maxMessages, Receivers: tc.receivers}
+		server, err := New(newFakeAPI(), config, nopHandler)
+		if err != nil {
+			t.Errorf("New(Concurrency %d, MaxMessages %d, Receivers %d): %v", tc.concurrency, tc.maxMessages, tc.receivers, err)
+			continue
+		}
+		if got := server.config.Receivers; got != tc.want {
+			t.Errorf("Concurrency %d, MaxMessages %d, Receivers %d: Receivers = %d, want %d", tc.concurrency, tc.maxMessages, tc.receivers, got, tc.want)
+		}
 	}
 }
 

@@ -26,33 +26,92 @@ var ErrDrainTimeout = errors.New("poller: drain deadline reached during shutdown
 // is handed to another worker.
 const cancelGrace = time.Second
 
-// slots is the counting semaphore behind Config.Concurrency. A slot is taken for each
-// message before it is received and given back when the message is settled.
-type slots chan struct{}
+// slots is the counting semaphore behind Config.Concurrency. A receive takes a slot for
+// each message it asks for; it gives back those it did not get when it returns, and a
+// message's slot is given back when the message is settled. So the receives in flight
+// together never ask for more messages than there are free slots.
+type slots struct {
+	capacity int
 
-// acquire waits for one free slot and then takes up to limit in all, without waiting
-// for more. It returns 0 when stop is closed first.
-func (s slots) acquire(stop <-chan struct{}, limit int) int {
-	select {
-	case s <- struct{}{}:
-	case <-stop:
-		return 0
-	}
-	taken := 1
-	for taken < limit {
-		select {
-		case s <- struct{}{}:
-			taken++
-		default:
-			return taken
-		}
-	}
-	return taken
+	mu      sync.Mutex
+	taken   int           // by receives in flight and by the messages held
+	polling int           // of taken, by receives in flight
+	polls   int           // receives in flight
+	waiters int           // acquire calls waiting for changed
+	changed chan struct{} // closed, and replaced, when slots are given back
 }
 
-func (s slots) release(count int) {
-	for range count {
-		<-s
+func newSlots(capacity int) *slots {
+	return &slots{capacity: capacity, changed: make(chan struct{})}
+}
+
+// acquire takes the slots of one receive of at most limit messages; the receive must
+// end with received. It returns 0 when stop is closed first. When no other receive is in
+// flight it takes what is free as soon as one slot is, so the queue is never left
+// unpolled while a slot is free. Otherwise it waits until it can take a full batch:
+// limit slots, or all that the receives in flight leave, if fewer. So further receivers
+// add full batches, not fragments: handlers that finish together free their slots a
+// few microseconds apart, and receives grabbing the first one or two would multiply
+// the calls per message.
+func (s *slots) acquire(stop <-chan struct{}, limit int) int {
+	s.mu.Lock()
+	for {
+		free := s.capacity - s.taken
+		want := 1
+		if s.polls > 0 {
+			want = min(limit, s.capacity-s.polling)
+		}
+		if want >= 1 && free >= want {
+			taken := min(free, limit)
+			s.taken += taken
+			s.polling += taken
+			s.polls++
+			s.mu.Unlock()
+			return taken
+		}
+		changed := s.changed
+		s.waiters++
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-stop:
+			s.mu.Lock()
+			s.waiters--
+			s.mu.Unlock()
+			return 0
+		}
+		s.mu.Lock()
+		s.waiters--
+	}
+}
+
+// received ends a receive that took asked slots and got got messages: their slots are
+// now held by the messages, the rest are free.
+func (s *slots) received(asked, got int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.polls--
+	s.polling -= asked
+	s.taken -= asked - got
+	s.broadcast()
+}
+
+// release gives back the slots of count settled messages.
+func (s *slots) release(count int) {
+	if count == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taken -= count
+	s.broadcast()
+}
+
+// broadcast wakes the waiting acquire calls. s.mu must be held.
+func (s *slots) broadcast() {
+	if s.waiters > 0 {
+		close(s.changed)
+		s.changed = make(chan struct{})
 	}
 }
 
@@ -62,7 +121,7 @@ type dispatcher struct {
 	handler        sqsworker.Handler
 	handlerTimeout time.Duration
 	fifo           bool
-	slots          slots
+	slots          *slots
 	settler        *settler
 	extender       *extender
 	logger         *slog.Logger
@@ -85,7 +144,7 @@ type dispatcherParams struct {
 	handler        sqsworker.Handler
 	handlerTimeout time.Duration
 	fifo           bool
-	slots          slots
+	slots          *slots
 	settler        *settler
 	extender       *extender
 	logger         *slog.Logger

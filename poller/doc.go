@@ -19,10 +19,14 @@
 //
 // What the server does:
 //
-//   - Receiving: one long poll at a time (WaitTimeSeconds 20, SQS's maximum), asking
-//     for as many messages as there are free Concurrency slots (at most 10), so no
-//     message waits received but unstarted. All system and message attributes are
-//     requested.
+//   - Receiving: long polls (WaitTimeSeconds 20, SQS's maximum), up to
+//     Config.Receivers of them in flight at once (by default ⌈Concurrency /
+//     MaxMessages⌉: one for the default Concurrency 10, two for 20), each asking for as
+//     many messages as there are free Concurrency slots (at most 10), all together never
+//     for more, so no message waits received but unstarted. While one call is in
+//     flight, the others wait to ask for a full batch. After a failed call every
+//     receiver pauses (one shared back-off, 0.5 s doubling to 20 s, one probe call at a
+//     time). All system and message attributes are requested.
 //   - Handling: each message in its own goroutine (one per message group, in order, on
 //     FIFO queues), through [sqsworker.CallHandler] (a panic fails the message, not the
 //     process), with a context cancelled at Config.HandlerTimeout (cause

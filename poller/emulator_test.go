@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -493,38 +494,65 @@ func TestEmulatorLongPollTimeoutsRejected(t *testing.T) {
 	}
 }
 
-// TestEmulatorIdleQueueLongPolls is C13 config 3, the window shortened to 25 s: with the
-// defaults, an empty queue costs at most 2 ReceiveMessage calls (each waits 20 s), with
-// no error.
+// TestEmulatorIdleQueueLongPolls is C13 config 3, the window shortened to 25 s: on an
+// empty queue each receiver makes at most 2 ReceiveMessage calls (each waits 20 s), with
+// no error: 1 or 2 calls with the defaults (one receiver), 2 to 4 with Concurrency 20
+// (two receivers, asking for 10 each). Per receiver: any Receivers + 1 calls span at
+// least a long poll, so no receiver polls again before its long poll has run out.
 func TestEmulatorIdleQueueLongPolls(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	worker := &recordingClient{Client: client}
-	server, err := New(worker, Config{QueueURL: queue.URL}, nopHandler)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name        string
+		concurrency int
+		receivers   int
+	}{
+		{name: "defaults", receivers: 1},
+		{name: "concurrency 20", concurrency: 20, receivers: 2},
 	}
-	if err := server.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(25 * time.Second) // the observation window: nothing to wait for but time
-	worker.mu.Lock()
-	calls, errs := len(worker.receiveStarts), len(worker.receiveErrors)
-	first := worker.receiveInputs[0]
-	worker.mu.Unlock()
-	// An idle worker's in-flight poll would hold the shutdown up to 20 s; cut it short.
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	_ = server.Shutdown(ctx)
-	if calls > 2 || calls < 1 {
-		t.Errorf("%d ReceiveMessage calls in 25s, want 1 or 2 (long polls of 20s)", calls)
-	}
-	if errs != 0 {
-		t.Errorf("%d receive errors, want 0", errs)
-	}
-	if first.WaitTimeSeconds != 20 || first.MaxNumberOfMessages != 10 {
-		t.Errorf("receive input = %+v, want WaitTimeSeconds 20, MaxNumberOfMessages 10", first)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client := testenv.SQS(t)
+			queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+			worker := &recordingClient{Client: client}
+			server, err := New(worker, Config{QueueURL: queue.URL, Concurrency: tc.concurrency}, nopHandler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if server.config.Receivers != tc.receivers {
+				t.Fatalf("Receivers = %d, want %d", server.config.Receivers, tc.receivers)
+			}
+			if err := server.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(25 * time.Second) // the observation window: nothing to wait for but time
+			worker.mu.Lock()
+			calls, errs := len(worker.receiveStarts), len(worker.receiveErrors)
+			starts := slices.Clone(worker.receiveStarts)
+			inputs := slices.Clone(worker.receiveInputs)
+			worker.mu.Unlock()
+			// An idle worker's in-flight polls would hold the shutdown up to 20 s; cut it short.
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			_ = server.Shutdown(ctx)
+			if calls > 2*tc.receivers || calls < tc.receivers {
+				t.Errorf("%d ReceiveMessage calls in 25s, want %d to %d (long polls of 20s, %d receivers)", calls, tc.receivers, 2*tc.receivers, tc.receivers)
+			}
+			slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+			for i := 0; i+tc.receivers < len(starts); i++ {
+				if gap := starts[i+tc.receivers].Sub(starts[i]); gap < 19*time.Second {
+					t.Errorf("calls %d and %d started %s apart; with %d receivers, want at least the 20s long poll", i+1, i+1+tc.receivers, gap, tc.receivers)
+				}
+			}
+			if errs != 0 {
+				t.Errorf("%d receive errors, want 0", errs)
+			}
+			for i, input := range inputs[:min(tc.receivers, len(inputs))] {
+				if input.WaitTimeSeconds != 20 || input.MaxNumberOfMessages != 10 {
+					t.Errorf("receive input %d = %+v, want WaitTimeSeconds 20, MaxNumberOfMessages 10", i+1, input)
+				}
+			}
+		})
 	}
 }
 

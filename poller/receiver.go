@@ -22,20 +22,26 @@ const (
 	receiveErrorLogInterval = 30 * time.Second
 )
 
-// receiver long-polls the queue: one ReceiveMessage call at a time, asking for as many
-// messages as there are free slots (at most MaxMessages), so no message waits received
-// but unstarted while its visibility clock runs.
+// receiver long-polls the queue with Config.Receivers loops. Each loop keeps at most
+// one ReceiveMessage call in flight, asking for as many messages as there are free slots
+// (at most MaxMessages); the loops take their slots from the one semaphore, so all the
+// calls in flight together never ask for more messages than there are free slots, and
+// no message waits received but unstarted while its visibility clock runs (see
+// slots.acquire for when a loop waits for a full batch). The loops share the stop
+// signal, the poll context, the receive-error back-off and the error log limiter.
 type receiver struct {
 	api         API
 	queue       *sqsworker.Queue
 	maxMessages int
+	loops       int
 	waitTime    time.Duration
-	slots       slots
+	slots       *slots
 	extender    *extender
 	dispatcher  *dispatcher
 	logger      *slog.Logger
 	stats       *counters
 	errors      logLimiter
+	backoff     receiveBackoff
 
 	// pollContext is the context of every ReceiveMessage call. It is not cancelled when
 	// the receiver stops, only at abort: cancelling a long poll does not stop SQS from
@@ -44,16 +50,18 @@ type receiver struct {
 	pollContext context.Context
 	abortPoll   context.CancelFunc
 
-	stopping chan struct{} // closed by stop: no new ReceiveMessage call starts
-	done     chan struct{} // closed when the loop has returned
+	running  sync.WaitGroup // the receive loops, owned by the receiver
+	stopping chan struct{}  // closed by stop: no new ReceiveMessage call starts
+	done     chan struct{}  // closed when every loop has returned
 }
 
 type receiverParams struct {
 	api         API
 	queue       *sqsworker.Queue
 	maxMessages int
+	receivers   int
 	waitTime    time.Duration
-	slots       slots
+	slots       *slots
 	extender    *extender
 	dispatcher  *dispatcher
 	logger      *slog.Logger
@@ -67,6 +75,7 @@ func newReceiver(params receiverParams) *receiver {
 		api:         params.api,
 		queue:       params.queue,
 		maxMessages: params.maxMessages,
+		loops:       max(params.receivers, 1),
 		waitTime:    params.waitTime,
 		slots:       params.slots,
 		extender:    params.extender,
@@ -74,6 +83,7 @@ func newReceiver(params receiverParams) *receiver {
 		logger:      params.logger,
 		stats:       params.stats,
 		errors:      logLimiter{interval: receiveErrorLogInterval},
+		backoff:     receiveBackoff{changed: make(chan struct{})},
 		pollContext: pollContext,
 		abortPoll:   abort,
 		stopping:    make(chan struct{}),
@@ -81,40 +91,54 @@ func newReceiver(params receiverParams) *receiver {
 	}
 }
 
-// start runs the receive loop until stop.
+// start runs the receive loops until stop. The loops belong to the receiver (running);
+// one goroutine on wg waits for them, then closes done.
 func (r *receiver) start(wg *sync.WaitGroup) {
+	for range r.loops {
+		r.running.Go(r.loop)
+	}
 	wg.Go(func() {
-		defer close(r.done)
-		defer r.abortPoll()
-		errorDelay := time.Duration(0)
-		for {
-			taken := r.slots.acquire(r.stopping, r.maxMessages)
-			if taken == 0 || r.stopped() {
-				r.slots.release(taken)
-				return
-			}
-			deliveries, err := r.receive(taken)
-			if err != nil {
-				errorDelay = min(max(errorDelay*2, minReceiveErrorDelay), maxReceiveErrorDelay)
-				if !r.pause(errorDelay) {
-					return
-				}
-				continue
-			}
-			errorDelay = 0
-			if r.stopped() {
-				// The poll was in flight when the shutdown began: hand nothing to a
-				// handler, give every message back at once.
-				r.dispatcher.releaseUnstarted(deliveries, "received after shutdown began")
-				return
-			}
-			r.dispatcher.dispatch(deliveries)
-		}
+		r.running.Wait()
+		r.abortPoll()
+		close(r.done)
 	})
 }
 
-// receive makes one ReceiveMessage call for up to count messages. It gives back the
-// slots it does not use and registers the messages' heartbeats.
+// loop is one receive loop: wait out the shared back-off, take free slots, make one
+// ReceiveMessage call for them, hand what it returns to the dispatcher; until stop.
+func (r *receiver) loop() {
+	for {
+		probe, ok := r.backoff.wait(r.stopping)
+		if !ok {
+			return
+		}
+		taken := r.slots.acquire(r.stopping, r.maxMessages)
+		if taken == 0 || r.stopped() {
+			if taken > 0 {
+				r.slots.received(taken, 0)
+			}
+			r.backoff.abandon(probe)
+			return
+		}
+		deliveries, err := r.receive(taken)
+		if err != nil {
+			r.backoff.failed(probe, time.Now())
+			continue
+		}
+		r.backoff.succeeded(probe)
+		if r.stopped() {
+			// The poll was in flight when the shutdown began: hand nothing to a
+			// handler, give every message back at once.
+			r.dispatcher.releaseUnstarted(deliveries, "received after shutdown began")
+			return
+		}
+		r.dispatcher.dispatch(deliveries)
+	}
+}
+
+// receive makes one ReceiveMessage call for up to count messages, the slots taken for
+// it. It ends the receive's hold on them (see slots.received) and registers the
+// messages' heartbeats.
 func (r *receiver) receive(count int) ([]*delivery, error) {
 	r.stats.receiveCalls.Add(1)
 	receivedAt := time.Now()
@@ -126,7 +150,7 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		MessageAttributeNames:       []string{"All"},
 	})
 	if err != nil {
-		r.slots.release(count)
+		r.slots.received(count, 0)
 		if r.pollContext.Err() == nil {
 			r.stats.receiveErrors.Add(1)
 			if ok, suppressed := r.errors.allow(time.Now()); ok {
@@ -149,23 +173,11 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 			extra = append(extra, d)
 		}
 	}
-	r.slots.release(count - len(deliveries))
+	r.slots.received(count, len(deliveries))
 	if len(extra) > 0 {
 		r.dispatcher.settler.release(extra, "more messages received than asked for")
 	}
 	return deliveries, nil
-}
-
-// pause waits after a receive error; it returns false when stop came first.
-func (r *receiver) pause(delay time.Duration) bool {
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-r.stopping:
-		return false
-	}
 }
 
 func (r *receiver) stopped() bool {
@@ -177,13 +189,112 @@ func (r *receiver) stopped() bool {
 	}
 }
 
-// stop makes the loop start no new ReceiveMessage call. A call in flight may finish
-// (at most WaitTime); whatever it returns is released at once.
+// stop makes the loops start no new ReceiveMessage call. The calls in flight (one per
+// loop at most) may finish (at most WaitTime); whatever they return is released at once.
 func (r *receiver) stop() {
 	close(r.stopping)
 }
 
-// abort cancels a ReceiveMessage call still in flight (at the drain deadline).
+// abort cancels the ReceiveMessage calls still in flight (when Shutdown's ctx ends).
 func (r *receiver) abort() {
 	r.abortPoll()
+}
+
+// receiveBackoff is the receive loops' one shared pause after failed ReceiveMessage
+// calls. While SQS answers, every loop calls freely. After a failure no loop calls for
+// the delay (doubling from minReceiveErrorDelay up to maxReceiveErrorDelay); then one
+// loop probes while the others wait for its result: a success lets every loop go again,
+// a failure doubles the delay. So an outage costs one call per delay, as with a single
+// loop, however many loops there are. Failures of calls that began before the pause
+// (the other loops' long polls in flight) do not lengthen it.
+type receiveBackoff struct {
+	mu      sync.Mutex
+	delay   time.Duration // the current pause; 0 while SQS answers
+	until   time.Time     // no call starts before this
+	probing bool          // a probe is in flight: the other loops wait for its result
+	changed chan struct{} // closed, and replaced, when the state changes
+}
+
+// wait returns when the loop may call ReceiveMessage; probe reports that the call is
+// the one probe after a pause, whose result must be reported (failed, succeeded or
+// abandon). It returns ok false when stop came first.
+func (b *receiveBackoff) wait(stop <-chan struct{}) (probe, ok bool) {
+	for {
+		select {
+		case <-stop:
+			return false, false
+		default:
+		}
+		b.mu.Lock()
+		if b.delay == 0 {
+			b.mu.Unlock()
+			return false, true
+		}
+		now := time.Now()
+		if !b.probing && !now.Before(b.until) {
+			b.probing = true
+			b.mu.Unlock()
+			return true, true
+		}
+		changed := b.changed
+		var timer *time.Timer
+		var expired <-chan time.Time // nil while a probe is in flight: wait for its result
+		if !b.probing {
+			timer = time.NewTimer(b.until.Sub(now))
+			expired = timer.C
+		}
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-expired:
+		case <-stop:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// failed records a failed call made after wait.
+func (b *receiveBackoff) failed(probe bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+	} else if b.delay != 0 {
+		return // begun before the pause: it says nothing new
+	}
+	b.delay = min(max(b.delay*2, minReceiveErrorDelay), maxReceiveErrorDelay)
+	b.until = now.Add(b.delay)
+	b.broadcast()
+}
+
+// succeeded records a successful call made after wait: the pause, if any, is over.
+func (b *receiveBackoff) succeeded(probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+	}
+	if b.delay != 0 || probe {
+		b.delay, b.until = 0, time.Time{}
+		b.broadcast()
+	}
+}
+
+// abandon records that the loop made no call after wait (it is stopping).
+func (b *receiveBackoff) abandon(probe bool) {
+	if !probe {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probing = false
+	b.broadcast()
+}
+
+// broadcast wakes the waiting loops. b.mu must be held.
+func (b *receiveBackoff) broadcast() {
+	close(b.changed)
+	b.changed = make(chan struct{})
 }

@@ -46,9 +46,9 @@ type Server struct {
 // New returns a Server that will consume config.QueueURL with handler. It fills in the
 // defaults and reports every problem of the configuration that can be seen without
 // the queue, each naming its field, in one error (errors.Join): wait time, message
-// count, concurrency, timeouts, backoff, and the HTTP client's timeouts against the
-// long-poll wait (see [Config.HTTPClientTimeout]). Problems that depend on the queue
-// are reported by Start.
+// count, concurrency, receivers, timeouts, backoff, and the HTTP client's timeouts
+// against the long-poll wait (see [Config.HTTPClientTimeout]). Problems that depend on
+// the queue are reported by Start.
 func New(client API, config Config, handler sqsworker.Handler) (*Server, error) {
 	config = config.withDefaults()
 	var problems []error
@@ -106,7 +106,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	concurrency := make(slots, config.Concurrency)
+	concurrency := newSlots(config.Concurrency)
 	s.extender = newExtender(extenderParams{
 		api:         s.api,
 		queue:       queue,
@@ -150,6 +150,7 @@ func (s *Server) Start(ctx context.Context) error {
 		api:         s.api,
 		queue:       queue,
 		maxMessages: config.MaxMessages,
+		receivers:   config.Receivers,
 		waitTime:    config.WaitTime,
 		slots:       concurrency,
 		extender:    s.extender,
@@ -169,6 +170,7 @@ func (s *Server) Start(ctx context.Context) error {
 		"fifo", queue.FIFO,
 		"dead_letter_queue", queue.DeadLetterQueueURL,
 		"concurrency", config.Concurrency,
+		"receivers", config.Receivers,
 		"wait_time", config.WaitTime,
 		"handler_timeout", config.HandlerTimeout,
 		"heartbeat_interval", config.HeartbeatInterval,
@@ -213,13 +215,14 @@ func (s *Server) Run(ctx context.Context) error {
 // senders before receivers:
 //
 //  1. The health endpoint answers 503 from now on.
-//  2. Receiver: no new ReceiveMessage call starts. A long poll in flight is left to
-//     finish (at most WaitTime after it began, so before the default 25 s drain
-//     deadline); whatever it returns is released at once (visibility 0), never handled.
-//     It is not cancelled, even at the drain deadline, because SQS still hands a
-//     cancelled long poll its messages (the released ones included), which would then
-//     stay invisible for their whole visibility timeout. Only ctx's end cancels it. So
-//     with a DrainTimeout shorter than WaitTime, Shutdown can take up to WaitTime.
+//  2. Receivers: no new ReceiveMessage call starts. The long polls in flight (one per
+//     receiver at most, see Config.Receivers) are left to finish (at most WaitTime
+//     after each began, so before the default 25 s drain deadline); whatever they
+//     return is released at once (visibility 0), never handled. They are not
+//     cancelled, even at the drain deadline, because SQS still hands a cancelled long
+//     poll its messages (the released ones included), which would then stay invisible
+//     for their whole visibility timeout. Only ctx's end cancels them. So with a
+//     DrainTimeout shorter than WaitTime, Shutdown can take up to WaitTime.
 //  3. Dispatcher: nothing new starts; FIFO messages received but not started are
 //     released at once. Running handlers go on until the drain deadline: DrainTimeout
 //     after Shutdown began, or ctx's end if sooner. At the deadline their contexts are
@@ -260,7 +263,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	deadline := time.NewTimer(s.config.DrainTimeout)
 	defer deadline.Stop()
 	var cutShort error
+	// The handlers are aborted once: at the deadline, or at ctx's end if sooner. ctx's
+	// end after the deadline (long polls still in flight) only cancels the polls.
 	expired, ctxDone := deadline.C, ctx.Done()
+	handlersAborted := false
+	abortHandlers := func() {
+		if !handlersAborted {
+			handlersAborted = true
+			s.abortHandlers()
+		}
+	}
 	for receiverDone != nil || dispatcherDone != nil {
 		select {
 		case <-receiverDone:
@@ -269,11 +281,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			dispatcherDone = nil
 		case <-expired:
 			expired = nil
-			s.abortHandlers()
+			abortHandlers()
 		case <-ctxDone:
 			cutShort = ctx.Err()
 			expired, ctxDone = nil, nil
-			s.abortHandlers()
+			abortHandlers()
 			s.receiver.abort()
 		}
 	}
@@ -298,10 +310,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // abortHandlers ends the drain at its deadline: running handlers are cancelled and
-// their messages released. A long poll still in flight is not cancelled: SQS would go on
-// serving the dead connection, and a message released now would be handed to it and stay
-// invisible for its whole visibility timeout. The live poll returns within WaitTime and
-// whatever it brings, released messages included, is released again.
+// their messages released. Long polls still in flight are not cancelled: SQS would go on
+// serving the dead connections, and a message released now would be handed to one and
+// stay invisible for its whole visibility timeout. The live polls return within
+// WaitTime and whatever they bring, released messages included, is released again.
 func (s *Server) abortHandlers() {
 	s.logger.Warn("poller: drain deadline reached; cancelling running handlers and releasing their messages")
 	s.dispatcher.abort()
