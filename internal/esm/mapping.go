@@ -102,9 +102,13 @@ func (m *Mapping) Stats() Stats {
 	}
 }
 
+// settleTimeout bounds the deletes of a finished invocation once the mapping is stopping.
+const settleTimeout = 10 * time.Second
+
 // Run polls and invokes until ctx is cancelled, then returns nil once every poller has
 // stopped. An invocation in flight at cancellation is abandoned: its records are neither
-// deleted nor released, and come back after their visibility timeout.
+// deleted nor released, and come back after their visibility timeout. An invocation that
+// already answered still has its successful records deleted.
 func (m *Mapping) Run(ctx context.Context) error {
 	endpoints := make(chan string, len(m.cfg.FunctionURLs))
 	for _, url := range m.cfg.FunctionURLs {
@@ -240,9 +244,11 @@ func (m *Mapping) invoke(ctx context.Context, endpoint string, messages []types.
 	}
 	batch.Failed = failed
 	m.retried.Add(int64(len(failed)))
-	if ctx.Err() == nil {
-		batch.Deleted, batch.DeleteErr = m.deleteExcept(ctx, messages, failed)
-	}
+	// The invocation's outcome is known: its deletes finish even when the mapping is
+	// stopping, or the records would come back although the function handled them.
+	settle, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	batch.Deleted, batch.DeleteErr = m.deleteExcept(settle, messages, failed)
+	cancelSettle()
 	m.deleted.Add(int64(len(batch.Deleted)))
 	m.cfg.Logger.Info("esm: batch done", "queue", m.cfg.QueueURL, "records", len(messages),
 		"deleted", len(batch.Deleted), "retried", len(failed), "duration", batch.End.Sub(batch.Start))
