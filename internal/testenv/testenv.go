@@ -10,6 +10,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -182,7 +183,10 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 			{AttributeName: aws.String("id"), KeyType: dynamodbtypes.KeyTypeHash},
 		},
 	})
-	if err != nil {
+	// The name is unique to this call, so a table that already exists is this call's own,
+	// created by an attempt the SDK retried after a lost response.
+	var exists *dynamodbtypes.ResourceInUseException
+	if err != nil && !errors.As(err, &exists) {
 		t.Fatalf("testenv: creating table %s: %v", name, err)
 	}
 	t.Cleanup(func() {
