@@ -10,10 +10,10 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
