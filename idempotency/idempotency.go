@@ -216,6 +216,12 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 				return false, err
 			}
 		}
+		if existing.Status == StatusInProgress && existing.Lease == claim.Lease {
+			// Our own write: the SDK retried a PutItem whose first attempt succeeded but
+			// whose response was lost, and the retry failed its own condition.
+			logger.DebugContext(ctx, "idempotency: claimed (the conflicting record is our own retried write)")
+			return true, nil
+		}
 		if existing.Claimable(now) {
 			continue // replaced or expired since the conditional write: claim again
 		}

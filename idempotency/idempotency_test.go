@@ -631,3 +631,37 @@ func TestLogsNeverContainBodies(t *testing.T) {
 		}
 	}
 }
+
+// retriedPut simulates an SDK retry after a lost response: the first attempt's write
+// lands, and the retry then fails its own condition, returning the record just written.
+type retriedPut struct{ idempotency.Store }
+
+func (s retriedPut) PutInProgress(ctx context.Context, r idempotency.Record, now time.Time) error {
+	if err := s.Store.PutInProgress(ctx, r, now); err != nil {
+		return err
+	}
+	written, err := s.Store.Get(ctx, r.Key)
+	if err != nil {
+		return err
+	}
+	return &idempotency.AlreadyExistsError{Key: r.Key, Existing: &written}
+}
+
+func TestClaimRecognisesItsOwnRetriedWrite(t *testing.T) {
+	store := retriedPut{idempotency.NewMemoryStore()}
+	calls := 0
+	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+		calls++
+		return nil
+	}), idempotency.Middleware(store, idempotency.Config{}))
+	if err := handler.Handle(t.Context(), message("m-retried", `{"x":1}`)); err != nil {
+		t.Fatalf("Handle = %v, want nil: the conflicting record is this claim's own", err)
+	}
+	if calls != 1 {
+		t.Errorf("handler ran %d times, want 1", calls)
+	}
+	record, err := store.Get(t.Context(), "m-retried")
+	if err != nil || record.Status != idempotency.StatusCompleted {
+		t.Errorf("record %+v, %v; want COMPLETED", record, err)
+	}
+}
