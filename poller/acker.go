@@ -52,6 +52,9 @@ type acker struct {
 
 	mu      sync.Mutex
 	pending []*pendingDelete
+	// sending counts deletes taken from pending whose DeleteMessageBatch has not
+	// answered yet, so waiting reports them too.
+	sending int
 
 	wake chan struct{}
 	stop chan struct{}
@@ -165,7 +168,7 @@ func (a *acker) finalFlush() {
 func (a *acker) waiting() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.pending) > 0
+	return len(a.pending) > 0 || a.sending > 0
 }
 
 func (a *acker) ready(now time.Time) int {
@@ -205,8 +208,12 @@ func (a *acker) flush(now time.Time) {
 		}
 	}
 	a.pending = kept
+	a.sending += len(ready)
 	a.mu.Unlock()
 	inBatches(ready, a.send)
+	a.mu.Lock()
+	a.sending -= len(ready)
+	a.mu.Unlock()
 }
 
 // send makes one DeleteMessageBatch call and acts on each entry's result. Entry ids are
