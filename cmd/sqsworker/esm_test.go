@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,7 @@ func TestESMCommand(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			var answered atomic.Int32
 			function := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				payload, _ := io.ReadAll(r.Body)
 				var event events.SQSEvent
@@ -82,6 +84,7 @@ func TestESMCommand(t *testing.T) {
 					}
 				}
 				_ = json.NewEncoder(w).Encode(events.SQSEventResponse{BatchItemFailures: failures})
+				answered.Add(1)
 			}))
 			defer function.Close()
 
@@ -91,9 +94,11 @@ func TestESMCommand(t *testing.T) {
 			code := make(chan int, 1)
 			args := append([]string{"esm", queue.URL, "--function-url", function.URL, "--batch-size", "3", "--batching-window", "1s"}, tc.flags...)
 			go func() { code <- run(ctx, args, &stdout, &stderr) }()
+			// Queue counts alone can match while the batch is still being gathered, so
+			// wait for the function's answer too.
 			testenv.Eventually(t, 15*time.Second, "the batch settled", func() bool {
 				visible, inFlight := testenv.Counts(t, client, queue.URL)
-				return visible == 0 && inFlight == tc.wantInFlight
+				return answered.Load() > 0 && visible == 0 && inFlight == tc.wantInFlight
 			})
 			cancel()
 			if got := <-code; got != exitOK {
