@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqsworker/sqsworker/internal/provision"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -1228,27 +1230,6 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 // Local emulator vs. examples/complete
 // ---------------------------------------------------------------------------------------
 
-type localResources struct {
-	Queues []struct {
-		Name                     string `json:"name"`
-		FIFO                     bool   `json:"fifo"`
-		VisibilityTimeoutSeconds int    `json:"visibility_timeout_seconds"`
-		MessageRetentionSeconds  int    `json:"message_retention_seconds"`
-		ReceiveWaitTimeSeconds   int    `json:"receive_wait_time_seconds"`
-		MaximumMessageSize       int    `json:"maximum_message_size"`
-		MaxReceiveCount          int    `json:"max_receive_count"`
-		DeadLetterQueue          struct {
-			Name                    string `json:"name"`
-			MessageRetentionSeconds int    `json:"message_retention_seconds"`
-		} `json:"dead_letter_queue"`
-	} `json:"queues"`
-	Tables []struct {
-		Name         string `json:"name"`
-		PartitionKey string `json:"partition_key"`
-		TTLAttribute string `json:"ttl_attribute"`
-	} `json:"tables"`
-}
-
 // moduleArgs evaluates the literal arguments of the example's module blocks that use the
 // given module source.
 func moduleArgs(t testing.TB, c *config, source string) []map[string]cty.Value {
@@ -1273,12 +1254,8 @@ func moduleArgs(t testing.TB, c *config, source string) []map[string]cty.Value {
 // examples/complete name and configure the same queue, dead-letter queue and table, so
 // local runs and production cannot drift apart.
 func TestLocalStackMatchesCompleteExample(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), "localstack", "resources.json"))
+	local, err := provision.LoadFile(filepath.Join(repoRoot(t), filepath.FromSlash(provision.ResourcesFile)))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var local localResources
-	if err := json.Unmarshal(src, &local); err != nil {
 		t.Fatal(err)
 	}
 	example := loadConfig(t, filepath.Join(terraformDir(t), "examples", "complete"))
@@ -1307,6 +1284,10 @@ func TestLocalStackMatchesCompleteExample(t *testing.T) {
 		compare("receive_wait_time_seconds", cty.NumberIntVal(int64(q.ReceiveWaitTimeSeconds)))
 		compare("max_message_size", cty.NumberIntVal(int64(q.MaximumMessageSize)))
 		compare("max_receive_count", cty.NumberIntVal(int64(q.MaxReceiveCount)))
+		if q.DeadLetterQueue == nil {
+			t.Errorf("queue %s: localstack/resources.json has no dead-letter queue; examples/complete always has one", q.Name)
+			continue
+		}
 		compare("dlq_name", cty.StringVal(q.DeadLetterQueue.Name))
 		compare("dlq_message_retention_seconds", cty.NumberIntVal(int64(q.DeadLetterQueue.MessageRetentionSeconds)))
 	}
