@@ -56,7 +56,9 @@ type CallError struct {
 }
 
 // Error returns "OP of N entries: ERR".
-func (e *CallError) Error() string { return fmt.Sprintf("%s of %d entries: %v", e.Op, e.Entries, e.Err) }
+func (e *CallError) Error() string {
+	return fmt.Sprintf("%s of %d entries: %v", e.Op, e.Entries, e.Err)
+}
 
 // Unwrap returns the SDK's error.
 func (e *CallError) Unwrap() error { return e.Err }
