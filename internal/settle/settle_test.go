@@ -61,7 +61,9 @@ type finisher struct {
 	rescheduled []settle.Action
 }
 
-func (f *finisher) Finish(_ context.Context, d settle.Delivery) { f.finished = append(f.finished, d.Message.ID) }
+func (f *finisher) Finish(_ context.Context, d settle.Delivery) {
+	f.finished = append(f.finished, d.Message.ID)
+}
 func (f *finisher) Reschedule(_ context.Context, _ settle.Delivery, a settle.Action) {
 	f.rescheduled = append(f.rescheduled, a)
 }
