@@ -53,6 +53,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker/internal/load"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 type options struct {
@@ -358,15 +359,15 @@ func waitSettled(ctx context.Context, client *sqs.Client, res *resources, counte
 			return false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
-		_, sourceDepth, err := queueDepth(ctx, client, res.queueURL)
+		source, err := sqsx.QueueDepth(ctx, client, res.queueURL)
 		if err != nil {
 			continue
 		}
-		deadLetterVisible, _, err := queueDepth(ctx, client, res.deadLetterURL)
+		deadLetters, err := sqsx.QueueDepth(ctx, client, res.deadLetterURL)
 		if err != nil {
 			continue
 		}
-		if int(counter.applied.Load()) >= len(work.effects) && sourceDepth == 0 && deadLetterVisible >= work.poison+work.permanent {
+		if int(counter.applied.Load()) >= len(work.effects) && source.Total() == 0 && deadLetters.Visible >= work.poison+work.permanent {
 			calm++
 			if calm >= 2 {
 				return true, nil
