@@ -683,15 +683,17 @@ var validationCases = map[string][]validationCase{
 		{name: "log retention 0 (forever)", vars: map[string]any{"log_retention_in_days": 0}, reject: "log_retention_in_days", want: []string{"(0)"}},
 		{name: "wildcard queue", vars: map[string]any{"queue_arn": "arn:aws:sqs:us-east-1:123456789012:*"}, reject: "queue_arn", want: []string{"without wildcards"}},
 		{name: "wildcard dlq", vars: map[string]any{"dlq_arn": "*"}, reject: "dlq_arn", want: []string{`("*")`}},
-		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN, "idempotency_table_name": "webhook-idempotency"}},
+		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN}},
 		{name: "wildcard table", vars: map[string]any{"idempotency_table_arn": "arn:aws:dynamodb:us-east-1:123456789012:table/*"}, reject: "idempotency_table_arn", want: []string{"table/*", "without wildcards"}},
 		{name: "kms key", vars: map[string]any{"kms_key_arns": []string{keyARN}}},
 		{name: "kms alias", vars: map[string]any{"kms_key_arns": []string{"arn:aws:kms:us-east-1:123456789012:alias/aws/sqs"}}, reject: "kms_key_arns", want: []string{"alias/aws/sqs", "without wildcards or aliases"}},
 	},
 	"poller-service": {
 		{name: "defaults: stop 30 > drain 25", vars: nil},
-		{name: "stop one second after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 26}},
-		{name: "stop equal to drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 25}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (25)", "drain_timeout_seconds (25)", "greater than"}},
+		{name: "stop the margin after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 30}},
+		{name: "stop one second after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 26}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (26)", "drain_timeout_seconds (25) + 5", "final delete flush"}},
+		{name: "stop one second short of the margin", vars: map[string]any{"drain_timeout_seconds": 26, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "(26) + 5"}},
+		{name: "stop equal to drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 25}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (25)", "drain_timeout_seconds (25)", "at least"}},
 		{name: "stop before drain", vars: map[string]any{"drain_timeout_seconds": 60, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "(60)"}},
 		{name: "stop above fargate's 120 s", vars: map[string]any{"stop_timeout_seconds": 121}, reject: "stop_timeout_seconds", want: []string{"(121)", "at most 120"}},
 		{name: "drain 0", vars: map[string]any{"drain_timeout_seconds": 0}, reject: "drain_timeout_seconds", want: []string{"(0)", "1 to 119"}},
@@ -709,7 +711,7 @@ var validationCases = map[string][]validationCase{
 		{name: "log retention 2", vars: map[string]any{"log_retention_in_days": 2}, reject: "log_retention_in_days", want: []string{"(2)"}},
 		{name: "wildcard queue", vars: map[string]any{"queue_arn": "*"}, reject: "queue_arn", want: []string{`("*")`}},
 		{name: "wildcard dlq", vars: map[string]any{"dlq_arn": "arn:aws:sqs:*:*:*"}, reject: "dlq_arn", want: []string{"without wildcards"}},
-		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN, "idempotency_table_name": "webhook-idempotency"}},
+		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN}},
 		{name: "wildcard table", vars: map[string]any{"idempotency_table_arn": "*"}, reject: "idempotency_table_arn", want: []string{"without wildcards"}},
 		{name: "wildcard kms key", vars: map[string]any{"kms_key_arns": []string{"*"}}, reject: "kms_key_arns", want: []string{"(*)"}},
 	},
@@ -839,7 +841,7 @@ func TestValidationsAgreeWithTerraformCLI(t *testing.T) {
 			"dlq_message_retention_seconds (345600) must be greater than message_retention_seconds (345600)",
 		}},
 		{module: "poller-service", vars: map[string]any{"stop_timeout_seconds": 25}, errors: 1, want: []string{
-			"stop_timeout_seconds (25) must be greater than drain_timeout_seconds (25)",
+			"stop_timeout_seconds (25) must be at least drain_timeout_seconds (25) + 5",
 		}},
 	}
 	for _, tc := range cases {
@@ -1043,7 +1045,7 @@ func TestGuidanceIsHardWired(t *testing.T) {
 			}
 		}
 		environment := poller.text(poller.local(t, "environment").Range())
-		for _, name := range []string{"SQSWORKER_QUEUE_URL", "SQSWORKER_IDEMPOTENCY_TABLE", "SQSWORKER_DRAIN_TIMEOUT", "SQSWORKER_HEALTH_ADDRESS"} {
+		for _, name := range []string{"SQSWORKER_QUEUE_URL", "SQSWORKER_DRAIN_TIMEOUT", "SQSWORKER_HEALTH_ADDRESS"} {
 			if !strings.Contains(environment, name) {
 				t.Errorf("container environment lacks %s", name)
 			}

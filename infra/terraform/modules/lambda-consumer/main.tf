@@ -6,7 +6,6 @@ locals {
   environment = merge(
     var.environment_variables,
     var.queue_url == null ? {} : { SQSWORKER_QUEUE_URL = var.queue_url },
-    var.idempotency_table_name == null ? {} : { SQSWORKER_IDEMPOTENCY_TABLE = var.idempotency_table_name },
   )
 }
 

@@ -23,7 +23,6 @@ locals {
       SQSWORKER_DRAIN_TIMEOUT  = "${var.drain_timeout_seconds}s"
       SQSWORKER_HEALTH_ADDRESS = local.health_address
     },
-    var.idempotency_table_name == null ? {} : { SQSWORKER_IDEMPOTENCY_TABLE = var.idempotency_table_name },
   )
 
   container_definition = merge(
