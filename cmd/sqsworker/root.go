@@ -55,6 +55,7 @@ Exit codes:
 		newSendCommand(a),
 		newIdempotencyCommand(a),
 		newESMCommand(a),
+		newCreateCommand(a),
 	)
 	return root
 }
