@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,5 +110,50 @@ func TestModulesSetOnlyRuntimeVariables(t *testing.T) {
 		if !regexp.MustCompile(`environment_variables = \{\s*SQSWORKER_IDEMPOTENCY_TABLE = module\.idempotency_table\.table_name`).Match(text) {
 			t.Errorf("examples/%s/main.tf does not pass SQSWORKER_IDEMPOTENCY_TABLE through environment_variables", name)
 		}
+	}
+}
+
+// TestWorkerPolicyIsWrittenOnce: the worker's statements live in worker-permissions only;
+// lambda-consumer and poller-service each call it with their own (validated) ARNs and
+// attach its document, so a new runtime call changes one file.
+func TestWorkerPolicyIsWrittenOnce(t *testing.T) {
+	for _, name := range moduleNames {
+		if name == "worker-permissions" {
+			continue
+		}
+		for _, s := range policyStatements(t, loadModule(t, name)) {
+			for _, action := range s.actions {
+				if strings.HasPrefix(action, "sqs:") || strings.HasPrefix(action, "dynamodb:") || strings.HasPrefix(action, "kms:") {
+					t.Errorf("%s: statement %s grants %s itself; the worker's permissions come from worker-permissions", name, s.sid, action)
+				}
+			}
+		}
+	}
+	wantArgs := map[string]string{
+		"queue_arn": "var.queue_arn", "dlq_arn": "var.dlq_arn",
+		"idempotency_table_arn": "var.idempotency_table_arn", "kms_key_arns": "var.kms_key_arns",
+	}
+	for _, name := range []string{"lambda-consumer", "poller-service"} {
+		module := loadModule(t, name)
+		call := module.block(t, "module", "worker_permissions")
+		if source := literalString(t, call.Body.Attributes["source"].Expr); source != "../worker-permissions" {
+			t.Errorf("%s: module worker_permissions source = %q", name, source)
+		}
+		for arg, want := range wantArgs {
+			attr, ok := call.Body.Attributes[arg]
+			if !ok || module.text(attr.Expr.Range()) != want {
+				t.Errorf("%s: module worker_permissions: %s should be %s", name, arg, want)
+			}
+		}
+	}
+	consumer := loadModule(t, "lambda-consumer")
+	document := consumer.block(t, "data", "aws_iam_policy_document", "this")
+	if attr, ok := document.Body.Attributes["source_policy_documents"]; !ok || consumer.text(attr.Expr.Range()) != "[module.worker_permissions[0].json]" {
+		t.Errorf("lambda-consumer: the function's policy document does not merge module.worker_permissions[0].json")
+	}
+	poller := loadModule(t, "poller-service")
+	policy := poller.block(t, "resource", "aws_iam_role_policy", "task")
+	if got := poller.text(policy.Body.Attributes["policy"].Expr.Range()); got != "module.worker_permissions[0].json" {
+		t.Errorf("poller-service: the task role's policy is %s, want module.worker_permissions[0].json", got)
 	}
 }

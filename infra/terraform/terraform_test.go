@@ -38,7 +38,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated inputs/outputs block of each module README")
 
 // moduleNames are the modules under modules/, in the order the READMEs list them.
-var moduleNames = []string{"worker-queue", "idempotency-table", "lambda-consumer", "poller-service"}
+var moduleNames = []string{"worker-queue", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service"}
 
 var exampleNames = []string{"complete", "lambda-only"}
 
@@ -581,6 +581,7 @@ var baseValues = map[string]map[string]any{
 		"queue_visibility_timeout_seconds": 30,
 		"max_receive_count":                5,
 	},
+	"worker-permissions": {"queue_arn": queueARN, "dlq_arn": dlqARN},
 	"poller-service": {
 		"name":        "webhook-poller",
 		"cluster_arn": "arn:aws:ecs:us-east-1:123456789012:cluster/webhook",
@@ -600,6 +601,14 @@ type validationCase struct {
 }
 
 var validationCases = map[string][]validationCase{
+	"worker-permissions": {
+		{name: "queue and dlq", vars: map[string]any{}},
+		{name: "table and key", vars: map[string]any{"idempotency_table_arn": tableARN, "kms_key_arns": []string{keyARN}}},
+		{name: "wildcard queue", vars: map[string]any{"queue_arn": "arn:aws:sqs:us-east-1:123456789012:*"}, reject: "queue_arn", want: []string{"without wildcards"}},
+		{name: "wildcard dlq", vars: map[string]any{"dlq_arn": "*"}, reject: "dlq_arn", want: []string{"without wildcards"}},
+		{name: "wildcard table", vars: map[string]any{"idempotency_table_arn": "*"}, reject: "idempotency_table_arn", want: []string{"without wildcards"}},
+		{name: "kms alias", vars: map[string]any{"kms_key_arns": []string{"arn:aws:kms:us-east-1:123456789012:alias/aws/sqs"}}, reject: "kms_key_arns", want: []string{"without wildcards or aliases"}},
+	},
 	"worker-queue": {
 		{name: "defaults", vars: nil},
 		{name: "name with a space", vars: map[string]any{"name": "webhook deliveries"}, reject: "name", want: []string{`"webhook deliveries"`, "1-80"}},
@@ -1129,16 +1138,19 @@ func referenceName(traversal hcl.Traversal) string {
 // resource gets exactly the actions the runtime needs. The only "*" resource is
 // ecr:GetAuthorizationToken, which supports no resource-level permission.
 func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
-	consumer := map[string][]string{
-		"var.queue_arn":                 {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
-		"var.dlq_arn":                   {"sqs:GetQueueUrl", "sqs:SendMessage"},
-		"var.idempotency_table_arn":     {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		"var.kms_key_arns":              {"kms:Decrypt", "kms:GenerateDataKey"},
-		"aws_cloudwatch_log_group.this": {"logs:CreateLogStream", "logs:PutLogEvents"},
+	// The worker's own permissions are written once, in worker-permissions; the hosts add
+	// only what the host itself needs (logs, pulling the image).
+	worker := map[string][]string{
+		"var.queue_arn":             {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
+		"var.dlq_arn":               {"sqs:GetQueueUrl", "sqs:SendMessage"},
+		"var.idempotency_table_arn": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"var.kms_key_arns":          {"kms:Decrypt", "kms:GenerateDataKey"},
 	}
+	logs := map[string][]string{"aws_cloudwatch_log_group.this": {"logs:CreateLogStream", "logs:PutLogEvents"}}
 	want := map[string]map[string][]string{
-		"lambda-consumer": consumer,
-		"poller-service": merged(consumer, map[string][]string{
+		"worker-permissions": worker,
+		"lambda-consumer":    logs,
+		"poller-service": merged(logs, map[string][]string{
 			"var.ecr_repository_arn": {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"},
 			`"*"`:                    {"ecr:GetAuthorizationToken"},
 		}),
@@ -1221,7 +1233,7 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 		}
 		for _, policy := range module.blocks("resource", "aws_iam_role_policy") {
 			expr := module.text(policy.Body.Attributes["policy"].Expr.Range())
-			if !strings.HasPrefix(expr, "data.aws_iam_policy_document.") {
+			if !strings.HasPrefix(expr, "data.aws_iam_policy_document.") && expr != "module.worker_permissions[0].json" {
 				t.Errorf("%s: aws_iam_role_policy.%s does not use a checked policy document", moduleName, policy.Labels[1])
 			}
 		}
