@@ -31,10 +31,6 @@ const (
 	DefaultStoreTimeout = 5 * time.Second
 )
 
-// maxKeyLength is the longest key stored as is; longer keys are stored as a SHA-256
-// digest.
-const maxKeyLength = 1024
-
 // KeyFunc returns a message's idempotency key. Returning "" or an error matching
 // [ErrKeyMissing] means the message has no key; any other error is returned as the
 // message's outcome unchanged.
@@ -52,9 +48,10 @@ type Config struct {
 	// [KeyFromMessageID]. See also [KeyFromJSONField] and [KeyFromMessageAttribute].
 	KeyFunc KeyFunc
 	// KeyPrefix specifies a namespace for keys (for example the function or worker name),
-	// stored as KeyPrefix + "#" + key; if empty, keys are stored as they are. A key longer
-	// than 1024 bytes is first replaced by "sha256:" + its hex digest (DynamoDB
-	// partition keys hold at most 2048 bytes).
+	// stored as KeyPrefix + "#" + key; if empty, keys are stored as they are. See
+	// [StoredKey] for when a key is stored as its digest (over 1024 bytes, over DynamoDB's
+	// 2048-byte partition key limit with the prefix, not UTF-8, or spelled "sha256:...").
+	// At most MaxKeyPrefixBytes (1976) bytes of UTF-8.
 	KeyPrefix string
 	// KeyOptional specifies what happens to a message without a key: if false (the
 	// default), it fails permanently with reason "IdempotencyKeyMissing" (the host sends
@@ -152,6 +149,9 @@ func (c Config) Validate() error {
 	negative("InProgressTTL", c.InProgressTTL)
 	negative("MinRemaining", c.MinRemaining)
 	negative("StoreTimeout", c.StoreTimeout)
+	if err := validatePrefix(c.KeyPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("idempotency: Config.KeyPrefix: %w", err))
+	}
 	if c.TTL > 0 && c.TTL < time.Second {
 		errs = append(errs, fmt.Errorf("idempotency: Config.TTL (%s) is below one second, the precision of the expiration attribute", c.TTL))
 	}

@@ -140,7 +140,10 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 		logger.WarnContext(ctx, "idempotency: no key", slog.Any("error", err))
 		return sqsworker.Permanent(ReasonKeyMissing, err)
 	}
-	key = storedKey(m.config.KeyPrefix, key)
+	key, err = StoredKey(m.config.KeyPrefix, key)
+	if err != nil { // the prefix was validated by Middleware and the key is not empty
+		return err
+	}
 	logger = logger.With(slog.String("idempotency_key", key))
 
 	hash, err := m.config.PayloadHash(message)

@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sqsworker/sqsworker"
 )
@@ -158,14 +160,69 @@ func lookup(value any, path string) (any, bool) {
 	return value, true
 }
 
-// storedKey applies the length limit and the prefix to a key.
-func storedKey(prefix, key string) string {
-	if len(key) > maxKeyLength {
+// Limits of stored keys.
+const (
+	// MaxStoredKeyBytes is DynamoDB's limit on a partition key value: 2048 bytes of
+	// UTF-8 ("Constraints in Amazon DynamoDB", Partition keys and sort keys).
+	MaxStoredKeyBytes = 2048
+	// MaxKeyBytes is the longest key stored as it is (prefix not counted), when the
+	// prefix leaves room for it; longer keys are stored as their digest.
+	MaxKeyBytes = 1024
+	// MaxKeyPrefixBytes is the longest Config.KeyPrefix: a prefix, "#" and a digest
+	// ("sha256:" and 64 hex digits) must fit in MaxStoredKeyBytes.
+	MaxKeyPrefixBytes = MaxStoredKeyBytes - 1 - len(digestMarker) - 64
+)
+
+// digestMarker starts every digested key, and no key stored as it is.
+const digestMarker = "sha256:"
+
+// ErrInvalidKeyPrefix matches the error [StoredKey] and [Config.Validate] return for a
+// KeyPrefix that is longer than MaxKeyPrefixBytes or not valid UTF-8.
+var ErrInvalidKeyPrefix = errors.New("idempotency: invalid key prefix")
+
+// StoredKey returns the partition key under which the middleware stores key with
+// Config.KeyPrefix prefix: prefix + "#" + key (just key without a prefix), where key is
+// replaced by "sha256:" + the hex SHA-256 of its bytes when it
+//
+//   - is longer than MaxKeyBytes, or would make the whole stored key longer than
+//     MaxStoredKeyBytes (DynamoDB's 2048-byte partition key limit);
+//   - is not valid UTF-8 (DynamoDB strings are UTF-8: the SDK would send every invalid
+//     byte as U+FFFD, so "k\xff" and "k\xfe" would share a record); or
+//   - itself starts with "sha256:" (so it can never land on a digested key's record).
+//
+// Distinct keys therefore get distinct stored keys (up to SHA-256 collisions). The
+// middleware and `sqsworker idempotency get/delete` both use it. It returns an error
+// matching [ErrKeyMissing] for an empty key and [ErrInvalidKeyPrefix] for an invalid
+// prefix.
+func StoredKey(prefix, key string) (string, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return "", err
+	}
+	if key == "" {
+		return "", fmt.Errorf("%w: empty key", ErrKeyMissing)
+	}
+	overhead := 0
+	if prefix != "" {
+		overhead = len(prefix) + 1
+	}
+	if len(key) > MaxKeyBytes || overhead+len(key) > MaxStoredKeyBytes || !utf8.ValidString(key) ||
+		strings.HasPrefix(key, digestMarker) {
 		sum := sha256.Sum256([]byte(key))
-		key = "sha256:" + hex.EncodeToString(sum[:])
+		key = digestMarker + hex.EncodeToString(sum[:])
 	}
 	if prefix != "" {
 		key = prefix + "#" + key
 	}
-	return key
+	return key, nil
+}
+
+func validatePrefix(prefix string) error {
+	if len(prefix) > MaxKeyPrefixBytes {
+		return fmt.Errorf("%w: %d bytes, at most %d fit with a digested key in DynamoDB's %d-byte partition key",
+			ErrInvalidKeyPrefix, len(prefix), MaxKeyPrefixBytes, MaxStoredKeyBytes)
+	}
+	if !utf8.ValidString(prefix) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidKeyPrefix)
+	}
+	return nil
 }
