@@ -63,7 +63,9 @@ type Config struct {
 	KeyPrefix string
 	// KeyOptional specifies what happens to a message without a key: if false (the
 	// default), it fails permanently with reason "IdempotencyKeyMissing" (the host sends
-	// it to the dead-letter queue); if true, its handler runs without idempotency.
+	// it to the dead-letter queue); if true, its handler runs without idempotency (no
+	// record is read or written for it; a warning "idempotency bypassed: missing key" is
+	// logged per message). A missing key is never hashed as null or "".
 	KeyOptional bool
 	// PayloadHash specifies the hash validated between a record and its duplicates; if
 	// nil, defaults to [HashBody]. See also [HashJSONFields]. An error fails the message

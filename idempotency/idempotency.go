@@ -141,7 +141,8 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 			return err
 		}
 		if m.config.KeyOptional {
-			logger.DebugContext(ctx, "idempotency: no key; running the handler without idempotency", slog.Any("error", err))
+			// Nothing is read, written or deleted: a keyless message never shares a record.
+			logger.WarnContext(ctx, "idempotency bypassed: missing key", slog.Any("error", err))
 			return m.next.Handle(ctx, message)
 		}
 		logger.WarnContext(ctx, "idempotency: no key", slog.Any("error", err))

@@ -40,27 +40,76 @@ func KeyFromJSONField(path string) KeyFunc {
 		if err != nil {
 			return "", fmt.Errorf("%w: body is not JSON: %v", ErrKeyMissing, err)
 		}
-		value, ok := lookup(body, path)
-		if !ok || value == nil {
-			return "", fmt.Errorf("%w: no JSON field %q", ErrKeyMissing, path)
+		key, ok, err := fieldKey(body, path)
+		if err != nil {
+			return "", err
 		}
-		var key string
-		switch value := value.(type) {
-		case string:
-			key = value
-		case json.Number:
-			key = value.String()
-		default:
-			encoded, err := json.Marshal(value)
-			if err != nil {
-				return "", fmt.Errorf("idempotency: encoding JSON field %q: %w", path, err)
-			}
-			key = string(encoded)
-		}
-		if key == "" {
-			return "", fmt.Errorf("%w: JSON field %q is empty", ErrKeyMissing, path)
+		if !ok {
+			return "", fmt.Errorf("%w: expression body.%s selected no value", ErrKeyMissing, path)
 		}
 		return key, nil
+	}
+}
+
+// fieldKey renders the value at path as KeyFromJSONField does; ok is false when the
+// path is missing, null or "".
+func fieldKey(body any, path string) (key string, ok bool, err error) {
+	value, found := lookup(body, path)
+	if !found || value == nil {
+		return "", false, nil
+	}
+	switch value := value.(type) {
+	case string:
+		key = value
+	case json.Number:
+		key = value.String()
+	default:
+		encoded, err := json.Marshal(value)
+		if err != nil {
+			return "", false, fmt.Errorf("idempotency: encoding JSON field %q: %w", path, err)
+		}
+		key = string(encoded)
+	}
+	return key, key != "", nil
+}
+
+// KeyFromJSONFields returns a [KeyFunc] for a composite key: the values at paths (as in
+// [KeyFromJSONField]), as a compact JSON array of strings in the order given, with null
+// for a path that is missing, null or "" (an explicit marker: a partial key never equals
+// a key whose part is present, whatever its text). For example paths "tenant" and
+// "orderId" give ["T1","O-2"] or ["T1",null]. When every path selects nothing, the error
+// matches [ErrKeyMissing] and names the composite expression. A body that is not JSON
+// is an error matching ErrKeyMissing.
+func KeyFromJSONFields(paths ...string) KeyFunc {
+	if len(paths) == 0 || slices.Contains(paths, "") {
+		panic("idempotency: KeyFromJSONFields without paths, or with an empty one")
+	}
+	expression := "[body." + strings.Join(paths, ", body.") + "]"
+	return func(message *sqsworker.Message) (string, error) {
+		body, err := decodeJSON(message.Body)
+		if err != nil {
+			return "", fmt.Errorf("%w: body is not JSON: %v", ErrKeyMissing, err)
+		}
+		parts := make([]*string, len(paths))
+		present := 0
+		for i, path := range paths {
+			key, ok, err := fieldKey(body, path)
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				parts[i] = &key
+				present++
+			}
+		}
+		if present == 0 {
+			return "", fmt.Errorf("%w: expression %s selected no value", ErrKeyMissing, expression)
+		}
+		encoded, err := json.Marshal(parts)
+		if err != nil {
+			return "", fmt.Errorf("idempotency: encoding the composite key %s: %w", expression, err)
+		}
+		return string(encoded), nil
 	}
 }
 
