@@ -186,3 +186,37 @@ func TestCrashedOriginalIsTakenOverSoon(t *testing.T) {
 	t.Logf("crash -> takeover: %s (InProgressTTL %s + ClockSkewAllowance %s; one receive)",
 		elapsed.Round(time.Millisecond), config.InProgressTTL, config.ClockSkewAllowance)
 }
+
+// TestLostLeaseCancelsTheHandler: when a renewal finds the lease gone (taken over after
+// missed renewals, or deleted by an operator), the heartbeat cancels the handler's
+// context with a cause matching ErrLeaseLost.
+func TestLostLeaseCancelsTheHandler(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	started := make(chan struct{})
+	var cause error
+	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+		close(started)
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return cause
+	}), idempotency.Middleware(store, idempotency.Config{InProgressTTL: 60 * time.Millisecond}))
+	done := make(chan error, 1)
+	go func() { done <- handler.Handle(t.Context(), &sqsworker.Message{ID: "m-1", Body: "{}"}) }()
+	<-started
+	record, err := store.Get(t.Context(), "m-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(t.Context(), "m-1", record.Lease); err != nil { // an operator releases the key
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context was not cancelled after the lease was lost")
+	}
+	if !errors.Is(cause, idempotency.ErrLeaseLost) {
+		t.Errorf("context cause = %v; want ErrLeaseLost", cause)
+	}
+}
