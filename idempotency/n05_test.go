@@ -40,7 +40,9 @@ func epochMillis(at time.Time) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)}
 }
 
-func str(value string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: value} }
+func str(value string) *types.AttributeValueMemberS {
+	return &types.AttributeValueMemberS{Value: value}
+}
 
 // holdPut makes the proxy hold the first PutItem for key: arrived is closed when it
 // arrives; it goes on when release is closed.
