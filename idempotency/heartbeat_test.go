@@ -223,3 +223,48 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 		t.Errorf("context cause = %v; want ErrLeaseLost", cause)
 	}
 }
+
+// TestSilentOriginalDefersOnlyToItsLeaseEnd (moto, real time): when the wait is shorter
+// than the lease, a redelivery of a crashed original sees no renewal during its wait
+// (longer than a renewal interval) and is deferred only until the lease can be taken
+// over, not until the crashed run's deadline (1 min here); its next receive takes over.
+func TestSilentOriginalDefersOnlyToItsLeaseEnd(t *testing.T) {
+	t.Parallel()
+	table := newEmulatorTable(t)
+	config := idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), InProgressTTL: 900 * time.Millisecond,
+		ClockSkewAllowance: 300 * time.Millisecond, DuplicateWait: 400 * time.Millisecond, MaxDeferJitter: -1}
+	crashing := &crashingStore{Store: table.store()}
+	started, hang := make(chan struct{}), make(chan struct{})
+	defer close(hang)
+	crashed := sqsworker.Chain(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+		close(started)
+		<-hang
+		return nil
+	}), idempotency.Middleware(crashing, config))
+	var effects atomic.Int64
+	redelivery := sqsworker.Chain(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+		effects.Add(1)
+		return nil
+	}), idempotency.Middleware(table.store(), config))
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go func() { _ = crashed.Handle(ctx, jsonMessage("m1", map[string]any{"id": "K"})) }()
+	<-started
+	crashing.crashed.Store(true)
+	crashAt := time.Now()
+	err := redelivery.Handle(t.Context(), jsonMessage("m1", map[string]any{"id": "K"}))
+	outcome := sqsworker.Classify(err)
+	limit := config.InProgressTTL + config.ClockSkewAllowance
+	if outcome.Kind != sqsworker.OutcomeDefer || outcome.Delay > limit {
+		t.Fatalf("first redelivery = %s %s (%v); want deferred for at most lease + allowance (%s)", outcome.Kind, outcome.Delay, err, limit)
+	}
+	// The message comes back after its deferral: the lease has ended, the key is taken over.
+	testenv.Eventually(t, 10*time.Second, "a later receive takes the key over", func() bool {
+		return sqsworker.Classify(redelivery.Handle(t.Context(), jsonMessage("m1", map[string]any{"id": "K"}))).Kind == sqsworker.OutcomeDelete
+	})
+	if effects.Load() != 1 {
+		t.Errorf("effects = %d; want 1", effects.Load())
+	}
+	t.Logf("crash -> takeover on a later receive: %s (first receive deferred %s)", time.Since(crashAt).Round(time.Millisecond), outcome.Delay.Round(time.Millisecond))
+}
