@@ -94,7 +94,9 @@ type Config struct {
 	// duplicate without another receive; when it fails (record released) or its lease
 	// ends, the duplicate claims the key. The wait also ends at the context's deadline
 	// minus MinRemaining. If the original still runs after it, the duplicate is deferred
-	// (see [Middleware]). If zero, defaults to DefaultDuplicateWait (5 s); if negative,
+	// (see [Middleware]): until the original's deadline when its lease was renewed during
+	// the wait, or only until its lease can be taken over when it was not renewed for
+	// InProgressTTL/2 (a crashed original; so keep DuplicateWait >= InProgressTTL/2). If zero, defaults to DefaultDuplicateWait (5 s); if negative,
 	// duplicates are deferred at once.
 	DuplicateWait time.Duration
 	// MinRemaining specifies the least time the handler's context must have left before

@@ -62,14 +62,15 @@ func TestDuplicateSettlesSoonAfterTheOriginalCompletes(t *testing.T) {
 }
 
 // TestHeartbeatRenewsTheLease (moto, real time): while a handler runs longer than its
-// lease (InProgressTTL 300 ms), the heartbeat keeps extending in_progress_expiry, so a
+// lease (InProgressTTL 3 s), the heartbeat keeps extending in_progress_expiry, so a
 // duplicate never takes the key over; it is deferred until the original's deadline (it
 // saw the lease renewed), one receive.
 func TestHeartbeatRenewsTheLease(t *testing.T) {
 	t.Parallel()
 	table := newEmulatorTable(t)
-	config := idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), InProgressTTL: 300 * time.Millisecond,
-		ClockSkewAllowance: -1, MaxDeferJitter: -1, DuplicateWait: 400 * time.Millisecond}
+	// A 3 s lease renewed every second: two seconds to spare for a busy emulator.
+	config := idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), InProgressTTL: 3 * time.Second,
+		ClockSkewAllowance: -1, MaxDeferJitter: -1, DuplicateWait: -1} // decide at once: the renewal check is the point
 	var calls atomic.Int64
 	started, finish := make(chan struct{}), make(chan struct{})
 	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
@@ -89,12 +90,12 @@ func TestHeartbeatRenewsTheLease(t *testing.T) {
 	first := attribute(table.raw(t, "K"), "in_progress_expiry")
 	renewals := 0
 	last := first
-	testenv.Eventually(t, 10*time.Second, "the lease is renewed three times", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the lease is renewed twice", func() bool {
 		if current := attribute(table.raw(t, "K"), "in_progress_expiry"); current != last {
 			renewals++
 			last = current
 		}
-		return renewals >= 3
+		return renewals >= 2
 	})
 	before := time.Until(deadline)
 	err := handler.Handle(t.Context(), jsonMessage("m2", map[string]any{"id": "K"}))
@@ -226,13 +227,15 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 
 // TestSilentOriginalDefersOnlyToItsLeaseEnd (moto, real time): when the wait is shorter
 // than the lease, a redelivery of a crashed original sees no renewal during its wait
-// (longer than a renewal interval) and is deferred only until the lease can be taken
-// over, not until the crashed run's deadline (1 min here); its next receive takes over.
+// (at least InProgressTTL/2) and is deferred only until the lease can be taken
+// over, not until the crashed run's deadline (1 min here); a later receive takes over.
 func TestSilentOriginalDefersOnlyToItsLeaseEnd(t *testing.T) {
 	t.Parallel()
 	table := newEmulatorTable(t)
-	config := idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), InProgressTTL: 900 * time.Millisecond,
-		ClockSkewAllowance: 300 * time.Millisecond, DuplicateWait: 400 * time.Millisecond, MaxDeferJitter: -1}
+	// The wait (3.5 s) outlasts InProgressTTL/2 (3 s, the silence threshold) but not the
+	// lease (6 s), with seconds to spare for a busy emulator's round trips.
+	config := idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), InProgressTTL: 6 * time.Second,
+		ClockSkewAllowance: 300 * time.Millisecond, DuplicateWait: 3500 * time.Millisecond, MaxDeferJitter: -1}
 	crashing := &crashingStore{Store: table.store()}
 	started, hang := make(chan struct{}), make(chan struct{})
 	defer close(hang)
@@ -260,7 +263,7 @@ func TestSilentOriginalDefersOnlyToItsLeaseEnd(t *testing.T) {
 		t.Fatalf("first redelivery = %s %s (%v); want deferred for at most lease + allowance (%s)", outcome.Kind, outcome.Delay, err, limit)
 	}
 	// The message comes back after its deferral: the lease has ended, the key is taken over.
-	testenv.Eventually(t, 10*time.Second, "a later receive takes the key over", func() bool {
+	testenv.Eventually(t, 30*time.Second, "a later receive takes the key over", func() bool {
 		return sqsworker.Classify(redelivery.Handle(t.Context(), jsonMessage("m1", map[string]any{"id": "K"}))).Kind == sqsworker.OutcomeDelete
 	})
 	if effects.Load() != 1 {

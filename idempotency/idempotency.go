@@ -279,14 +279,16 @@ const (
 // await polls the record of a running claim (consistent reads) until it is no longer in
 // progress under seen's lease, its lease ends, or the wait (Config.DuplicateWait, and
 // the context's deadline minus MinRemaining) is over. It returns the last record read
-// and found=false when the record is gone; silent reports that the wait lasted longer
-// than a renewal interval (InProgressTTL/3) without the lease being renewed: its holder
-// has probably crashed. A read failure ends the wait with the error.
+// and found=false when the record is gone; silent reports that the wait lasted
+// InProgressTTL/2 or longer (one and a half renewal intervals) without the lease being
+// renewed: its holder has probably crashed. A read failure ends the wait with the error.
 func (m *middleware) await(ctx context.Context, key string, seen Record, logger *slog.Logger) (latest Record, found, silent bool, err error) {
 	start := time.Now()
 	first := seen.InProgressExpiresAt
+	// A live holder renews every InProgressTTL/3; no renewal for InProgressTTL/2 (half
+	// as long again, for slow round trips) means it has stopped.
 	silence := func() bool {
-		return seen.InProgressExpiresAt.Equal(first) && time.Since(start) > m.config.InProgressTTL/3
+		return seen.InProgressExpiresAt.Equal(first) && time.Since(start) >= m.config.InProgressTTL/2
 	}
 	end := start.Add(m.config.DuplicateWait)
 	if deadline, ok := ctx.Deadline(); ok {
@@ -333,8 +335,8 @@ func (m *middleware) mismatch(claim, existing Record) bool {
 // duplicate decides the outcome of a message whose key holds a live record. It never
 // writes to the store.
 //
-// silent says the duplicate waited longer than a renewal interval without seeing the
-// lease renewed, so its holder has probably crashed (see deferral).
+// silent says the duplicate waited InProgressTTL/2 without seeing the lease renewed, so
+// its holder has probably crashed (see deferral).
 func (m *middleware) duplicate(ctx context.Context, message *sqsworker.Message, claim, existing Record, now time.Time, silent bool, logger *slog.Logger) error {
 	logger = logger.With(slog.String("record_status", string(existing.Status)))
 	if m.mismatch(claim, existing) {
@@ -359,7 +361,7 @@ func (m *middleware) duplicate(ctx context.Context, message *sqsworker.Message, 
 // deferral is how long a duplicate of a running claim stays away (before jitter). A
 // live original (renewing its lease) runs until its deadline at most, so the duplicate
 // stays away until then and spends one receive, not one per lease. A silent original
-// (no renewal seen for longer than a renewal interval: crashed) or one without a
+// (no renewal seen for InProgressTTL/2 while waiting: crashed) or one without a
 // deadline can be taken over at lease end + ClockSkewAllowance, so the duplicate comes
 // back then. A record without a lease expiry (written by an older or foreign writer)
 // cannot be taken over before its expiration, so the duplicate stays away until then.

@@ -323,6 +323,7 @@ func TestC08RejectedDuplicatesNeverTouchTheRecord(t *testing.T) {
 		return nil
 	}), idempotency.Middleware(table.store(), idempotency.Config{
 		KeyFunc: idempotency.KeyFromJSONField("key"), Clock: clock, Random: noJitter, ClockSkewAllowance: -1, DuplicateWait: -1,
+		InProgressTTL: time.Hour, // no renewal (an UpdateItem) while the duplicates are counted
 		OnCompletedDuplicate: func(_ context.Context, m *sqsworker.Message, r idempotency.Record) error {
 			mu.Lock()
 			defer mu.Unlock()
