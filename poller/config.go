@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -51,6 +50,16 @@ const (
 	// maxHandlerTimeout: a handler must finish within SQS's 12-hour visibility limit
 	// (counted from the receive), less the safety margin the visibility clamp keeps.
 	maxHandlerTimeout = sqsworker.MaxVisibilityTimeout - sqsworker.VisibilitySafetyMargin
+)
+
+// MinMaxReceiveCount is the lowest redrive policy maxReceiveCount Start accepts without
+// Config.AllowLowMaxReceiveCount, and RecommendedMaxReceiveCount the lowest it accepts
+// without a warning. Every receive counts toward maxReceiveCount (a peek, a lost
+// ReceiveMessage response, a crash), so low values dead-letter messages that were
+// never handled or failed once.
+const (
+	MinMaxReceiveCount         = 3
+	RecommendedMaxReceiveCount = 5
 )
 
 // Config configures a [Server]. The zero value of every field but QueueURL is usable.
@@ -114,6 +123,15 @@ type Config struct {
 	// message that always fails is retried forever. If false, Start refuses such a queue.
 	AllowUnboundedRetries bool
 
+	// AllowLowMaxReceiveCount lets Start accept a redrive policy with maxReceiveCount 1
+	// or 2. If false, Start refuses it (see [MinMaxReceiveCount]): every receive counts
+	// toward maxReceiveCount, not only the handler's attempts (a console or CLI peek, a
+	// ReceiveMessage response lost on the network, a crash of this process while holding
+	// the message), so a message can reach the dead-letter queue without ever being
+	// handled, or after one failure. Start logs a warning for values below
+	// [RecommendedMaxReceiveCount] either way.
+	AllowLowMaxReceiveCount bool
+
 	// DisableDeadLetterSend makes permanent failures ([sqsworker.Permanent]) ordinary
 	// retries, so they reach the dead-letter queue through the redrive policy after
 	// maxReceiveCount receives instead of at once, without the failure attributes.
@@ -131,7 +149,8 @@ type Config struct {
 	DeleteFlushInterval time.Duration
 
 	// Logger receives the server's logs (each message's logs carry message_id, queue and
-	// receive_count; bodies are never logged); if nil, logs are discarded.
+	// receive_count; bodies are never logged); if nil, [slog.Default] (pass a logger
+	// with a discarding handler to silence the server).
 	Logger *slog.Logger
 
 	// ErrorHandler, if set, is called with the handler's original error after every
@@ -169,7 +188,7 @@ func (c Config) withDefaults() Config {
 		c.DeleteFlushInterval = defaultDeleteFlushInterval
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -274,6 +293,9 @@ func (c Config) withQueue(queue *sqsworker.Queue) (Config, error) {
 	var problems []error
 	if queue.RedrivePolicy == nil && !c.AllowUnboundedRetries {
 		problems = append(problems, fmt.Errorf("poller: queue %s has no redrive policy, so a message that always fails would be retried forever; add a dead-letter queue or set Config.AllowUnboundedRetries", queue.URL))
+	}
+	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < MinMaxReceiveCount && !c.AllowLowMaxReceiveCount {
+		problems = append(problems, fmt.Errorf("poller: queue %s has maxReceiveCount %d (redrive policy), below %d: every receive counts (a peek, a lost ReceiveMessage response, a crash), so messages would reach the dead-letter queue unhandled or after one failure; raise it to %d or more, or set Config.AllowLowMaxReceiveCount", queue.URL, policy.MaxReceiveCount, MinMaxReceiveCount, RecommendedMaxReceiveCount))
 	}
 	if c.VisibilityExtension == 0 {
 		c.VisibilityExtension = max(queue.VisibilityTimeout, minDefaultVisibilityExtension)

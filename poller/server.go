@@ -72,7 +72,8 @@ func New(client API, config Config, handler sqsworker.Handler) (*Server, error) 
 
 // Start reads the queue's attributes, checks the settings that depend on them, and
 // starts receiving. It fails, receiving nothing, when the queue has no redrive policy
-// and Config.AllowUnboundedRetries is false, when the heartbeat interval is not shorter
+// and Config.AllowUnboundedRetries is false, when its maxReceiveCount is below
+// [MinMaxReceiveCount] and Config.AllowLowMaxReceiveCount is false, when the heartbeat interval is not shorter
 // than the visibility extension defaulted from the queue, or when the health endpoint
 // cannot listen. ctx bounds these start-up calls; handler contexts keep its values but
 // not its cancellation: stop the server with Shutdown.
@@ -94,6 +95,10 @@ func (s *Server) Start(ctx context.Context) error {
 	config, err := s.config.withQueue(queue)
 	if err != nil {
 		return err
+	}
+	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < RecommendedMaxReceiveCount {
+		s.logger.Warn("poller: low maxReceiveCount: every receive counts toward it (a peek, a lost ReceiveMessage response, a crash), not only handler attempts, so a message may reach the dead-letter queue unhandled",
+			"max_receive_count", policy.MaxReceiveCount, "recommended_min", RecommendedMaxReceiveCount)
 	}
 	base := context.WithoutCancel(ctx)
 	if config.HealthCheckAddress != "" {
