@@ -57,8 +57,12 @@ type acker struct {
 	sending int
 
 	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// urgent is closed by flushNow: no more deletes are coming to batch with, so each
+	// is sent at once.
+	urgent     chan struct{}
+	urgentOnce sync.Once
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 type ackerParams struct {
@@ -79,6 +83,7 @@ func newAcker(params ackerParams) *acker {
 		stats:       params.stats,
 		callContext: params.callContext,
 		wake:        make(chan struct{}, 1),
+		urgent:      make(chan struct{}),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -131,12 +136,22 @@ func (a *acker) waitForBatch() bool {
 		select {
 		case <-timer.C:
 			return true
+		case <-a.urgent:
+			return true
 		case <-a.wake:
 		case <-a.stop:
 			return false
 		}
 	}
 	return true
+}
+
+// flushNow makes every pending and later delete go out at once instead of waiting
+// DeleteFlushInterval for a batch to fill: the shutdown calls it when the last handler
+// has finished, so the final deletes do not wait for the long polls still in flight.
+func (a *acker) flushNow() {
+	a.urgentOnce.Do(func() { close(a.urgent) })
+	a.signal()
 }
 
 // shutdown flushes what is pending (retrying as usual, for at most 3 s) and stops.

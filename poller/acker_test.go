@@ -2,7 +2,9 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,8 +118,9 @@ func TestDeleteBatchSenderFaultIsNotRetried(t *testing.T) {
 	logs := newLogRecorder()
 	server := startServer(t, api, Config{DeleteFlushInterval: 300 * time.Millisecond, Logger: slog.New(logs)}, handler)
 	eventually(t, "the delete failure is counted", func() bool { return server.Stats().DeleteFailures == 1 })
-	if err := server.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	// Issue 9: the unconfirmed delete is reported to the caller, with its count.
+	if err := server.Shutdown(context.Background()); !errors.Is(err, ErrDeletesNotConfirmed) || !strings.Contains(err.Error(), "1 handled message(s)") {
+		t.Fatalf("Shutdown = %v; want ErrDeletesNotConfirmed with the count 1", err)
 	}
 
 	deletes, _, _, _ := api.recorded()

@@ -3,11 +3,18 @@ package poller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 // fakeWithMaxReceiveCount is newFakeAPI with the redrive policy's maxReceiveCount set.
@@ -81,5 +88,92 @@ func TestNilLoggerUsesSlogDefault(t *testing.T) {
 	_ = server.Shutdown(canceledContext())
 	if len(logs.find(slog.LevelInfo, "poller: started")) != 1 {
 		t.Errorf("no \"poller: started\" log on slog.Default(); records: %v", logs.all())
+	}
+}
+
+// TestRunReportsUnconfirmedDeletes: a delete SQS rejects for good makes Run return
+// ErrDeletesNotConfirmed with the count, so the process does not exit 0.
+func TestRunReportsUnconfirmedDeletes(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI([]types.Message{fakeMessage("m1", 1), fakeMessage("m2", 1)})
+	api.onDelete = func(_ int, input *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
+		output := &sqs.DeleteMessageBatchOutput{}
+		for _, entry := range input.Entries {
+			output.Failed = append(output.Failed, types.BatchResultErrorEntry{Id: entry.Id, Code: aws.String("ReceiptHandleIsInvalid"), SenderFault: true})
+		}
+		return output, nil
+	}
+	server, err := New(api, Config{QueueURL: fakeQueueURL, Logger: discardLogger()}, nopHandler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- server.Run(ctx) }()
+	eventually(t, "both delete failures counted", func() bool { return server.Stats().DeleteFailures == 2 })
+	cancel()
+	err = <-result
+	if !errors.Is(err, ErrDeletesNotConfirmed) || !strings.Contains(err.Error(), "2 handled message(s)") {
+		t.Errorf("Run = %v; want ErrDeletesNotConfirmed with the count 2", err)
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// pollHoldingAPI is fakeAPI whose ReceiveMessage, once the scripted batches are out,
+// blocks (a long poll in flight) until release is closed.
+type pollHoldingAPI struct {
+	*fakeAPI
+	release chan struct{}
+}
+
+func (f *pollHoldingAPI) ReceiveMessage(ctx context.Context, input *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	f.mu.Lock()
+	scripted := len(f.batches) > 0
+	f.mu.Unlock()
+	if scripted {
+		return f.fakeAPI.ReceiveMessage(ctx, input, optFns...)
+	}
+	select {
+	case <-f.release:
+		return &sqs.ReceiveMessageOutput{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestShutdownFlushesDeletesWhenHandlersFinish: with a 5 s DeleteFlushInterval and a
+// long poll in flight, the delete of a message handled during the drain is sent as soon
+// as the handler returns, not after the flush interval or the long poll.
+func TestShutdownFlushesDeletesWhenHandlersFinish(t *testing.T) {
+	t.Parallel()
+	api := &pollHoldingAPI{fakeAPI: newFakeAPI([]types.Message{fakeMessage("m1", 1)}), release: make(chan struct{})}
+	started, finish := make(chan struct{}), make(chan struct{})
+	server := startServer(t, api, Config{DeleteFlushInterval: maxDeleteFlushInterval, Logger: discardLogger()}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+		close(started)
+		<-finish
+		return nil
+	}))
+	<-started
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- server.Shutdown(context.Background()) }()
+	eventually(t, "the server is stopping", func() bool { return !server.running() })
+	returned := time.Now()
+	close(finish)
+	// The acker's own timer cannot fire before DeleteFlushInterval (5 s) after the
+	// delete was queued; a delete before that is the flush at the handlers' end.
+	testenv.Eventually(t, maxDeleteFlushInterval-time.Second, "the delete sent while the long poll is still in flight", func() bool {
+		deletes, _, _, _ := api.recorded()
+		return len(deletes) == 1
+	})
+	if took := time.Since(returned); took >= maxDeleteFlushInterval {
+		t.Errorf("delete sent %s after the handler returned; want before the %s flush interval", took, maxDeleteFlushInterval)
+	}
+	close(api.release)
+	if err := <-shutdown; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if stats := server.Stats(); stats.Deleted != 1 {
+		t.Errorf("deleted = %d, want 1", stats.Deleted)
 	}
 }

@@ -187,7 +187,8 @@ func (s *Server) Start(ctx context.Context) error {
 // Run starts the server, waits until ctx is done or the process gets SIGTERM or
 // SIGINT, then shuts down gracefully (see [Server.Shutdown]); a second signal cuts the
 // drain short. It returns nil after a graceful stop, so the process can exit with code
-// 0, and Start's error when the server could not start.
+// 0; Start's error when the server could not start; and an error wrapping
+// [ErrDeletesNotConfirmed] (with the count) when deletes were never confirmed.
 func (s *Server) Run(ctx context.Context) error {
 	signals, stopSignals := shutdownSignals()
 	defer stopSignals()
@@ -210,7 +211,8 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-shutdownContext.Done():
 		}
 	}()
-	if err := s.Shutdown(shutdownContext); err != nil && !errors.Is(err, context.Canceled) {
+	err := s.Shutdown(shutdownContext)
+	if err != nil && (!errors.Is(err, context.Canceled) || errors.Is(err, ErrDeletesNotConfirmed)) {
 		return err
 	}
 	return nil
@@ -236,11 +238,15 @@ func (s *Server) Run(ctx context.Context) error {
 //     worker gets them within seconds.
 //  4. Extender: heartbeats stop (no message is held any more).
 //  5. Acker: the final DeleteMessageBatch flush, retrying failed entries (up to 3 s).
+//     Deletes are sent as soon as the last handler is done (no DeleteFlushInterval
+//     wait), before the long polls in flight end.
 //  6. The health endpoint closes.
 //
 // Shutdown before Start just closes the server; calling it again waits for the first
-// call. It returns nil, or ctx's error when ctx ended the drain before DrainTimeout (the
-// shutdown is still completed as above).
+// call. It returns nil, or (joined) ctx's error when ctx ended the drain before
+// DrainTimeout (the shutdown is still completed as above) and an error wrapping
+// [ErrDeletesNotConfirmed] that gives the count when the delete of any handled message
+// was never confirmed (Stats.DeleteFailures > 0).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	switch s.state {
@@ -284,6 +290,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			receiverDone = nil
 		case <-dispatcherDone:
 			dispatcherDone = nil
+			// Every handler is done: send their deletes now, not after the long polls.
+			s.acker.flushNow()
 		case <-expired:
 			expired = nil
 			abortHandlers()
@@ -308,11 +316,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	stats := s.Stats()
 	s.logger.Info("poller: stopped", "received", stats.Received, "deleted", stats.Deleted,
 		"failed", stats.Failed, "released", stats.Released, "delete_failures", stats.DeleteFailures)
+	var problems []error
 	if cutShort != nil {
-		return fmt.Errorf("poller: shutdown: drain cut short: %w", cutShort)
+		problems = append(problems, fmt.Errorf("poller: shutdown: drain cut short: %w", cutShort))
 	}
-	return nil
+	if stats.DeleteFailures > 0 {
+		problems = append(problems, fmt.Errorf("poller: %d handled message(s) whose delete SQS never confirmed will be delivered again: %w", stats.DeleteFailures, ErrDeletesNotConfirmed))
+	}
+	return errors.Join(problems...)
 }
+
+// ErrDeletesNotConfirmed is returned (wrapped, with the count; test with errors.Is) by
+// [Server.Shutdown] and [Server.Run] when the delete of one or more handled messages was
+// never confirmed by SQS during the server's life (a sender fault, or failures until the
+// receipt handle expired or the final flush ended; see Stats.DeleteFailures). Those
+// messages will be delivered again, so their handlers run again: exit non-zero, alert,
+// or check that the handler is idempotent.
+var ErrDeletesNotConfirmed = errors.New("poller: deletes not confirmed")
 
 // abortHandlers ends the drain at its deadline: running handlers are cancelled and
 // their messages released. Long polls still in flight are not cancelled: SQS would go on
