@@ -100,6 +100,18 @@ type Config struct {
 	// limit); if zero, defaults to 5 minutes.
 	HandlerTimeout time.Duration
 
+	// MaxAbandonedHandlers specifies how many abandoned handler calls (still running a
+	// second after their context was cancelled at HandlerTimeout: they ignore ctx) may
+	// run on without a Concurrency slot; if zero, defaults to Concurrency. Up to this
+	// many, an abandoned call gives its slot back at once, so receiving goes on; beyond
+	// it, an abandoned call keeps its slot until it returns, and when abandoned calls
+	// hold every slot the server cannot receive and the health endpoint answers 503.
+	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once (each is
+	// two goroutines: the call and its waiter). Stats.AbandonedHandlers counts them;
+	// each is logged when abandoned and when it finally returns. Negative values are
+	// rejected.
+	MaxAbandonedHandlers int
+
 	// HeartbeatInterval specifies how often the visibility of a held message is extended
 	// (ChangeMessageVisibilityBatch). It must be shorter than VisibilityExtension; if zero,
 	// defaults to VisibilityExtension / 3.
@@ -158,7 +170,9 @@ type Config struct {
 	ErrorHandler func(ctx context.Context, message *sqsworker.Message, err error)
 
 	// HealthCheckAddress, if set (for example "127.0.0.1:8080"), serves GET /healthz
-	// there: 200 while the server runs, 503 once it is stopping. Empty turns it off. See
+	// there: 200 while the server runs; 503 once it is stopping, or while abandoned
+	// handlers hold every concurrency slot so it cannot receive (see
+	// MaxAbandonedHandlers); the body gives the reason. Empty turns it off. See
 	// [CheckHealth].
 	HealthCheckAddress string
 }
@@ -171,6 +185,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessages == 0 {
 		c.MaxMessages = defaultMaxMessages
+	}
+	if c.MaxAbandonedHandlers == 0 {
+		c.MaxAbandonedHandlers = c.Concurrency
 	}
 	if c.Receivers == 0 {
 		c.Receivers = defaultReceivers(c.Concurrency, c.MaxMessages)
@@ -238,6 +255,9 @@ func (c Config) validate(client API) error {
 		add("Config.HandlerTimeout %s is negative", c.HandlerTimeout)
 	case c.HandlerTimeout >= maxHandlerTimeout:
 		add("Config.HandlerTimeout %s cannot be covered by heartbeats: SQS keeps a message hidden at most 12h from its receive (limit %s)", c.HandlerTimeout, maxHandlerTimeout)
+	}
+	if c.MaxAbandonedHandlers < 0 {
+		add("Config.MaxAbandonedHandlers %d is negative", c.MaxAbandonedHandlers)
 	}
 	if c.HeartbeatInterval < 0 {
 		add("Config.HeartbeatInterval %s is negative", c.HeartbeatInterval)

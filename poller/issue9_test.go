@@ -177,3 +177,45 @@ func TestShutdownFlushesDeletesWhenHandlersFinish(t *testing.T) {
 		t.Errorf("deleted = %d, want 1", stats.Deleted)
 	}
 }
+
+// TestAbandonedHandlersDoNotStopReceiving (issue 9): handlers that ignore their
+// cancelled context are counted and, up to Config.MaxAbandonedHandlers, give their slot
+// back, so receiving goes on; once abandoned handlers hold every slot, /healthz answers
+// 503 with the reason. When they finally return, each is logged, and the worker
+// receives and handles again. Before, two stuck handlers held both slots and s3 was
+// never received while /healthz answered 200.
+func TestAbandonedHandlersDoNotStopReceiving(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI([]types.Message{fakeMessage("s1", 1), fakeMessage("s2", 1)}, []types.Message{fakeMessage("s3", 1)}, []types.Message{fakeMessage("ok1", 1)})
+	stuck := make(chan struct{})
+	logs := newLogRecorder()
+	server := startServer(t, api, Config{Concurrency: 2, MaxAbandonedHandlers: 1, HandlerTimeout: 100 * time.Millisecond, HealthCheckAddress: "127.0.0.1:0", Logger: slog.New(logs)},
+		sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
+			if message.ID != "ok1" {
+				<-stuck // ignores its context
+			}
+			return nil
+		}))
+	address := server.health.address()
+	eventually(t, "three handlers abandoned (s3 received although s1 and s2 were stuck)", func() bool {
+		return server.Stats().AbandonedHandlers == 3
+	})
+	eventually(t, "503 with the reason while abandoned handlers hold every slot", func() bool {
+		err := CheckHealth(context.Background(), address)
+		return err != nil && strings.Contains(err.Error(), "status 503: cannot receive: abandoned handlers (ignoring their cancelled context) hold all 2 concurrency slots")
+	})
+	if stats := server.Stats(); stats.AbandonedRunning != 3 || stats.Deleted != 0 {
+		t.Errorf("stats = %+v; want 3 abandoned handlers running, nothing deleted yet", stats)
+	}
+	close(stuck)
+	eventually(t, "ok1 handled and deleted after the abandoned handlers returned", func() bool { return server.Stats().Deleted == 1 })
+	if err := CheckHealth(context.Background(), address); err != nil {
+		t.Errorf("CheckHealth after the abandoned handlers returned: %v", err)
+	}
+	eventually(t, "each abandoned handler's return logged", func() bool {
+		return len(logs.find(slog.LevelWarn, "poller: abandoned handler returned")) == 3
+	})
+	if stats := server.Stats(); stats.AbandonedRunning != 0 || stats.AbandonedHandlers != 3 {
+		t.Errorf("stats = %+v; want 3 abandoned, none running", stats)
+	}
+}

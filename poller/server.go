@@ -104,7 +104,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if config.HealthCheckAddress != "" {
 		s.health, err = newHealthServer(healthServerParams{
 			address: config.HealthCheckAddress,
-			running: s.running,
+			status:  s.healthStatus,
 			logger:  s.logger,
 		})
 		if err != nil {
@@ -150,6 +150,8 @@ func (s *Server) Start(ctx context.Context) error {
 		extender:       s.extender,
 		logger:         s.logger,
 		baseContext:    base,
+		maxAbandoned:   config.MaxAbandonedHandlers,
+		stats:          &s.stats,
 	})
 	s.receiver = newReceiver(receiverParams{
 		api:         s.api,
@@ -349,7 +351,19 @@ func (s *Server) Stats() Stats {
 	return s.stats.snapshot()
 }
 
-// running reports whether the server is active (for the health endpoint).
+// healthStatus is the health endpoint's answer: healthy while the server is active and
+// can receive, else the reason.
+func (s *Server) healthStatus() (healthy bool, reason string) {
+	if !s.running() {
+		return false, "stopping"
+	}
+	if starved, holding := s.dispatcher.starved(); starved {
+		return false, fmt.Sprintf("cannot receive: abandoned handlers (ignoring their cancelled context) hold all %d concurrency slots", holding)
+	}
+	return true, "ok"
+}
+
+// running reports whether the server is active.
 func (s *Server) running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
