@@ -15,8 +15,6 @@ import (
 const (
 	// deleteCallTimeout bounds one DeleteMessageBatch call.
 	deleteCallTimeout = 10 * time.Second
-	// maxDeleteRetryDelay caps the backoff between retries of a failed delete entry.
-	maxDeleteRetryDelay = 2 * time.Second
 	// receiptSafetyMargin: a delete is retried only while the receipt handle still has
 	// this much visibility left; later, the message may already be with another worker.
 	receiptSafetyMargin = time.Second
@@ -246,7 +244,7 @@ func (a *acker) send(batch []*pendingDelete) {
 	output, err := a.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
 		QueueUrl: aws.String(a.queueURL),
 		Entries:  entries,
-	})
+	}, withoutRetryQuota)
 	if err != nil {
 		a.logger.Warn("poller: DeleteMessageBatch failed; retrying its entries", "error", err, "entries", len(batch))
 		for _, p := range batch {
@@ -282,14 +280,11 @@ func (a *acker) send(batch []*pendingDelete) {
 	}
 }
 
-// retry queues p again with exponential backoff, unless its receipt handle would
-// expire first.
+// retry queues p again after retryDelay (at least 200 ms, jittered, doubling up to
+// 2 s), unless its receipt handle would expire first.
 func (a *acker) retry(p *pendingDelete, code, text string) {
 	p.attempts++
-	delay := min(a.interval<<(p.attempts-1), maxDeleteRetryDelay)
-	if delay <= 0 {
-		delay = maxDeleteRetryDelay
-	}
+	delay := retryDelay(p.attempts)
 	p.notBefore = time.Now().Add(delay)
 	if p.notBefore.Add(receiptSafetyMargin).After(p.expires) {
 		a.giveUp(p, "poller: delete failed until the receipt handle expired; the message will be delivered again", code, text)

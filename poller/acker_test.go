@@ -143,7 +143,8 @@ func TestDeleteRetriesStopWhenReceiptExpires(t *testing.T) {
 	t.Parallel()
 	messages, handler := handleFiveTogether()
 	api := newFakeAPI(messages)
-	api.attributes["VisibilityTimeout"] = "2"
+	// 3 s: retries are at least 200 ms apart, doubling, with jitter (N12).
+	api.attributes["VisibilityTimeout"] = "3"
 	api.onDelete = func(_ int, input *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
 		return failEntry(input, "rh-m3", "InternalError", false), nil
 	}
@@ -162,8 +163,8 @@ func TestDeleteRetriesStopWhenReceiptExpires(t *testing.T) {
 			t.Errorf("retry deleted %v, want exactly [rh-m3]", got)
 		}
 	}
-	if gaveUpAfter > 2*time.Second {
-		t.Errorf("gave up after %s, after the 2s visibility ran out", gaveUpAfter)
+	if gaveUpAfter > 3*time.Second {
+		t.Errorf("gave up after %s, after the 3s visibility ran out", gaveUpAfter)
 	}
 	if got := logs.find(slog.LevelError, "poller: delete failed until the receipt handle expired; the message will be delivered again"); len(got) != 1 || got[0].attrs["code"] != "InternalError" {
 		t.Errorf("error logs = %+v", got)

@@ -36,6 +36,8 @@ const (
 	// defaultDrainTimeout is Config.DrainTimeout when zero: leaves 5 s of ECS's default
 	// 30 s stopTimeout for the final release and delete flush.
 	defaultDrainTimeout = 25 * time.Second
+	// maxDefaultReceiveVisibility caps Config.ReceiveVisibility's default.
+	maxDefaultReceiveVisibility = 30 * time.Second
 	// minDefaultVisibilityExtension is the smallest VisibilityExtension taken from the
 	// queue's visibility timeout when Config.VisibilityExtension is zero.
 	minDefaultVisibilityExtension = 10 * time.Second
@@ -112,6 +114,15 @@ type Config struct {
 	// rejected.
 	MaxAbandonedHandlers int
 
+	// ReceiveVisibility specifies the visibility timeout each ReceiveMessage call asks
+	// for (its VisibilityTimeout), whole seconds up to 12 h; heartbeats then extend it to
+	// VisibilityExtension while the message is held. If zero, defaults to the queue's
+	// VisibilityTimeout, but at most 30 s. It bounds how long a message stays hidden when
+	// the ReceiveMessage response carrying it is lost (a connection reset after SQS
+	// handed it out): at most ReceiveVisibility, not the queue's whole visibility
+	// timeout. Negative values are rejected.
+	ReceiveVisibility time.Duration
+
 	// HeartbeatInterval specifies how often the visibility of a held message is extended
 	// (ChangeMessageVisibilityBatch). It must be shorter than VisibilityExtension; if zero,
 	// defaults to VisibilityExtension / 3.
@@ -187,7 +198,7 @@ func (c Config) withDefaults() Config {
 		c.MaxMessages = defaultMaxMessages
 	}
 	if c.MaxAbandonedHandlers == 0 {
-		c.MaxAbandonedHandlers = c.Concurrency
+		c.MaxAbandonedHandlers = max(c.Concurrency, 1)
 	}
 	if c.Receivers == 0 {
 		c.Receivers = defaultReceivers(c.Concurrency, c.MaxMessages)
@@ -259,6 +270,14 @@ func (c Config) validate(client API) error {
 	if c.MaxAbandonedHandlers < 0 {
 		add("Config.MaxAbandonedHandlers %d is negative", c.MaxAbandonedHandlers)
 	}
+	switch {
+	case c.ReceiveVisibility < 0:
+		add("Config.ReceiveVisibility %s is negative", c.ReceiveVisibility)
+	case c.ReceiveVisibility > sqsworker.MaxVisibilityTimeout:
+		add("Config.ReceiveVisibility %s exceeds SQS's 12h visibility limit", c.ReceiveVisibility)
+	case c.ReceiveVisibility%time.Second != 0:
+		add("Config.ReceiveVisibility %s is not a whole number of seconds (SQS VisibilityTimeout)", c.ReceiveVisibility)
+	}
 	if c.HeartbeatInterval < 0 {
 		add("Config.HeartbeatInterval %s is negative", c.HeartbeatInterval)
 	}
@@ -316,6 +335,9 @@ func (c Config) withQueue(queue *sqsworker.Queue) (Config, error) {
 	}
 	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < MinMaxReceiveCount && !c.AllowLowMaxReceiveCount {
 		problems = append(problems, fmt.Errorf("poller: queue %s has maxReceiveCount %d (redrive policy), below %d: every receive counts (a peek, a lost ReceiveMessage response, a crash), so messages would reach the dead-letter queue unhandled or after one failure; raise it to %d or more, or set Config.AllowLowMaxReceiveCount", queue.URL, policy.MaxReceiveCount, MinMaxReceiveCount, RecommendedMaxReceiveCount))
+	}
+	if c.ReceiveVisibility == 0 {
+		c.ReceiveVisibility = min(queue.VisibilityTimeout, maxDefaultReceiveVisibility)
 	}
 	if c.VisibilityExtension == 0 {
 		c.VisibilityExtension = max(queue.VisibilityTimeout, minDefaultVisibilityExtension)

@@ -143,7 +143,7 @@ func (s *settler) reschedule(d *delivery, delay time.Duration, outcome sqsworker
 		QueueUrl:          aws.String(s.queue.URL),
 		ReceiptHandle:     aws.String(d.message.ReceiptHandle),
 		VisibilityTimeout: seconds,
-	})
+	}, withoutRetryQuota)
 	if err != nil {
 		s.stats.rescheduleFailures.Add(1)
 		logger.Warn("poller: rescheduling the message failed; it returns after its current visibility timeout",
@@ -174,7 +174,7 @@ func (s *settler) release(deliveries []*delivery, why string) {
 		output, err := s.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
 			QueueUrl: aws.String(s.queue.URL),
 			Entries:  entries,
-		})
+		}, withoutRetryQuota)
 		cancel()
 		if err != nil {
 			for _, d := range batch {

@@ -117,6 +117,7 @@ func (s *Server) Start(ctx context.Context) error {
 		queue:       queue,
 		interval:    config.HeartbeatInterval,
 		extension:   config.VisibilityExtension,
+		initial:     config.ReceiveVisibility,
 		logger:      s.logger,
 		stats:       &s.stats,
 		callContext: base,
@@ -159,6 +160,7 @@ func (s *Server) Start(ctx context.Context) error {
 		maxMessages: config.MaxMessages,
 		receivers:   config.Receivers,
 		waitTime:    config.WaitTime,
+		visibility:  config.ReceiveVisibility,
 		slots:       concurrency,
 		extender:    s.extender,
 		dispatcher:  s.dispatcher,
@@ -180,6 +182,7 @@ func (s *Server) Start(ctx context.Context) error {
 		"receivers", config.Receivers,
 		"wait_time", config.WaitTime,
 		"handler_timeout", config.HandlerTimeout,
+		"receive_visibility", config.ReceiveVisibility,
 		"heartbeat_interval", config.HeartbeatInterval,
 		"visibility_extension", config.VisibilityExtension,
 		"drain_timeout", config.DrainTimeout)
