@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/testenv"
@@ -219,3 +223,121 @@ func TestAbandonedHandlersDoNotStopReceiving(t *testing.T) {
 		t.Errorf("stats = %+v; want 3 abandoned, none running", stats)
 	}
 }
+
+// TestReceiveVisibilityDefault: each ReceiveMessage asks for the queue's visibility
+// timeout, at most 30 s, unless Config.ReceiveVisibility says otherwise.
+func TestReceiveVisibilityDefault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		queue, config time.Duration
+		want          int32
+	}{
+		{200 * time.Second, 0, 30},
+		{10 * time.Second, 0, 10},
+		{200 * time.Second, 5 * time.Second, 5},
+	} {
+		api := newFakeAPI()
+		api.attributes["VisibilityTimeout"] = strconv.Itoa(int(tc.queue / time.Second))
+		server := startServer(t, api, Config{ReceiveVisibility: tc.config, Logger: discardLogger()}, nopHandler)
+		eventually(t, "a receive", func() bool { return api.receiveCalls() > 0 })
+		api.mu.Lock()
+		got := api.receives[0].VisibilityTimeout
+		api.mu.Unlock()
+		if got != tc.want {
+			t.Errorf("queue %s, Config.ReceiveVisibility %s: ReceiveMessage VisibilityTimeout = %d, want %d", tc.queue, tc.config, got, tc.want)
+		}
+		_ = server.Shutdown(canceledContext())
+	}
+	if _, err := New(newFakeAPI(), Config{QueueURL: fakeQueueURL, ReceiveVisibility: 1500 * time.Millisecond}, nopHandler); err == nil || !strings.Contains(err.Error(), "Config.ReceiveVisibility") {
+		t.Errorf("New with ReceiveVisibility 1.5s: %v; want an error naming Config.ReceiveVisibility", err)
+	}
+}
+
+// quotaRecordingAPI applies the per-call options of DeleteMessageBatch and
+// ChangeMessageVisibilityBatch to a client's default options and keeps the retryers
+// they end with.
+type quotaRecordingAPI struct {
+	*fakeAPI
+	retryers chan aws.Retryer
+}
+
+func (f *quotaRecordingAPI) record(optFns []func(*sqs.Options)) {
+	options := sqs.Options{Retryer: retry.NewStandard()} // the SDK's default: 500-token quota
+	for _, fn := range optFns {
+		fn(&options)
+	}
+	select {
+	case f.retryers <- options.Retryer:
+	default:
+	}
+}
+
+func (f *quotaRecordingAPI) DeleteMessageBatch(ctx context.Context, input *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	f.record(optFns)
+	return f.fakeAPI.DeleteMessageBatch(ctx, input, optFns...)
+}
+
+func (f *quotaRecordingAPI) ChangeMessageVisibilityBatch(ctx context.Context, input *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	f.record(optFns)
+	return f.fakeAPI.ChangeMessageVisibilityBatch(ctx, input, optFns...)
+}
+
+// TestDeleteAndHeartbeatRetryerHasNoQuota (N12, unit lane): the retryer the delete and
+// heartbeat calls run with never answers ratelimit.QuotaExceededError, makes at most 3
+// attempts, and waits a jittered 200 ms to 2 s between them. The SDK's default retryer
+// runs dry after 100 retries of 5xx errors.
+func TestDeleteAndHeartbeatRetryerHasNoQuota(t *testing.T) {
+	t.Parallel()
+	api := &quotaRecordingAPI{fakeAPI: newFakeAPI([]types.Message{fakeMessage("m1", 1)}), retryers: make(chan aws.Retryer, 16)}
+	api.attributes["VisibilityTimeout"] = "3" // a heartbeat within 1.5 s
+	release := make(chan struct{})
+	startServer(t, api, Config{Logger: discardLogger()}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+		<-release
+		return nil
+	}))
+	heartbeat := <-api.retryers
+	close(release)
+	deleteRetryer := <-api.retryers
+	serverError := &smithyErr{}
+	for name, retryer := range map[string]aws.Retryer{"heartbeat": heartbeat, "delete": deleteRetryer, "SDK default (control)": retry.NewStandard()} {
+		var quotaErr error
+		for range 1000 {
+			if _, err := retryer.GetRetryToken(context.Background(), serverError); err != nil {
+				quotaErr = err
+				break
+			}
+		}
+		_, isQuota := errors.AsType[ratelimit.QuotaExceededError](quotaErr)
+		if control := name == "SDK default (control)"; control != isQuota {
+			t.Errorf("%s retryer: after up to 1000 retry tokens: %v", name, quotaErr)
+		}
+		if name == "SDK default (control)" {
+			continue
+		}
+		if got := retryer.MaxAttempts(); got != 3 {
+			t.Errorf("%s retryer: MaxAttempts = %d, want 3", name, got)
+		}
+		seen := map[time.Duration]bool{}
+		for attempt := 1; attempt <= 3; attempt++ {
+			for range 50 {
+				delay, err := retryer.RetryDelay(attempt, serverError)
+				if err != nil || delay < 200*time.Millisecond || delay > 2*time.Second {
+					t.Fatalf("%s retryer: RetryDelay(%d) = %s, %v; want 200ms..2s", name, attempt, delay, err)
+				}
+				seen[delay] = true
+			}
+		}
+		if len(seen) < 10 {
+			t.Errorf("%s retryer: %d distinct delays in 150; want jitter", name, len(seen))
+		}
+	}
+}
+
+// smithyErr is an HTTP 500 InternalError as the SDK reports it.
+type smithyErr struct{}
+
+func (*smithyErr) Error() string                 { return "InternalError: 500" }
+func (*smithyErr) ErrorCode() string             { return "InternalError" }
+func (*smithyErr) ErrorMessage() string          { return "We encountered an internal error." }
+func (*smithyErr) ErrorFault() smithy.ErrorFault { return smithy.FaultServer }
+func (*smithyErr) HTTPStatusCode() int           { return 500 }
