@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -341,3 +342,43 @@ func (*smithyErr) ErrorCode() string             { return "InternalError" }
 func (*smithyErr) ErrorMessage() string          { return "We encountered an internal error." }
 func (*smithyErr) ErrorFault() smithy.ErrorFault { return smithy.FaultServer }
 func (*smithyErr) HTTPStatusCode() int           { return 500 }
+
+// TestRetryQuotaFailureIsTransientAndNamed (N12): a handler error wrapping the SDK's
+// ratelimit.QuotaExceededError is retried with Backoff (6 s fixed here) and logged with
+// cause client_retry_quota; a service throttling error with cause throttled_by_service.
+func TestRetryQuotaFailureIsTransientAndNamed(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI([]types.Message{fakeMessage("quota", 1), fakeMessage("throttled", 1)})
+	logs := newLogRecorder()
+	server := startServer(t, api, Config{Backoff: sqsworker.Backoff{Base: 6 * time.Second, Cap: 6 * time.Second, Jitter: sqsworker.JitterNone}, Logger: slog.New(logs)},
+		sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
+			if message.ID == "quota" {
+				return fmt.Errorf("operation error DynamoDB: PutItem, failed to get rate limit token, %w", ratelimit.QuotaExceededError{Available: 3, Requested: 5})
+			}
+			return fmt.Errorf("operation error DynamoDB: PutItem: %w", &throttleErr{})
+		}))
+	eventually(t, "both rescheduled", func() bool {
+		_, visibilities, _, _ := api.recorded()
+		return len(visibilities) == 2 && server.Stats().InFlight == 0
+	})
+	_, visibilities, _, _ := api.recorded()
+	for _, v := range visibilities {
+		if v.VisibilityTimeout != 6 {
+			t.Errorf("%s rescheduled to %d s, want the 6 s backoff", aws.ToString(v.ReceiptHandle), v.VisibilityTimeout)
+		}
+	}
+	causes := map[string]string{}
+	for _, record := range logs.find(slog.LevelError, "poller: handler failed") {
+		causes[record.attrs["message_id"]] = record.attrs["cause"]
+	}
+	if causes["quota"] != "client_retry_quota" || causes["throttled"] != "throttled_by_service" {
+		t.Errorf("causes = %v; want quota: client_retry_quota, throttled: throttled_by_service", causes)
+	}
+}
+
+type throttleErr struct{}
+
+func (*throttleErr) Error() string                 { return "ThrottlingException: Rate exceeded" }
+func (*throttleErr) ErrorCode() string             { return "ThrottlingException" }
+func (*throttleErr) ErrorMessage() string          { return "Rate exceeded" }
+func (*throttleErr) ErrorFault() smithy.ErrorFault { return smithy.FaultClient }
