@@ -9,6 +9,7 @@ package faultproxy
 import (
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -135,10 +136,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if rule != nil && !rule.Reset {
 		call.Fault, call.Status = "error "+rule.Code, rule.Status
 		p.log(call)
+		answer := fmt.Sprintf(`{"__type":%q,"message":%q}`, rule.Code, rule.Message)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		w.Header().Set("X-Amzn-Errortype", rule.Code)
+		// DynamoDB clients check the body against this header, as DynamoDB sends it.
+		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(answer))), 10))
 		w.WriteHeader(rule.Status)
-		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, rule.Code, rule.Message)
+		_, _ = io.WriteString(w, answer)
 		return
 	}
 	response, err := p.forward(r, body)
