@@ -126,7 +126,11 @@ func (e *extender) start(wg *sync.WaitGroup) {
 		defer close(e.done)
 		// Fine enough that the first heartbeat, due at half the receive's visibility,
 		// is not late by more than a sixth of it.
-		tick := time.NewTicker(max(min(e.interval/4, e.initial/6, time.Second), 10*time.Millisecond))
+		period := min(e.interval/4, time.Second)
+		if e.initial > 0 {
+			period = min(period, e.initial/6)
+		}
+		tick := time.NewTicker(max(period, 10*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
