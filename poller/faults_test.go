@@ -39,7 +39,7 @@ func TestEmulatorLostReceiveResponseHidesMessageOnlyForReceiveVisibility(t *test
 	client, proxy := proxiedSQS(t)
 	queue := testenv.NewQueue(t, direct, testenv.QueueOptions{VisibilityTimeout: 200 * time.Second, MaxReceiveCount: 5})
 	sendMessage(t, direct, queue.URL, "m1", "")
-	proxy.SetRules(faultproxy.Rule{Operations: []string{"ReceiveMessage"}, Fraction: 1, Times: 1, Reset: true})
+	proxy.SetRules(faultproxy.Rule{Operations: []string{"ReceiveMessage"}, Fraction: 1, Times: 1, Reset: true, ResponseContains: `"Messages"`})
 	const receiveVisibility = 3 * time.Second
 	calls := &callLog{}
 	server := startServer(t, client, Config{QueueURL: queue.URL, WaitTime: time.Second, ReceiveVisibility: receiveVisibility, Logger: discardLogger()},

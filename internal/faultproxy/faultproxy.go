@@ -40,6 +40,10 @@ type Rule struct {
 	// reset until it is closed.
 	Reset bool
 	Hold  <-chan struct{}
+	// ResponseContains, with Reset, resets only calls whose forwarded answer contains
+	// this text (for example `"Messages"`: a receive that got messages); the others are
+	// answered as usual and do not count toward Fraction or Times.
+	ResponseContains string
 
 	matched, faulted int
 }
@@ -154,6 +158,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer response.Body.Close()
 	answer, err := io.ReadAll(response.Body)
+	if rule != nil && rule.ResponseContains != "" && !bytes.Contains(answer, []byte(rule.ResponseContains)) {
+		p.mu.Lock()
+		rule.matched--
+		rule.faulted--
+		p.mu.Unlock()
+		rule = nil
+	}
 	if rule != nil { // Reset: the emulator handled the call; its answer is lost.
 		if rule.Hold != nil {
 			<-rule.Hold
