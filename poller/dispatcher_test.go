@@ -378,7 +378,7 @@ func TestFIFORedeliveryWhileSettlingStartsGroupAfresh(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var handled []string
-	server := startServer(t, api, Config{}, sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
+	server := newServer(t, api, Config{}, sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
 		mu.Lock()
 		handled = append(handled, message.ReceiptHandle)
 		mu.Unlock()
@@ -387,7 +387,10 @@ func TestFIFORedeliveryWhileSettlingStartsGroupAfresh(t *testing.T) {
 		}
 		return nil
 	}))
+	// Stored before Start: the visibility hook runs on the server's goroutines and may run
+	// before Start returns.
 	started.Store(server)
+	start(t, server)
 	eventually(t, "the redelivered a1 deleted", func() bool { return server.Stats().Deleted == 1 && settled(server) })
 	mu.Lock()
 	defer mu.Unlock()
