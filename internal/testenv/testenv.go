@@ -221,3 +221,43 @@ func Eventually(t testing.TB, timeout time.Duration, message string, condition f
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// ReceiveTimeout bounds Receive in most tests: far above what a receive takes on a busy
+// 2-core machine, so reaching it means the messages are not there.
+const ReceiveTimeout = 30 * time.Second
+
+// Receive receives from input.QueueUrl until want messages have arrived, and fails the
+// test when timeout passes first. An empty receive is never taken to mean "nothing left":
+// under load the emulator can return an empty long poll while messages are visible (and
+// SQS samples its servers on a short poll). Set input.VisibilityTimeout so received
+// messages stay hidden while the rest arrive. Once want messages have arrived, one more
+// receive with no wait collects any extra message, so a caller that asserts an exact count
+// sees duplicates.
+func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, want int, timeout time.Duration) []sqstypes.Message {
+	t.Helper()
+	if input.MaxNumberOfMessages == 0 {
+		input.MaxNumberOfMessages = 10
+	}
+	if input.WaitTimeSeconds == 0 {
+		input.WaitTimeSeconds = 1
+	}
+	var messages []sqstypes.Message
+	deadline := time.Now().Add(timeout)
+	for len(messages) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: timed out after %s waiting for %d messages from %s; received %d", timeout, want, aws.ToString(input.QueueUrl), len(messages))
+		}
+		output, err := client.ReceiveMessage(context.Background(), &input)
+		if err != nil {
+			t.Fatalf("testenv: receiving from %s: %v", aws.ToString(input.QueueUrl), err)
+		}
+		messages = append(messages, output.Messages...)
+	}
+	extra := input
+	extra.WaitTimeSeconds = 0
+	output, err := client.ReceiveMessage(context.Background(), &extra)
+	if err != nil {
+		t.Fatalf("testenv: receiving from %s: %v", aws.ToString(input.QueueUrl), err)
+	}
+	return append(messages, output.Messages...)
+}
