@@ -29,10 +29,20 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
+// UnitOnlyVariable names the environment variable that, set to 1, makes every test that
+// asks testenv for an emulator client skip. Only `make test-stress` sets it, for its
+// unit-level stage (-race -count=200 of the tests that need no emulator); its emulator
+// stage runs these tests with the variable unset. A test is an emulator test exactly when
+// it gets its clients from testenv, so the split needs no list to keep up to date.
+const UnitOnlyVariable = "SQSWORKER_TEST_UNIT_ONLY"
+
 // AWSConfig loads the default AWS configuration and fails the test when the emulator
-// endpoints are not set.
+// endpoints are not set (it skips the test when UnitOnlyVariable is 1).
 func AWSConfig(t testing.TB) aws.Config {
 	t.Helper()
+	if os.Getenv(UnitOnlyVariable) == "1" {
+		t.Skipf("testenv: emulator test, skipped because %s=1 (the unit-level stage of make test-stress)", UnitOnlyVariable)
+	}
 	for _, name := range []string{"AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION"} {
 		if os.Getenv(name) == "" {
 			t.Fatalf("testenv: %s is not set; run the tests with `make test`, which starts the emulator (localstack/up) and sets it", name)
