@@ -94,8 +94,8 @@ func decode[T any](t *testing.T, r result) T {
 func TestCLIUsageAndHelp(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		args   []string
+		name     string
+		args     []string
 		code     int
 		stderr   string
 		emulator bool
