@@ -1,6 +1,7 @@
-// Command testsummary reads `go test -json` on stdin and prints a short report: the
-// output of every failed test (and of a package that failed outside its tests), one
-// ok/FAIL line per package, and a last line of the form
+// Command testsummary reads `go test -json` on stdin and prints a short report: one
+// ok/FAIL line per package as each finishes, then the output of every failed test (and
+// of a package that failed outside its tests), the failed packages again, and a last line
+// of the form
 //
 //	N passed, N failed, N skipped
 //
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -44,15 +44,16 @@ type summary struct {
 	failures int
 	skipped  int
 	other    []string // lines that were not JSON (build errors print so)
+	w        io.Writer
 }
 
 func main() {
-	s := &summary{output: map[key]*strings.Builder{}, result: map[string]event{}}
+	s := &summary{output: map[key]*strings.Builder{}, result: map[string]event{}, w: os.Stdout}
 	if err := s.read(os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "testsummary: %v\n", err)
 		os.Exit(2)
 	}
-	if !s.report(os.Stdout) {
+	if !s.report() {
 		os.Exit(1)
 	}
 }
@@ -89,6 +90,7 @@ func (s *summary) add(e event) {
 	case "pass", "fail", "skip":
 		if e.Test == "" {
 			s.result[e.Package] = e
+			s.packageLine(e)
 			if e.Action == "fail" {
 				s.failed = append(s.failed, k)
 			}
@@ -108,87 +110,66 @@ func (s *summary) add(e event) {
 	}
 }
 
-// report prints the report and returns whether everything passed.
-func (s *summary) report(w io.Writer) bool {
-	ok := s.failures == 0 && len(s.result) > 0
+// packageLine prints a package's result as go test does, as soon as it is known.
+func (s *summary) packageLine(e event) {
+	switch e.Action {
+	case "fail":
+		fmt.Fprintf(s.w, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+	case "skip":
+		fmt.Fprintf(s.w, "?   \t%s\t[no test files]\n", e.Package)
+	default:
+		fmt.Fprintf(s.w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
+	}
+}
+
+// report prints, after the package lines, the output of what failed and the summary
+// line, and returns whether everything passed.
+func (s *summary) report() bool {
+	w := s.w
+	failed := s.failures
+	var failedPackages []string
+	for _, pkg := range s.packages {
+		if _, done := s.result[pkg]; !done {
+			fmt.Fprintf(w, "FAIL\t%s\t(no result: the test binary did not finish)\n", pkg)
+			failedPackages = append(failedPackages, pkg)
+			failed++
+		}
+	}
 	for _, line := range s.other {
 		fmt.Fprintln(w, line)
 	}
-	// Failed tests' output first, then packages that failed outside a test (a build
-	// error, a panic, a timeout, TestMain).
+	// Failed tests' output, then that of packages that failed outside a test (a build
+	// error, a panic, a timeout, TestMain), which count as one failure each, so the line
+	// never says "0 failed" for a failed run.
 	for _, k := range s.failed {
 		if k.test == "" {
-			continue
+			failedPackages = append(failedPackages, k.pkg)
+			if s.failedTestIn(k.pkg) {
+				continue
+			}
+			failed++
+			fmt.Fprintf(w, "--- output of %s\n", k.pkg)
+		} else {
+			fmt.Fprintf(w, "--- output of %s %s\n", k.pkg, k.test)
 		}
-		fmt.Fprintf(w, "--- output of %s %s\n", k.pkg, k.test)
 		if b := s.output[k]; b != nil {
 			fmt.Fprint(w, b.String())
 		}
 	}
-	for _, k := range s.failed {
-		if k.test != "" || s.failedTestIn(k.pkg) {
-			continue
-		}
-		fmt.Fprintf(w, "--- output of %s\n", k.pkg)
-		if b := s.output[k]; b != nil {
-			fmt.Fprint(w, b.String())
-		}
-	}
-	packages := append([]string(nil), s.packages...)
-	for pkg := range s.result {
-		if !contains(packages, pkg) {
-			packages = append(packages, pkg)
-		}
-	}
-	sort.Strings(packages)
-	for _, pkg := range packages {
-		result, done := s.result[pkg]
-		switch {
-		case !done:
-			ok = false
-			fmt.Fprintf(w, "FAIL\t%s\t(no result: the test binary did not finish)\n", pkg)
-		case result.Action == "fail":
-			ok = false
-			fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", pkg, result.Elapsed)
-		case result.Action == "skip":
-			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", pkg)
-		default:
-			fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", pkg, result.Elapsed)
-		}
-	}
-	// A package that failed outside any test (build error, panic in TestMain) counts as
-	// one failure, so the line never says "0 failed" for a failed run.
-	failed := s.failures
-	for _, k := range s.failed {
-		if k.test == "" && !s.failedTestIn(k.pkg) {
-			failed++
-		}
-	}
-	for _, pkg := range packages {
-		if _, done := s.result[pkg]; !done {
-			failed++
-		}
+	for _, pkg := range failedPackages {
+		fmt.Fprintf(w, "FAIL\t%s\n", pkg)
 	}
 	line := fmt.Sprintf("%d passed, %d failed", s.passed, failed)
 	if s.skipped > 0 {
 		line += fmt.Sprintf(", %d skipped", s.skipped)
 	}
 	fmt.Fprintln(w, line)
-	return ok
+	return failed == 0 && len(s.result) > 0
 }
 
 func (s *summary) failedTestIn(pkg string) bool {
 	for _, k := range s.failed {
 		if k.pkg == pkg && k.test != "" {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, value string) bool {
-	for _, item := range list {
-		if item == value {
 			return true
 		}
 	}
