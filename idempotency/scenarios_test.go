@@ -179,7 +179,8 @@ func TestC06LeaseExpiryTakeover(t *testing.T) {
 	}
 }
 
-// TestC06LeaseExpiryTakeoverRealTime is C06 on the wall clock: a 400 ms lease from a
+// TestC06LeaseExpiryTakeoverRealTime is C06 on the wall clock: a lease (400 ms, or 20
+// DynamoDB round trips measured first if longer) from a
 // real context deadline, the first attempt abandoned (never returns until the end),
 // retries polled until the takeover runs.
 func TestC06LeaseExpiryTakeoverRealTime(t *testing.T) {
