@@ -178,15 +178,14 @@ func TestEmulatorPermanentErrorDeadLettersAfterOneCall(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the message deleted from the source queue", func() bool {
 		return server.Stats().Deleted == 1
 	})
-	output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+	received := testenv.Receive(t, client, sqs.ReceiveMessageInput{
 		QueueUrl:              aws.String(queue.DeadLetterQueueURL),
 		MessageAttributeNames: []string{"All"},
-		WaitTimeSeconds:       5,
-	})
-	if err != nil || len(output.Messages) != 1 {
-		t.Fatalf("dead-letter queue receive: %v, %d messages", err, len(output.Messages))
+	}, 1, testenv.ReceiveTimeout)
+	if len(received) != 1 {
+		t.Fatalf("dead-letter queue holds %d messages, want 1", len(received))
 	}
-	dead := output.Messages[0]
+	dead := received[0]
 	want := map[string]string{
 		sqsworker.AttributeFailureReason:       "MalformedBody",
 		sqsworker.AttributeFailureError:        "permanent failure (MalformedBody): invalid character 'o' in literal null",

@@ -109,14 +109,11 @@ func TestSendToDeadLetterQueueKeepsTheFIFOGroup(t *testing.T) {
 
 func receiveOne(t *testing.T, client *sqs.Client, url string) types.Message {
 	t.Helper()
-	output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+	messages := testenv.Receive(t, client, sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(url),
-		MaxNumberOfMessages:         10,
-		WaitTimeSeconds:             5,
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	require.NoError(t, err)
-	require.Len(t, output.Messages, 1)
-	return output.Messages[0]
+	}, 1, testenv.ReceiveTimeout)
+	require.Len(t, messages, 1)
+	return messages[0]
 }
