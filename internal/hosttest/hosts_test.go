@@ -162,8 +162,10 @@ func TestBothHostsCarryOutOutcomesAlike(t *testing.T) {
 		{name: "defer", handler: func(context.Context, *sqsworker.Message) error { return sqsworker.Defer(30*time.Second, "NotYet") },
 			want: result{effects: []string{"visibility rh-1 30s"}, events: []string{"received", "started", "finished", "rescheduled"}, kind: sqsworker.OutcomeDefer, reason: "NotYet"}},
 		{name: "retry-after clamped to what is left of 12 h since the first receive", firstReceive: 11 * time.Hour,
-			handler: func(context.Context, *sqsworker.Message) error { return sqsworker.RetryAfter(13*time.Hour, errors.New("later")) },
-			want:    result{effects: []string{"visibility rh-1 3570s"}, events: []string{"received", "started", "finished", "rescheduled"}, kind: sqsworker.OutcomeRetryAfter, reason: "RetryAfter"}},
+			handler: func(context.Context, *sqsworker.Message) error {
+				return sqsworker.RetryAfter(13*time.Hour, errors.New("later"))
+			},
+			want: result{effects: []string{"visibility rh-1 3570s"}, events: []string{"received", "started", "finished", "rescheduled"}, kind: sqsworker.OutcomeRetryAfter, reason: "RetryAfter"}},
 		{name: "permanent: dead-letter send, then delete", handler: func(context.Context, *sqsworker.Message) error {
 			return sqsworker.Permanent("MalformedBody", errors.New("bad json"))
 		}, want: result{effects: []string{dlq("MalformedBody", "permanent failure (MalformedBody): bad json"), "delete rh-1"}, events: []string{"received", "started", "finished", "dead-lettered", "deleted"},
