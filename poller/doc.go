@@ -31,7 +31,7 @@
 //     message whose ReceiveMessage response is lost is hidden at most that long; once
 //     the shutdown began, no failed receive is retried by the SDK.
 //   - Handling: each message in its own goroutine (one per message group, in order, on
-//     FIFO queues), through [sqsworker.CallHandler] (a panic fails the message, not the
+//     FIFO queues), through a recover wrapper (a panic fails the message, not the
 //     process), with a context cancelled at Config.HandlerTimeout (cause
 //     [ErrHandlerTimeout]).
 //   - Heartbeat: while a message is held, its visibility is extended every
