@@ -3,7 +3,6 @@ package poller
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/testenv"
@@ -83,48 +81,6 @@ func (r *releases) snapshot() map[string]time.Time {
 	return out
 }
 
-// requireFIFOGroupBlocking is the N10 probe N09 runs behind: after a group's head is
-// rescheduled (5 s) and the message behind it released (0) in one call, SQS hands out
-// nothing of the group until the head is visible again (AWS: a FIFO group's messages
-// are not returned while an earlier one is in flight). A lane that hands out the later
-// message fails the probe, and N09 does not run there (see localstack/README.md).
-func requireFIFOGroupBlocking(t *testing.T) {
-	t.Helper()
-	client := testenv.SQS(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true, ContentBasedDeduplication: true, NoDeadLetterQueue: true})
-	sendMessage(t, client, queue.URL, "p1", "g")
-	sendMessage(t, client, queue.URL, "p2", "g")
-	ctx := context.Background()
-	var handles []string
-	for deadline := time.Now().Add(10 * time.Second); len(handles) < 2 && time.Now().Before(deadline); {
-		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range output.Messages {
-			handles = append(handles, aws.ToString(m.ReceiptHandle))
-		}
-	}
-	if len(handles) != 2 {
-		t.Fatalf("probe: received %d of the 2 messages", len(handles))
-	}
-	if _, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queue.URL), Entries: []types.ChangeMessageVisibilityBatchRequestEntry{
-		{Id: aws.String("0"), ReceiptHandle: aws.String(handles[0]), VisibilityTimeout: 5},
-		{Id: aws.String("1"), ReceiptHandle: aws.String(handles[1]), VisibilityTimeout: 0},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(output.Messages) > 0 {
-		t.Skipf("this SQS emulator (%s) hands out %q while the earlier message of its FIFO group is in flight; AWS does not. "+
-			"CASES.md N09 runs only on a lane that passes this probe: SQSWORKER_SQS_EMULATOR=elasticmq (localstack/elasticmq-up)",
-			os.Getenv("AWS_ENDPOINT_URL_SQS"), aws.ToString(output.Messages[0].Body))
-	}
-}
-
 // n09Queue is N09's set-up: q.fifo with VT=300s and MRC=5, g1 holding a1..a5 and g2
 // b1..b3, and a poller with receive visibility 30 s, heartbeats every 10 s, a fixed 2 s
 // backoff and batches of 10.
@@ -184,7 +140,7 @@ func callsOf(calls []handlerCall, prefix string) []string {
 // queue.
 func TestN09FIFOFailureReleasesTheRestWithTheRetry(t *testing.T) {
 	t.Parallel()
-	requireFIFOGroupBlocking(t)
+	testenv.RequireFIFOGroupBlocking(t, testenv.SQS(t))
 	start := time.Now()
 	server, recorder, calls, released, queue, client := n09Server(t, func(call int) bool { return call <= 2 })
 	testenv.Eventually(t, 60*time.Second, "all eight messages deleted", func() bool { return server.Stats().Deleted == 8 && server.Stats().InFlight == 0 })
@@ -253,7 +209,7 @@ func TestN09FIFOFailureReleasesTheRestWithTheRetry(t *testing.T) {
 // it.
 func TestN09PoisonHeadStallsItsGroupForSeconds(t *testing.T) {
 	t.Parallel()
-	requireFIFOGroupBlocking(t)
+	testenv.RequireFIFOGroupBlocking(t, testenv.SQS(t))
 	start := time.Now()
 	server, _, calls, _, queue, client := n09Server(t, func(int) bool { return true })
 	testenv.Eventually(t, 90*time.Second, "a2 in the dead-letter queue", func() bool {
