@@ -27,6 +27,8 @@ import (
 	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // UnitOnlyVariable names the environment variable that, set to 1, makes every test that
@@ -289,7 +291,7 @@ func RequireFIFOGroupBlocking(t testing.TB, client *sqs.Client) {
 	}
 	var handles []string
 	for deadline := time.Now().Add(10 * time.Second); len(handles) < 2 && time.Now().Before(deadline); {
-		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 30})
+		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsx.MaxBatchEntries, WaitTimeSeconds: 1, VisibilityTimeout: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +308,7 @@ func RequireFIFOGroupBlocking(t testing.TB, client *sqs.Client) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsx.MaxBatchEntries, WaitTimeSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
