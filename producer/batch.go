@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // Result is the outcome of one job of [Producer.SendBatch].
@@ -20,44 +19,30 @@ type Result struct {
 }
 
 // SendBatch sends jobs to queueURL in as few SendMessageBatch calls as SQS's limits
-// allow (10 entries and 1 MiB per call), in order. An entry that fails on SQS's side is
-// sent again alone with SendMessage; one that fails through the sender's fault is
-// reported. The results match jobs one to one; the error joins the failed jobs' errors,
-// each naming its index, and is nil when every job was sent.
+// allow (10 entries and 1 MiB per call), in order. An entry that fails on SQS's side
+// (not a sender fault) is sent again alone with SendMessage; one that fails through the
+// sender's fault is reported. The results match jobs one to one; the error joins the
+// failed jobs' errors, each naming its index, and is nil when every job was sent.
 func (p *Producer) SendBatch(ctx context.Context, queueURL string, jobs []Job) ([]Result, error) {
 	results := make([]Result, len(jobs))
-	prepared := make([]*outgoing, len(jobs))
+	var ready []*outgoing
+	var indexes []int
 	for i, job := range jobs {
-		prepared[i], results[i].Err = p.prepare(ctx, queueURL, job)
-	}
-	var chunk []int // indexes of the jobs of the next call
-	chunkBytes := 0
-	flush := func() {
-		messages := make([]*outMessage, len(chunk))
-		for j, i := range chunk {
-			messages[j] = prepared[i].message
-		}
-		for j, result := range p.sendBatch(ctx, queueURL, messages) {
-			i := chunk[j]
-			results[i].MessageID, results[i].Err = p.finish(ctx, prepared[i], result)
-		}
-		chunk, chunkBytes = chunk[:0], 0
-	}
-	for i, out := range prepared {
-		if out == nil {
+		out, err := p.prepare(ctx, queueURL, job)
+		if err != nil {
+			results[i].Err = err
 			continue
 		}
-		if len(chunk) > 0 && chunkBytes+out.message.size > maxBatchBytes {
-			flush()
-		}
-		chunk = append(chunk, i)
-		chunkBytes += out.message.size
-		if len(chunk) == maxBatchEntries {
-			flush()
-		}
+		ready = append(ready, out)
+		indexes = append(indexes, i)
 	}
-	if len(chunk) > 0 {
-		flush()
+	messages := make([]*outMessage, len(ready))
+	for j, out := range ready {
+		messages[j] = out.message
+	}
+	for j, result := range p.sendBatch(ctx, queueURL, messages) {
+		i := indexes[j]
+		results[i].MessageID, results[i].Err = p.finish(ctx, ready[j], result)
 	}
 	var errs []error
 	for i, result := range results {
@@ -68,50 +53,25 @@ func (p *Producer) SendBatch(ctx context.Context, queueURL string, jobs []Job) (
 	return results, errors.Join(errs...)
 }
 
-// sendBatch sends at most 10 messages, together at most 1 MiB, in one SendMessageBatch,
-// retrying entries that failed on SQS's side alone, and returns one result per message.
+// sendBatch sends messages with SendMessageBatch (sqsx packs them by 10 entries and
+// 1 MiB per call), retries each entry that failed on SQS's side alone, and returns one
+// result per message. A failed call (which the SDK has already retried) fails its
+// entries.
 func (p *Producer) sendBatch(ctx context.Context, queueURL string, messages []*outMessage) []sendResult {
-	results := make([]sendResult, len(messages))
 	entries := make([]types.SendMessageBatchRequestEntry, len(messages))
 	for i, message := range messages {
-		entries[i] = message.entry(strconv.Itoa(i))
+		entries[i] = message.entry()
 	}
-	output, err := p.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-	if err != nil {
-		err = fmt.Errorf("producer: SendMessageBatch to %s: %w", queueURL, err)
-		for i := range results {
-			results[i].err = err
-		}
-		return results
-	}
-	answered := make([]bool, len(messages))
-	index := func(id *string) (int, bool) {
-		i, err := strconv.Atoi(aws.ToString(id))
-		if err != nil || i < 0 || i >= len(messages) || answered[i] {
-			return 0, false
-		}
-		answered[i] = true
-		return i, true
-	}
-	for _, entry := range output.Successful {
-		if i, ok := index(entry.Id); ok {
-			results[i].id = aws.ToString(entry.MessageId)
-		}
-	}
-	for _, entry := range output.Failed {
-		i, ok := index(entry.Id)
-		if !ok {
-			continue
-		}
-		if entry.SenderFault {
-			results[i].err = fmt.Errorf("producer: SQS refused the message for %s: %s: %s", queueURL, aws.ToString(entry.Code), aws.ToString(entry.Message))
-			continue
-		}
-		results[i] = p.sendOne(ctx, messages[i]) // SQS's fault: once more, alone
-	}
-	for i, done := range answered {
-		if !done {
-			results[i] = p.sendOne(ctx, messages[i]) // no answer for the entry: alone
+	results := make([]sendResult, len(messages))
+	for i, result := range sqsx.SendMessages(ctx, p.api, queueURL, entries, sqsx.MaxBatchBytes) {
+		entryErr, isEntry := errors.AsType[*sqsx.EntryError](result.Err)
+		switch {
+		case result.Err == nil:
+			results[i].id = result.MessageID
+		case isEntry && !entryErr.SenderFault:
+			results[i] = p.sendOne(ctx, messages[i]) // SQS's fault or no answer: once more, alone
+		default:
+			results[i].err = fmt.Errorf("producer: sending to %s: %w", queueURL, result.Err)
 		}
 	}
 	return results

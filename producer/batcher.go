@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // Defaults for [BatcherConfig].
@@ -146,7 +148,7 @@ func (b *Batcher) run() {
 	for {
 		select {
 		case r := <-b.requests:
-			if len(open) > 0 && openBytes+r.message.size > maxBatchBytes {
+			if len(open) > 0 && openBytes+r.message.size > sqsx.MaxBatchBytes {
 				flush()
 			}
 			open = append(open, r)
@@ -154,7 +156,7 @@ func (b *Batcher) run() {
 			if len(open) == 1 {
 				timer.Reset(b.window)
 			}
-			if len(open) == maxBatchEntries {
+			if len(open) == sqsx.MaxBatchEntries {
 				flush()
 			}
 		case <-timer.C:

@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // DelayMiddleware is the consumer side of delays longer than one hop (Config.MaxHop,
@@ -41,7 +41,7 @@ func (p *Producer) DelayMiddleware() sqsworker.Middleware {
 				return next.Handle(ctx, withoutDueAt(message))
 			}
 			if isFIFO(message.QueueURL) {
-				return sqsworker.Defer(sqsworker.ClampVisibility(remaining, message.SinceFirstReceive(p.config.Now())), "NotDue")
+				return sqsworker.Defer(sqsx.ClampVisibility(remaining, message.SinceFirstReceive(p.config.Now())), "NotDue")
 			}
 			return p.hop(ctx, message, min(remaining, p.config.MaxHop))
 		})
@@ -50,19 +50,11 @@ func (p *Producer) DelayMiddleware() sqsworker.Middleware {
 
 // hop sends message again to its queue with the given delay.
 func (p *Producer) hop(ctx context.Context, message *sqsworker.Message, delay time.Duration) error {
-	attributes := make(map[string]types.MessageAttributeValue, len(message.MessageAttributes))
-	for name, value := range message.MessageAttributes {
-		attribute := types.MessageAttributeValue{DataType: aws.String(value.DataType), BinaryValue: value.BinaryValue}
-		if value.BinaryValue == nil {
-			attribute.StringValue = aws.String(value.StringValue)
-		}
-		attributes[name] = attribute
-	}
 	input := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(message.QueueURL),
 		MessageBody:       aws.String(message.Body),
-		MessageAttributes: attributes,
-		DelaySeconds:      delaySeconds(delay),
+		MessageAttributes: sqsx.ToSDKAttributes(message.MessageAttributes),
+		DelaySeconds:      sqsx.DelaySeconds(delay),
 	}
 	if message.GroupID != "" {
 		input.MessageGroupId = aws.String(message.GroupID) // a fair queue's tenant key

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // API is the part of the SQS client the producer uses; *sqs.Client satisfies it.
@@ -31,7 +31,7 @@ var _ API = (*sqs.Client)(nil)
 const (
 	// DefaultMaxHop is the longest delay of one send: SQS's DelaySeconds limit of 15
 	// minutes. Longer delays are carried by hops.
-	DefaultMaxHop = maxDelay
+	DefaultMaxHop = sqsx.MaxDelay
 	// DefaultUniqueFor is how long a unique job's key stays taken when Job.UniqueFor is zero.
 	DefaultUniqueFor = time.Hour
 	// DefaultUniqueWait is how long a duplicate waits for the first producer's message id.
@@ -137,7 +137,7 @@ func New(api API, config Config) (*Producer, error) {
 	if config.OffloadThreshold < 0 {
 		errs = append(errs, fmt.Errorf("producer: Config.OffloadThreshold is negative (%d)", config.OffloadThreshold))
 	}
-	if config.MaxHop != 0 && (config.MaxHop < time.Second || config.MaxHop > maxDelay) {
+	if config.MaxHop != 0 && (config.MaxHop < time.Second || config.MaxHop > sqsx.MaxDelay) {
 		errs = append(errs, fmt.Errorf("producer: Config.MaxHop %s is outside 1s to 15m (SQS's DelaySeconds range)", config.MaxHop))
 	}
 	if config.UniqueWait < 0 || config.UniquePending < 0 {
@@ -217,9 +217,9 @@ func (m *outMessage) input() *sqs.SendMessageInput {
 	return input
 }
 
-func (m *outMessage) entry(id string) types.SendMessageBatchRequestEntry {
+// entry returns the message as a SendMessageBatch entry (sqsx sets its Id).
+func (m *outMessage) entry() types.SendMessageBatchRequestEntry {
 	entry := types.SendMessageBatchRequestEntry{
-		Id:                aws.String(id),
 		MessageBody:       aws.String(m.body),
 		MessageAttributes: m.attributes,
 		DelaySeconds:      m.delaySeconds,
@@ -303,9 +303,9 @@ func (p *Producer) build(ctx context.Context, queueURL string, job Job) (*outMes
 	case job.Delay > p.config.MaxHop:
 		due := p.config.Now().Add(job.Delay)
 		attributes[sqsworker.AttributeDueAt] = dueAtValue(due)
-		message.delaySeconds = delaySeconds(p.config.MaxHop)
+		message.delaySeconds = sqsx.DelaySeconds(p.config.MaxHop)
 	default:
-		message.delaySeconds = delaySeconds(job.Delay)
+		message.delaySeconds = sqsx.DelaySeconds(job.Delay)
 	}
 
 	if fifo {
@@ -318,8 +318,8 @@ func (p *Producer) build(ctx context.Context, queueURL string, job Job) (*outMes
 	} else if job.DeduplicationID != "" {
 		return nil, fmt.Errorf("producer: queue %s is a standard queue and takes no DeduplicationID (use UniqueKey)", queueURL)
 	}
-	if len(attributes) > maxMessageAttributes {
-		return nil, fmt.Errorf("producer: the job has %d message attributes (with the producer's own), SQS allows %d", len(attributes), maxMessageAttributes)
+	if len(attributes) > sqsx.MaxMessageAttributes {
+		return nil, fmt.Errorf("producer: the job has %d message attributes (with the producer's own), SQS allows %d", len(attributes), sqsx.MaxMessageAttributes)
 	}
 	message.attributes = attributes
 	if err := p.fit(ctx, message); err != nil {
@@ -335,7 +335,7 @@ func (p *Producer) fit(ctx context.Context, message *outMessage) error {
 	if err != nil {
 		return err
 	}
-	message.size = messageSize(message.body, message.attributes)
+	message.size = len(message.body) + sqsx.SDKAttributesSize(message.attributes)
 	threshold := p.config.OffloadThreshold
 	if threshold == 0 || threshold > limits.maxSize {
 		threshold = limits.maxSize
@@ -351,12 +351,12 @@ func (p *Producer) fit(ctx context.Context, message *outMessage) error {
 		return fmt.Errorf("producer: offloading a %d-byte message for %s: %w", message.size, message.queueURL, err)
 	}
 	message.body, message.attributes = body, attributes
-	message.size = messageSize(body, attributes)
+	message.size = len(body) + sqsx.SDKAttributesSize(attributes)
 	if message.size > limits.maxSize {
 		return &TooLargeError{QueueURL: message.queueURL, Size: message.size, Limit: limits.maxSize, Offloaded: true}
 	}
-	if len(attributes) > maxMessageAttributes {
-		return fmt.Errorf("producer: the offloaded message has %d message attributes, SQS allows %d", len(attributes), maxMessageAttributes)
+	if len(attributes) > sqsx.MaxMessageAttributes {
+		return fmt.Errorf("producer: the offloaded message has %d message attributes, SQS allows %d", len(attributes), sqsx.MaxMessageAttributes)
 	}
 	return nil
 }
@@ -408,13 +408,7 @@ func jobBody(job Job) (string, error) {
 // isFIFO reports whether queueURL names a FIFO queue: SQS requires FIFO queue names to
 // end in ".fifo", and no standard queue's name may.
 func isFIFO(queueURL string) bool {
-	return strings.HasSuffix(queueURL, ".fifo")
-}
-
-// delaySeconds rounds a delay up to whole seconds (never early), within 0 to 900.
-func delaySeconds(delay time.Duration) int32 {
-	seconds := (delay + time.Second - 1) / time.Second
-	return int32(max(min(seconds, maxDelay/time.Second), 0))
+	return sqsx.IsFIFOName(queueURL)
 }
 
 func stringValue(value string) types.MessageAttributeValue {
