@@ -117,7 +117,7 @@ type Producer struct {
 	config Config
 
 	mu     sync.Mutex
-	queues map[string]*queueLimits
+	queues map[string]*queueEntry
 }
 
 // queueLimits is what the producer knows about one queue.
@@ -158,7 +158,7 @@ func New(api API, config Config) (*Producer, error) {
 	if config.Now == nil {
 		config.Now = time.Now
 	}
-	return &Producer{api: api, config: config, queues: map[string]*queueLimits{}}, nil
+	return &Producer{api: api, config: config, queues: map[string]*queueEntry{}}, nil
 }
 
 // Send sends one job to queueURL and returns its SQS message id.
@@ -361,14 +361,47 @@ func (p *Producer) fit(ctx context.Context, message *outMessage) error {
 	return nil
 }
 
-// limits returns what the producer knows about queueURL, reading its attributes once.
+// limits returns what the producer knows about queueURL, reading its attributes once:
+// concurrent first sends to a queue wait for one GetQueueAttributes. A failed read is
+// not kept, so the next send tries again.
 func (p *Producer) limits(ctx context.Context, queueURL string) (*queueLimits, error) {
 	p.mu.Lock()
-	limits, ok := p.queues[queueURL]
+	entry, ok := p.queues[queueURL]
+	if !ok {
+		entry = &queueEntry{ready: make(chan struct{})}
+		p.queues[queueURL] = entry
+	}
 	p.mu.Unlock()
 	if ok {
-		return limits, nil
+		select {
+		case <-entry.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("producer: waiting for the attributes of %s: %w", queueURL, ctx.Err())
+		}
+		if entry.err != nil {
+			return nil, entry.err
+		}
+		return entry.limits, nil
 	}
+	entry.limits, entry.err = p.readLimits(ctx, queueURL)
+	if entry.err != nil {
+		p.mu.Lock()
+		delete(p.queues, queueURL)
+		p.mu.Unlock()
+	}
+	close(entry.ready)
+	return entry.limits, entry.err
+}
+
+// queueEntry is one queue's limits, or the read in progress (until ready is closed).
+type queueEntry struct {
+	ready  chan struct{}
+	limits *queueLimits
+	err    error
+}
+
+// readLimits reads queueURL's MaximumMessageSize with GetQueueAttributes.
+func (p *Producer) readLimits(ctx context.Context, queueURL string) (*queueLimits, error) {
 	output, err := p.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize},
@@ -376,15 +409,14 @@ func (p *Producer) limits(ctx context.Context, queueURL string) (*queueLimits, e
 	if err != nil {
 		return nil, fmt.Errorf("producer: reading MaximumMessageSize of %s: %w", queueURL, err)
 	}
-	text := output.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]
-	size, err := strconv.Atoi(text)
-	if err != nil || size <= 0 {
-		return nil, fmt.Errorf("producer: queue %s: MaximumMessageSize %q is not a positive number", queueURL, text)
+	limits := &queueLimits{url: queueURL, fifo: isFIFO(queueURL), maxSize: sqsx.DefaultMaximumMessageSize}
+	if text, ok := output.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]; ok {
+		size, err := strconv.Atoi(text)
+		if err != nil || size <= 0 {
+			return nil, fmt.Errorf("producer: queue %s: MaximumMessageSize %q is not a positive number", queueURL, text)
+		}
+		limits.maxSize = size
 	}
-	limits = &queueLimits{url: queueURL, fifo: isFIFO(queueURL), maxSize: size}
-	p.mu.Lock()
-	p.queues[queueURL] = limits
-	p.mu.Unlock()
 	return limits, nil
 }
 
