@@ -324,7 +324,9 @@ func TestUniqueJobSentOnce(t *testing.T) {
 	ids := make([]string, 20)
 	errs := make([]error, 20)
 	for i := range 20 {
-		wg.Go(func() { ids[i], errs[i] = p.Send(context.Background(), standardURL, Job{Body: "x", UniqueKey: "order-9"}) })
+		wg.Go(func() {
+			ids[i], errs[i] = p.Send(context.Background(), standardURL, Job{Body: "x", UniqueKey: "order-9"})
+		})
 	}
 	wg.Wait()
 	require.Len(t, fake.sent(), 1)
