@@ -55,6 +55,27 @@ func BenchmarkEmulatorSend(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }
 
+// BenchmarkEmulatorSendParallel is BenchmarkEmulatorBatcherParallel without the batcher:
+// one SendMessage per job from the same 64 goroutines per CPU.
+func BenchmarkEmulatorSendParallel(b *testing.B) {
+	client := testenv.SQS(b)
+	queue := testenv.NewQueue(b, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	p := newProducer(b, client, Config{})
+	ctx := context.Background()
+	b.SetParallelism(64)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := p.Send(ctx, queue.URL, Job{Type: "ping", Body: "x"}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
 func BenchmarkEmulatorBatcherParallel(b *testing.B) {
 	client := testenv.SQS(b)
 	queue := testenv.NewQueue(b, client, testenv.QueueOptions{NoDeadLetterQueue: true})
