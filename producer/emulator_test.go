@@ -302,3 +302,36 @@ func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
 	arrivals := receiveAll(t, client, queue.URL, 1, 10*time.Second)
 	assert.Equal(t, map[string]int{exact: 1}, arrivals, "only the job that fits was sent")
 }
+
+// An expired key is free again although its item is still in the table (DynamoDB's TTL
+// deletes late, moto never): expiry is checked in the condition, not left to TTL.
+func TestEmulatorUniqueKeyExpiryCheckedInCode(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store := producer.NewDynamoDBUniqueStore(testenv.DynamoDB(t), testenv.NewTable(t, testenv.DynamoDB(t)))
+	ctx := context.Background()
+	past := time.Now().Add(-2 * time.Hour)
+	_, reserved, err := store.Reserve(ctx, "report-2026-11", "old-owner", past, past.Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, reserved)
+	require.NoError(t, store.Confirm(ctx, "report-2026-11", "old-owner", "old-message", past.Add(time.Hour)))
+	assert.Error(t, store.Confirm(ctx, "report-2026-11", "someone-else", "other", time.Now().Add(time.Hour)), "only the owner confirms")
+
+	p := newProducer(t, client, producer.Config{Unique: store})
+	id, err := p.Send(ctx, queue.URL, producer.Job{Type: "report", Body: `{}`, UniqueKey: "report-2026-11"})
+	require.NoError(t, err, "the expired key is taken again")
+	_, err = p.Send(ctx, queue.URL, producer.Job{Type: "report", Body: `{}`, UniqueKey: "report-2026-11"})
+	var duplicate *producer.DuplicateJobError
+	require.ErrorAs(t, err, &duplicate)
+	assert.Equal(t, id, duplicate.MessageID)
+
+	// A reservation released after a failed send frees the key at once.
+	_, reserved, err = store.Reserve(ctx, "released", "owner-1", time.Now(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, reserved)
+	require.NoError(t, store.Release(ctx, "released", "owner-1"))
+	_, reserved, err = store.Reserve(ctx, "released", "owner-2", time.Now(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, reserved)
+}
