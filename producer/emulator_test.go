@@ -335,3 +335,30 @@ func TestEmulatorUniqueKeyExpiryCheckedInCode(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, reserved)
 }
+
+// On a FIFO queue a unique key is the deduplication id: SQS itself keeps the copies of
+// concurrent sends out (for its 5-minute deduplication interval); no store is needed.
+func TestEmulatorUniqueJobOnFIFOQueue(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
+	p := newProducer(t, client, producer.Config{})
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	ids := make([]string, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			ids[i], errs[i] = p.Send(context.Background(), queue.URL, producer.Job{Type: "invoice", Payload: map[string]int{"order": 42}, GroupID: "orders", UniqueKey: "invoice-order-42"})
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	arrivals := receiveAll(t, client, queue.URL, 1, 10*time.Second)
+	assert.Equal(t, map[string]int{`{"order":42}`: 1}, arrivals)
+	settledEmpty(t, client, queue.URL, 10*time.Second)
+	distinct := map[string]bool{}
+	for _, id := range ids {
+		distinct[id] = true
+	}
+	t.Logf("%d distinct message ids returned for 20 deduplicated sends", len(distinct))
+}

@@ -100,8 +100,9 @@ type Job struct {
 	// UniqueKey makes the job unique: while the key is taken (UniqueFor), another Send
 	// with the same key sends nothing and returns a [*DuplicateJobError] with the first
 	// job's message id. On a standard queue it needs Config.Unique; on a FIFO queue it is
-	// the deduplication id (when DeduplicationID is empty), so SQS enforces it for 5
-	// minutes.
+	// the deduplication id (when DeduplicationID is empty): SQS accepts a duplicate sent
+	// within its 5-minute deduplication interval without delivering it, and Send returns
+	// no error for it.
 	UniqueKey string
 	// UniqueFor is how long UniqueKey stays taken after the send; if zero, DefaultUniqueFor.
 	UniqueFor time.Duration
