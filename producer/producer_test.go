@@ -392,3 +392,19 @@ func waitFor(t *testing.T, condition func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestSendBatchSendsARepeatedUniqueKeyOnce(t *testing.T) {
+	fake := newFake()
+	p := newProducer(t, fake, Config{Unique: newMemoryUnique(), UniqueWait: time.Minute})
+	start := time.Now()
+	results, err := p.SendBatch(context.Background(), standardURL, []Job{
+		{Body: "a", UniqueKey: "k"}, {Body: "b"}, {Body: "a again", UniqueKey: "k"},
+	})
+	assert.Less(t, time.Since(start), 10*time.Second, "the repeat does not wait for its own batch")
+	require.Len(t, fake.sent(), 2)
+	require.NoError(t, results[0].Err)
+	var duplicate *DuplicateJobError
+	require.ErrorAs(t, results[2].Err, &duplicate)
+	assert.Equal(t, DuplicateJobError{Key: "k", MessageID: results[0].MessageID}, *duplicate)
+	assert.ErrorContains(t, err, "job 2: ")
+}
