@@ -17,10 +17,6 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-type WelcomeEmail struct {
-	To string `json:"to"`
-}
-
 func sendEmail(ctx context.Context, to string) error { return nil }
 
 // The README's first job: a job type, a producer and a container worker.
@@ -32,6 +28,10 @@ func Example_firstJob() {
 	}
 	client := sqs.NewFromConfig(awsConfig)
 	queueURL := os.Getenv("QUEUE_URL")
+
+	type WelcomeEmail struct {
+		To string `json:"to"`
+	}
 
 	mux := sqsworker.NewServeMux()
 	sqsworker.RegisterJSON(mux, "welcome-email", func(ctx context.Context, job WelcomeEmail) error {
