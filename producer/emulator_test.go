@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
@@ -361,4 +362,38 @@ func TestEmulatorUniqueJobOnFIFOQueue(t *testing.T) {
 		distinct[id] = true
 	}
 	t.Logf("%d distinct message ids returned for 20 deduplicated sends", len(distinct))
+}
+
+// The idempotency middleware's default key is the producer's IdempotencyKey: two sends
+// of one key run the handler once. The producer's trace context reaches the handler.
+func TestEmulatorIdempotencyKeyAndTraceContextReachTheWorker(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store := idempotency.NewDynamoDBStore(testenv.DynamoDB(t), testenv.NewTable(t, testenv.DynamoDB(t)))
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	p := newProducer(t, client, producer.Config{TraceContext: func(ctx context.Context) map[string]string {
+		return map[string]string{"traceparent": traceparent}
+	}})
+	var mu sync.Mutex
+	var runs []string
+	mux := sqsworker.NewServeMux()
+	sqsworker.RegisterJSON(mux, "charge", func(ctx context.Context, job struct{ Cents int }) error {
+		message, _ := sqsworker.MessageFromContext(ctx)
+		trace, _ := message.StringAttribute("traceparent")
+		mu.Lock()
+		runs = append(runs, trace)
+		mu.Unlock()
+		return nil
+	})
+	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, idempotency.Middleware(store, idempotency.Config{})))
+	for range 2 {
+		_, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "charge", Payload: map[string]int{"Cents": 500}, IdempotencyKey: "charge-order-7"})
+		require.NoError(t, err)
+	}
+	testenv.Eventually(t, 30*time.Second, "both messages deleted", func() bool { return server.Stats().Deleted == 2 })
+	settledEmpty(t, client, queue.URL, 10*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{traceparent}, runs, "one run, with the producer's trace context")
 }
