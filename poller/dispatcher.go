@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // ErrHandlerTimeout is the cause (context.Cause) of a handler context cancelled because
@@ -238,8 +239,9 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, wa
 	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
 	defer cancel()
 	result := make(chan error, 1)
+	d.settler.started(held)
 	go func() { // owned by process: it waits for the result, or gives up at abandon
-		result <- sqsworker.CallHandler(ctx, d.handler, message)
+		result <- settle.Call(ctx, d.handler, message)
 	}()
 
 	var err error
@@ -264,12 +266,16 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, wa
 	aborted := errors.Is(context.Cause(ctx), ErrDrainTimeout)
 	switch {
 	case aborted && (err != nil || !returned):
+		if !returned {
+			d.settler.abandoned(held, "drain deadline reached")
+		}
 		d.settler.release([]*delivery{held}, "drain deadline reached")
 	case !returned:
 		err = fmt.Errorf("%w: handler still running %s after its context was cancelled (Config.HandlerTimeout %s)", context.Cause(ctx), cancelGrace, d.handlerTimeout)
-		done = d.settler.settle(held, err)
+		d.settler.abandoned(held, "hard timeout (Config.HandlerTimeout)")
+		done = d.settler.settle(held, err, d.fifo)
 	default:
-		done = d.settler.settle(held, err)
+		done = d.settler.settle(held, err, d.fifo)
 	}
 	if returned {
 		return done, func() {}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 const (
@@ -31,7 +32,7 @@ const (
 // signal, the poll context, the receive-error back-off and the error log limiter.
 type receiver struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
 	maxMessages int
 	loops       int
 	waitTime    time.Duration
@@ -57,7 +58,7 @@ type receiver struct {
 
 type receiverParams struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
 	maxMessages int
 	receivers   int
 	waitTime    time.Duration
@@ -145,7 +146,7 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 	output, err := r.api.ReceiveMessage(r.pollContext, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(r.queue.URL),
 		MaxNumberOfMessages:         int32(count),
-		WaitTimeSeconds:             int32(r.waitTime / time.Second),
+		WaitTimeSeconds:             sqsx.WaitSeconds(r.waitTime),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
 	})
@@ -160,12 +161,11 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		return nil, err
 	}
 	messages := output.Messages
-	r.stats.received.Add(int64(len(messages)))
-	r.stats.inFlight.Add(int64(len(messages)))
 	var extra []*delivery
 	deliveries := make([]*delivery, 0, len(messages))
 	for i, message := range messages {
 		d := &delivery{message: convertMessage(message, r.queue), receivedAt: receivedAt}
+		r.dispatcher.settler.received(d)
 		r.extender.add(d)
 		if i < count {
 			deliveries = append(deliveries, d)
@@ -297,4 +297,9 @@ func (b *receiveBackoff) abandon(probe bool) {
 func (b *receiveBackoff) broadcast() {
 	close(b.changed)
 	b.changed = make(chan struct{})
+}
+
+// convertMessage translates an SDK message into the neutral message handlers see.
+func convertMessage(in types.Message, queue *sqsx.Queue) *sqsworker.Message {
+	return sqsx.FromSDK(in, queue.URL, queue.ARN)
 }

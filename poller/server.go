@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // serverState is where a Server is in its life: new → active → stopping → closed.
@@ -87,7 +89,7 @@ func (s *Server) Start(ctx context.Context) error {
 	case stateStopping, stateClosed:
 		return errors.New("poller: server is closed")
 	}
-	queue, err := sqsworker.LoadQueue(ctx, s.api, s.config.QueueURL)
+	queue, err := sqsx.LoadQueue(ctx, s.api, s.config.QueueURL)
 	if err != nil {
 		return fmt.Errorf("poller: %w", err)
 	}
@@ -106,6 +108,41 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.wire(config, queue, base)
+	s.state = stateActive
+	s.extender.start(&s.wg)
+	s.acker.start(&s.wg)
+	if s.health != nil {
+		s.health.start(&s.wg)
+	}
+	s.receiver.start(&s.wg)
+	s.logger.Info("poller: started",
+		"fifo", queue.FIFO,
+		"dead_letter_queue", queue.DeadLetterQueueURL,
+		"concurrency", config.Concurrency,
+		"receivers", config.Receivers,
+		"wait_time", config.WaitTime,
+		"handler_timeout", config.HandlerTimeout,
+		"heartbeat_interval", config.HeartbeatInterval,
+		"visibility_extension", config.VisibilityExtension,
+		"drain_timeout", config.DrainTimeout)
+	return nil
+}
+
+// wire builds the components for queue, each with its parameters: the settlement
+// (internal/settle, observed by the server's counters and Config.Observer), extender,
+// acker, dispatcher and receivers.
+func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
+	core := settle.New(settle.Config{
+		Host:                  "poller",
+		Backoff:               config.Backoff,
+		DeadLetter:            settle.QueueDeadLetter{API: s.api, Queue: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
+		DisableDeadLetterSend: config.DisableDeadLetterSend,
+		ErrorHandler:          config.ErrorHandler,
+		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),
+		Logger:                s.logger,
+		CallTimeout:           visibilityCallTimeout,
+	})
 	concurrency := newSlots(config.Concurrency)
 	s.extender = newExtender(extenderParams{
 		api:         s.api,
@@ -113,7 +150,7 @@ func (s *Server) Start(ctx context.Context) error {
 		interval:    config.HeartbeatInterval,
 		extension:   config.VisibilityExtension,
 		logger:      s.logger,
-		stats:       &s.stats,
+		settle:      core,
 		callContext: base,
 	})
 	s.acker = newAcker(ackerParams{
@@ -121,20 +158,17 @@ func (s *Server) Start(ctx context.Context) error {
 		queueURL:    queue.URL,
 		interval:    config.DeleteFlushInterval,
 		logger:      s.logger,
-		stats:       &s.stats,
+		settle:      core,
 		callContext: base,
 	})
 	settler := newSettler(settlerParams{
-		api:                   s.api,
-		queue:                 queue,
-		backoff:               config.Backoff,
-		disableDeadLetterSend: config.DisableDeadLetterSend,
-		extender:              s.extender,
-		acker:                 s.acker,
-		errorHandler:          config.ErrorHandler,
-		logger:                s.logger,
-		stats:                 &s.stats,
-		callContext:           base,
+		api:         s.api,
+		queueURL:    queue.URL,
+		settle:      core,
+		extender:    s.extender,
+		acker:       s.acker,
+		logger:      s.logger,
+		callContext: base,
 	})
 	s.dispatcher = newDispatcher(dispatcherParams{
 		handler:        s.handler,
@@ -159,24 +193,6 @@ func (s *Server) Start(ctx context.Context) error {
 		stats:       &s.stats,
 		baseContext: base,
 	})
-	s.state = stateActive
-	s.extender.start(&s.wg)
-	s.acker.start(&s.wg)
-	if s.health != nil {
-		s.health.start(&s.wg)
-	}
-	s.receiver.start(&s.wg)
-	s.logger.Info("poller: started",
-		"fifo", queue.FIFO,
-		"dead_letter_queue", queue.DeadLetterQueueURL,
-		"concurrency", config.Concurrency,
-		"receivers", config.Receivers,
-		"wait_time", config.WaitTime,
-		"handler_timeout", config.HandlerTimeout,
-		"heartbeat_interval", config.HeartbeatInterval,
-		"visibility_extension", config.VisibilityExtension,
-		"drain_timeout", config.DrainTimeout)
-	return nil
 }
 
 // Run starts the server, waits until ctx is done or the process gets SIGTERM or
