@@ -186,7 +186,7 @@ func TestEmulatorFortyMinuteDelayThroughHops(t *testing.T) {
 		defer mu.Unlock()
 		return len(handled) > 0
 	})
-	settledEmpty(t, client, queue.URL, 30*time.Second)
+	settledEmpty(t, client, queue.URL, 45*time.Second)
 	testenv.Eventually(t, 10*time.Second, "every delete confirmed", func() bool { return server.Stats().InFlight == 0 })
 
 	mu.Lock()
