@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
 )
@@ -53,6 +54,27 @@ func Example_firstJob() {
 		log.Fatal(err)
 	}
 	log.Fatal(worker.Run(ctx)) // nil after a graceful drain on SIGTERM
+}
+
+// The package comment's producer and consumer.
+func ExampleProducer_Send() {
+	ctx, queueURL := context.Background(), os.Getenv("QUEUE_URL")
+	awsConfig, _ := config.LoadDefaultConfig(ctx)
+	run := func() (string, error) {
+		jobs, err := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{})
+		id, err := jobs.Send(ctx, queueURL, producer.Job{Type: "welcome-email", Payload: WelcomeEmail{To: "ada@example.com"}})
+
+		mux := sqsworker.NewServeMux()
+		store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), "jobs-idempotency")
+		handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+		_ = handler // poller.New(client, poller.Config{QueueURL: queueURL}, handler)
+		return id, err
+	}
+	_ = run
+}
+
+type WelcomeEmail struct {
+	To string `json:"to"`
 }
 
 // Delays longer than SQS's 15 minutes hop: the worker's DelayMiddleware re-sends the job
