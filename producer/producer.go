@@ -60,10 +60,13 @@ type Config struct {
 	// (a producer that crashes in between blocks the key that long); if zero,
 	// DefaultUniquePending (1 min).
 	UniquePending time.Duration
-	// TraceContext, if not nil, returns the trace context of ctx as key-value pairs
-	// (for example W3C "traceparent" and "tracestate"), each sent as a String message
-	// attribute. With OpenTelemetry: `carrier := propagation.MapCarrier{};
-	// otel.GetTextMapPropagator().Inject(ctx, carrier); return carrier`.
+	// TraceContext returns the trace context of ctx as key-value pairs (for example W3C
+	// "traceparent" and "tracestate"), each sent as a String message attribute. With
+	// OpenTelemetry: `carrier := propagation.MapCarrier{};
+	// otel.GetTextMapPropagator().Inject(ctx, carrier); return carrier`. If nil, a job
+	// sent from a handler a sqsworker.ServeMux runs carries on the "traceparent" and
+	// "tracestate" attributes of the message being handled (see
+	// sqsworker.MessageFromContext), and other jobs carry none.
 	TraceContext func(ctx context.Context) map[string]string
 	// MaxHop is the longest delay of one send, from 1 s to 15 min; if zero,
 	// DefaultMaxHop (15 min, SQS's DelaySeconds limit). A job delayed longer is sent with
@@ -282,11 +285,9 @@ func (p *Producer) build(ctx context.Context, queueURL string, job Job) (*outMes
 	message := &outMessage{queueURL: queueURL, body: body, groupID: job.GroupID, dedupID: job.DeduplicationID}
 	attributes := make(map[string]types.MessageAttributeValue, len(job.Attributes)+4)
 	maps.Copy(attributes, job.Attributes)
-	if p.config.TraceContext != nil {
-		for key, value := range p.config.TraceContext(ctx) {
-			if value != "" {
-				attributes[key] = stringValue(value)
-			}
+	for key, value := range p.traceContext(ctx) {
+		if value != "" {
+			attributes[key] = stringValue(value)
 		}
 	}
 	if job.Type != "" {
@@ -419,6 +420,31 @@ func (p *Producer) readLimits(ctx context.Context, queueURL string) (*queueLimit
 		limits.maxSize = size
 	}
 	return limits, nil
+}
+
+// W3C Trace Context names (https://www.w3.org/TR/trace-context/), the attributes the
+// default trace context carries on.
+const (
+	attributeTraceparent = "traceparent"
+	attributeTracestate  = "tracestate"
+)
+
+// traceContext returns the trace attributes for a job sent in ctx.
+func (p *Producer) traceContext(ctx context.Context) map[string]string {
+	if p.config.TraceContext != nil {
+		return p.config.TraceContext(ctx)
+	}
+	message, ok := sqsworker.MessageFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	trace := map[string]string{}
+	for _, name := range []string{attributeTraceparent, attributeTracestate} {
+		if value, ok := message.StringAttribute(name); ok {
+			trace[name] = value
+		}
+	}
+	return trace
 }
 
 // jobBody returns the body of a job: its raw Body or its JSON-encoded Payload.

@@ -408,3 +408,23 @@ func TestSendBatchSendsARepeatedUniqueKeyOnce(t *testing.T) {
 	assert.Equal(t, DuplicateJobError{Key: "k", MessageID: results[0].MessageID}, *duplicate)
 	assert.ErrorContains(t, err, "job 2: ")
 }
+
+func TestSendFromAHandlerCarriesTheMessagesTraceContext(t *testing.T) {
+	fake := newFake()
+	p := newProducer(t, fake, Config{})
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("order", func(ctx context.Context, m *sqsworker.Message) error {
+		_, err := p.Send(ctx, standardURL, Job{Type: "invoice", Body: "{}"}) // a follow-up job
+		return err
+	})
+	require.NoError(t, mux.Handle(context.Background(), &sqsworker.Message{MessageAttributes: map[string]sqsworker.MessageAttribute{
+		sqsworker.AttributeJobType: {DataType: "String", StringValue: "order"},
+		"traceparent":              {DataType: "String", StringValue: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+	}}))
+	_, err := p.Send(context.Background(), standardURL, Job{Body: "outside a handler"})
+	require.NoError(t, err)
+	sent := fake.sent()
+	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", sent[0].attribute("traceparent"))
+	assert.NotContains(t, sent[0].attributes, "tracestate")
+	assert.NotContains(t, sent[1].attributes, "traceparent")
+}
