@@ -52,7 +52,10 @@ func TestHandlerTimeout(t *testing.T) {
 	causes := make(chan error, 1)
 	logs := newLogRecorder()
 	server := startServer(t, api, Config{
-		HandlerTimeout:      300 * time.Millisecond,
+		// The first heartbeat is due 50 ms after the receive; the timeout leaves the
+		// heartbeat goroutine 950 ms to run, as on a busy 2-core machine under -race
+		// (300 ms was too short in 1 of 200 runs there).
+		HandlerTimeout:      time.Second,
 		HeartbeatInterval:   50 * time.Millisecond,
 		VisibilityExtension: 2 * time.Second,
 		Backoff:             testBackoff,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // heartbeatRetryDelay is how soon a heartbeat is retried after the whole
-// ChangeMessageVisibilityBatch call failed (network error, throttling).
+// ChangeMessageVisibilityBatch call failed (network error, throttling), plus up to half
+// of it again at random.
 const heartbeatRetryDelay = time.Second
 
 // lease is one held message's heartbeat state.
@@ -40,11 +42,12 @@ type lease struct {
 // message itself) is logged once and ends that message's heartbeats; it never stops
 // the process.
 type extender struct {
-	api               API
-	queueURL          string
-	interval          time.Duration
-	extension         time.Duration
-	queueVisibility   time.Duration
+	api       API
+	queueURL  string
+	interval  time.Duration
+	extension time.Duration
+	// initial is the visibility a receive gives (Config.ReceiveVisibility).
+	initial           time.Duration
 	logger            *slog.Logger
 	settle            *settle.Settler
 	callContext       context.Context
@@ -62,6 +65,7 @@ type extenderParams struct {
 	queue       *sqsx.Queue
 	interval    time.Duration
 	extension   time.Duration
+	initial     time.Duration
 	logger      *slog.Logger
 	settle      *settle.Settler
 	callContext context.Context
@@ -73,7 +77,7 @@ func newExtender(params extenderParams) *extender {
 		queueURL:          params.queue.URL,
 		interval:          params.interval,
 		extension:         params.extension,
-		queueVisibility:   params.queue.VisibilityTimeout,
+		initial:           params.initial,
 		logger:            params.logger,
 		settle:            params.settle,
 		callContext:       params.callContext,
@@ -85,12 +89,13 @@ func newExtender(params extenderParams) *extender {
 }
 
 // add starts heartbeats for a just received message. The first one is due after
-// HeartbeatInterval or half the queue's visibility timeout, whichever is sooner.
+// HeartbeatInterval or half the receive's visibility (Config.ReceiveVisibility),
+// whichever is sooner.
 func (e *extender) add(d *delivery) {
 	l := &lease{
 		delivery:     d,
-		visibleUntil: d.receivedAt.Add(e.queueVisibility),
-		nextDue:      d.receivedAt.Add(min(e.interval, e.queueVisibility/2)),
+		visibleUntil: d.receivedAt.Add(e.initial),
+		nextDue:      d.receivedAt.Add(min(e.interval, e.initial/2)),
 	}
 	d.lease = l
 	e.mu.Lock()
@@ -116,7 +121,13 @@ func (e *extender) remove(l *lease) time.Time {
 func (e *extender) start(wg *sync.WaitGroup) {
 	wg.Go(func() {
 		defer close(e.done)
-		tick := time.NewTicker(max(min(e.interval/4, time.Second), 10*time.Millisecond))
+		// Fine enough that the first heartbeat, due at half the receive's visibility,
+		// is not late by more than a sixth of it.
+		period := min(e.interval/4, time.Second)
+		if e.initial > 0 {
+			period = min(period, e.initial/6)
+		}
+		tick := time.NewTicker(max(period, 10*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
@@ -184,7 +195,7 @@ func (e *extender) extend(batch []*lease) {
 	}
 	ctx, cancel := context.WithTimeout(e.callContext, max(e.interval, time.Second))
 	defer cancel()
-	results := sqsx.ChangeVisibility(ctx, e.api, e.queueURL, changes) // RETRYQUOTA
+	results := sqsx.ChangeVisibility(ctx, e.api, e.queueURL, changes, withoutRetryQuota)
 	if callErr, ok := errors.AsType[*sqsx.CallError](results[0].Err); ok {
 		e.callFailed(sent, now, callErr.Err)
 		return
@@ -222,6 +233,6 @@ func (e *extender) callFailed(leases []*lease, now time.Time, err error) {
 			e.settle.HeartbeatFailed(e.callContext, l.delivery.heldDelivery(), err)
 			continue
 		}
-		l.nextDue = now.Add(heartbeatRetryDelay)
+		l.nextDue = now.Add(heartbeatRetryDelay + rand.N(heartbeatRetryDelay/2))
 	}
 }

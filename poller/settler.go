@@ -141,7 +141,7 @@ func (s *settler) flush(deliveries []*delivery, why string) {
 			QueueUrl:          aws.String(s.queueURL),
 			ReceiptHandle:     aws.String(d.message.ReceiptHandle),
 			VisibilityTimeout: d.pending.Seconds(),
-		}) // RETRYQUOTA
+		}, withoutRetryQuota)
 		s.core.Rescheduled(s.callContext, d.settleDelivery(), *d.pending, err)
 		return
 	}
@@ -152,8 +152,7 @@ func (s *settler) flush(deliveries []*delivery, why string) {
 			changes[i].Timeout = d.pending.Visibility
 		}
 	}
-	// RETRYQUOTA
-	for i, result := range sqsx.ChangeVisibility(ctx, s.api, s.queueURL, changes) {
+	for i, result := range sqsx.ChangeVisibility(ctx, s.api, s.queueURL, changes, withoutRetryQuota) {
 		d := deliveries[i]
 		if d.pending != nil {
 			s.core.Rescheduled(s.callContext, d.settleDelivery(), *d.pending, result.Err)

@@ -42,13 +42,19 @@ type Stats struct {
 	// HeartbeatFailures is the number of messages whose visibility heartbeat failed and
 	// stopped.
 	HeartbeatFailures int64
+	// AbandonedHandlers is the number of handler calls abandoned: still running a second
+	// after their context was cancelled (hard timeout or drain deadline), their message
+	// already settled. See Config.MaxAbandonedHandlers.
+	AbandonedHandlers int64
+	// AbandonedRunning is the number of abandoned handler calls still running now.
+	AbandonedRunning int64
 }
 
 // counters holds the live values behind [Stats]: the receive calls here, the messages'
 // fates in events, which counts what the server reports to its observer.
 type counters struct {
-	receiveCalls, receiveErrors atomic.Int64
-	events                      sqsworker.Counter
+	receiveCalls, receiveErrors, abandonedRunning atomic.Int64
+	events                                        sqsworker.Counter
 }
 
 func (c *counters) snapshot() Stats {
@@ -66,5 +72,7 @@ func (c *counters) snapshot() Stats {
 		RescheduleFailures: events.RescheduleFailures,
 		Released:           events.Released,
 		HeartbeatFailures:  events.HeartbeatFailures,
+		AbandonedHandlers:  events.Abandoned,
+		AbandonedRunning:   c.abandonedRunning.Load(),
 	}
 }

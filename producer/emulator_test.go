@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,9 +35,14 @@ func newProducer(t *testing.T, api producer.API, config producer.Config) *produc
 	return p
 }
 
-func startPoller(t *testing.T, client *sqs.Client, queueURL string, handler sqsworker.Handler) *poller.Server {
+// startPoller runs a poller on queueURL for the test; options adjust its Config.
+func startPoller(t *testing.T, client *sqs.Client, queueURL string, handler sqsworker.Handler, options ...func(*poller.Config)) *poller.Server {
 	t.Helper()
-	server, err := poller.New(client, poller.Config{QueueURL: queueURL, WaitTime: time.Second}, handler)
+	config := poller.Config{QueueURL: queueURL, WaitTime: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	for _, option := range options {
+		option(&config)
+	}
+	server, err := poller.New(client, config, handler)
 	require.NoError(t, err)
 	require.NoError(t, server.Start(context.Background()))
 	t.Cleanup(func() {
@@ -173,7 +179,9 @@ func TestEmulatorFortyMinuteDelayThroughHops(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()))
+	// maxReceiveCount 2 is refused by default (every receive counts); here it shows that
+	// hops count none.
+	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()), func(c *poller.Config) { c.AllowLowMaxReceiveCount = true })
 
 	sentAt := clock()
 	_, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "report", Payload: map[string]string{"Month": "2026-11"}, Delay: 40 * time.Minute})

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
 )
@@ -118,31 +120,21 @@ func release(t testing.TB, client *sqs.Client, url string, messages []types.Mess
 	}
 }
 
-// drain receives every message of url (hiding each for a minute) until a receive
-// returns nothing, and returns them.
-func drain(t testing.TB, client *sqs.Client, url string) []types.Message {
+// drain receives the want messages url should hold (hiding each for a minute), failing
+// the test if they do not all arrive, and returns them with any extra message.
+func drain(t testing.TB, client *sqs.Client, url string, want int) []types.Message {
 	t.Helper()
-	var messages []types.Message
-	for {
-		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			t.Fatalf("receiving from %s: %v", url, err)
-		}
-		if len(output.Messages) == 0 {
-			return messages
-		}
-		messages = append(messages, output.Messages...)
-	}
+	return testenv.Receive(t, client, sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), VisibilityTimeout: 60,
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	}, want, testenv.ReceiveTimeout)
 }
 
-// snapshot counts url's messages by body id, then releases them all (visibility 0).
-func snapshot(t testing.TB, client *sqs.Client, url string) map[string]int {
+// snapshot counts url's want messages by body id, then releases them all (visibility 0).
+func snapshot(t testing.TB, client *sqs.Client, url string, want int) map[string]int {
 	t.Helper()
-	messages := drain(t, client, url)
+	messages := drain(t, client, url, want)
 	for start := 0; start < len(messages); start += 10 {
 		release(t, client, url, messages[start:min(start+10, len(messages))])
 	}
@@ -247,7 +239,7 @@ func (r *recorder) ReceiveMessage(ctx context.Context, input *sqs.ReceiveMessage
 	return output, err
 }
 
-// entrySize counts an entry's bytes as SQS does, independently of redrive.MessageSize.
+// entrySize counts an entry's bytes as SQS does, independently of sqsx.MessageSize.
 func entrySize(entry types.SendMessageBatchRequestEntry) int {
 	size := len(aws.ToString(entry.MessageBody))
 	for name, value := range entry.MessageAttributes {
@@ -340,15 +332,15 @@ func (r *recorder) assertDeletesFollowConfirmedSends(t testing.TB) {
 }
 
 // deadLetter sends message to queue's dead-letter queue the way a host does for a
-// permanent failure (sqsworker.SendToDeadLetterQueue), with the failure attributes.
+// permanent failure (settle.SendToDeadLetterQueue), with the failure attributes.
 func deadLetter(t testing.TB, client *sqs.Client, queueURL string, message *sqsworker.Message, reason string) {
 	t.Helper()
-	queue, err := sqsworker.LoadQueue(context.Background(), client, queueURL)
+	queue, err := sqsx.LoadQueue(context.Background(), client, queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	outcome := sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: reason, Err: fmt.Errorf("endpoint answered %s", reason)}
-	if err := sqsworker.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
+	if err := settle.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,10 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
-	"github.com/sqsworker/sqsworker/redrive"
 )
 
 // fileMessage is one line of `send --file`.
@@ -160,11 +158,11 @@ was sent or on error, 2 on bad usage.`,
 			if err != nil {
 				return err
 			}
-			url, err := redrive.QueueURL(ctx, client, args[0])
+			url, err := resolveQueue(ctx, client, args[0])
 			if err != nil {
 				return err
 			}
-			queue, err := sqsworker.LoadQueue(ctx, client, url)
+			queue, err := sqsx.LoadQueue(ctx, client, url)
 			if err != nil {
 				return err
 			}
@@ -194,7 +192,7 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 	}
 	var messages []fileMessage
 	scanner := bufio.NewScanner(input)
-	scanner.Buffer(make([]byte, 64*1024), 2*redrive.MaxMessageSize)
+	scanner.Buffer(make([]byte, 64*1024), 2*sqsx.MaxMessageBytes)
 	for line := 1; scanner.Scan(); line++ {
 		text := bytes.TrimSpace(scanner.Bytes())
 		if len(text) == 0 {
@@ -287,7 +285,7 @@ func (a *app) printSendReport(report *sendReport, total int, sendErr error) erro
 // MaximumMessageSize, and reports each line's outcome. A failed SendMessageBatch call
 // stops the send: the report then lists what was sent before, the failed batch's lines
 // and every later line as not sent, and the error is returned with it.
-func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsworker.Queue, messages []fileMessage) (*sendReport, error) {
+func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queue, messages []fileMessage) (*sendReport, error) {
 	report := &sendReport{Queue: queue.URL, Sent: []sentMessage{}}
 	jobs, err := producer.New(client, producer.Config{})
 	if err != nil {
