@@ -42,7 +42,7 @@ func (p *Producer) DelayMiddleware() sqsworker.Middleware {
 				return next.Handle(ctx, withoutDueAt(message))
 			}
 			if isFIFO(message.QueueURL) {
-				return sqsworker.Defer(sqsx.ClampVisibility(remaining, message.SinceFirstReceive(p.config.Now())), "NotDue")
+				return sqsworker.Defer(remaining, "NotDue") // the host clamps it to the visibility limit
 			}
 			return p.hop(ctx, message, min(remaining, p.config.MaxHop))
 		})
