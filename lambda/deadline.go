@@ -3,9 +3,6 @@ package lambda
 import (
 	"context"
 	"time"
-
-	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // budget plans the invocation's time from ctx.Deadline(): a record starts only while at
@@ -48,30 +45,4 @@ func (b budget) handlerContext(ctx context.Context) (context.Context, context.Ca
 // abandoned: abandonGrace, or half the margin when that is less.
 func (b budget) grace() time.Duration {
 	return min(abandonGrace, b.margin/2)
-}
-
-// call runs handler on message (panics recovered) and returns its error. With a deadline
-// budget it waits at most until handlerCtx ends plus grace(): returned is false when the
-// handler had not returned by then. Its goroutine is then abandoned: it runs on (Lambda
-// freezes the environment after the response, so it may resume in a later invocation),
-// and only its return value would ever have been observed.
-func (b budget) call(handlerCtx context.Context, handler sqsworker.Handler, message *sqsworker.Message) (err error, returned bool) {
-	if !b.hasDeadline || b.margin == 0 {
-		return settle.Call(handlerCtx, handler, message), true
-	}
-	result := make(chan error, 1)
-	go func() { result <- settle.Call(handlerCtx, handler, message) }()
-	select {
-	case err := <-result:
-		return err, true
-	case <-handlerCtx.Done():
-	}
-	timer := time.NewTimer(b.grace())
-	defer timer.Stop()
-	select {
-	case err := <-result:
-		return err, true
-	case <-timer.C:
-		return nil, false
-	}
 }

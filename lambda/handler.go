@@ -74,6 +74,27 @@ type record struct {
 	failed   bool
 	action   settle.Action
 	released string
+	// state is where the record is; guarded by the invocation's mutex once workers run.
+	state recordState
+}
+
+// recordState is a record's progress through the invocation.
+type recordState int
+
+const (
+	recordPending  recordState = iota // not started
+	recordRunning                     // its handler runs
+	recordSettling                    // its handler returned (or it is released): being settled
+	recordDone                        // settled, or released
+)
+
+// invocation is the state the workers of one invocation share with the watchdog that
+// gives up on handlers which ignore their context (see run).
+type invocation struct {
+	mu       sync.Mutex
+	gaveUp   bool
+	settling int           // records in recordSettling
+	settled  chan struct{} // closed when gaveUp and settling reaches 0
 }
 
 // Handle handles one invocation: it is the function lambda.Start calls.
@@ -103,28 +124,27 @@ func (b *BatchHandler) Handle(ctx context.Context, event events.SQSEvent) (event
 
 // run handles the sequences with at most cfg.concurrency of them at once. Inside a
 // sequence records run in order; a record that fails or cannot start skips the rest.
-// Handlers get handlerCtx; settling uses the invocation's ctx.
+// Handlers get handlerCtx; settling uses the invocation's ctx. Handlers run on the
+// workers themselves; with a deadline budget, a watchdog waits at most grace() after
+// handlerCtx ends, then gives up on the handlers still running (abandoned: their records
+// are released, and their workers, when they return, touch nothing) and releases the
+// records not started. Settlements in progress are waited for.
 func (b *BatchHandler) run(ctx, handlerCtx context.Context, plan budget, units [][]*record, skipped string) {
+	inv := &invocation{settled: make(chan struct{})}
 	runSequence := func(sequence []*record) {
 		for i, r := range sequence {
-			if !b.process(ctx, handlerCtx, plan, r) {
+			if !b.process(ctx, handlerCtx, plan, inv, r) {
 				for _, rest := range sequence[i+1:] {
-					b.release(ctx, rest, skipped)
+					b.releasePending(ctx, inv, rest, skipped)
 				}
 				return
 			}
 		}
 	}
 	workers := min(b.cfg.concurrency, len(units))
-	if workers <= 1 {
-		for _, sequence := range units {
-			runSequence(sequence)
-		}
-		return
-	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for range max(workers, 1) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
@@ -135,36 +155,123 @@ func (b *BatchHandler) run(ctx, handlerCtx context.Context, plan budget, units [
 			}
 		})
 	}
-	wg.Wait()
+	if !plan.hasDeadline || plan.margin == 0 {
+		wg.Wait()
+		return
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }() // ends with the last worker, abandoned ones included
+	select {
+	case <-finished:
+		return
+	case <-handlerCtx.Done():
+	}
+	timer := time.NewTimer(plan.grace())
+	defer timer.Stop()
+	select {
+	case <-finished:
+		return
+	case <-timer.C:
+	}
+	b.giveUp(ctx, inv, units, plan.grace())
+}
+
+// giveUp ends the invocation's wait for its handlers: records whose handler still runs
+// are abandoned, records not started are released, and settlements in progress are
+// waited for.
+func (b *BatchHandler) giveUp(ctx context.Context, inv *invocation, units [][]*record, grace time.Duration) {
+	var abandoned, pending []*record
+	inv.mu.Lock()
+	inv.gaveUp = true
+	for _, sequence := range units {
+		for _, r := range sequence {
+			switch r.state {
+			case recordRunning:
+				abandoned = append(abandoned, r)
+				r.state = recordDone
+			case recordPending:
+				pending = append(pending, r)
+				r.state = recordDone
+			}
+		}
+	}
+	settling := inv.settling
+	inv.mu.Unlock()
+	for _, r := range abandoned {
+		b.settler.Abandoned(ctx, r.delivery, "handler did not return after cancellation")
+		b.settler.MessageLogger(ctx, r.message).Error("lambda: handler did not return after cancellation (abandoned); record reported as failed",
+			"grace", grace)
+		r.failed, r.action, r.released = true, settle.Action{}, "handler abandoned"
+	}
+	for _, r := range pending {
+		b.release(ctx, r, "not started: invocation deadline")
+	}
+	if settling > 0 {
+		<-inv.settled
+	}
 }
 
 // process handles one record if the budget allows and settles its outcome. It reports
 // whether the record succeeded (deleted or dead-lettered).
-func (b *BatchHandler) process(ctx, handlerCtx context.Context, plan budget, r *record) bool {
+func (b *BatchHandler) process(ctx, handlerCtx context.Context, plan budget, inv *invocation, r *record) bool {
 	if !plan.canStart(time.Now()) || handlerCtx.Err() != nil {
-		b.release(ctx, r, "not started: invocation deadline")
+		b.releasePending(ctx, inv, r, "not started: invocation deadline")
 		return false
 	}
-	r.delivery.StartedAt = b.settler.Started(ctx, r.delivery)
-	err, returned := plan.call(handlerCtx, b.handler, r.message)
-	if !returned {
-		b.settler.Abandoned(ctx, r.delivery, "handler did not return after cancellation")
-		b.settler.MessageLogger(ctx, r.message).Error("lambda: handler did not return after cancellation (abandoned); record reported as failed",
-			"grace", plan.grace())
-		b.release(ctx, r, "")
-		return false
+	inv.mu.Lock()
+	if inv.gaveUp {
+		inv.mu.Unlock()
+		return false // released by giveUp
 	}
-	return b.settler.Settle(ctx, r.delivery, err, recordFinisher{r})
+	r.state = recordRunning
+	r.delivery.StartedAt = time.Now()
+	started := r.delivery
+	inv.mu.Unlock()
+	b.settler.Started(ctx, started)
+	err := settle.Call(handlerCtx, b.handler, r.message)
+	inv.mu.Lock()
+	if inv.gaveUp {
+		inv.mu.Unlock()
+		return false // abandoned: giveUp reported the record
+	}
+	r.state = recordSettling
+	inv.settling++
+	inv.mu.Unlock()
+	done := b.settler.Settle(ctx, r.delivery, err, recordFinisher{r})
+	inv.finish(r)
+	return done
 }
 
-// release reports a record failed without handling it (or after abandoning its
-// handler); it becomes visible again at once. reason, when not empty, is logged.
-func (b *BatchHandler) release(ctx context.Context, r *record, reason string) {
-	r.failed, r.action, r.released = true, settle.Action{}, reason
-	if r.released == "" {
-		r.released = "handler abandoned"
+// finish ends a record's settling (or release) that began under inv.mu; giveUp waits
+// for the last one.
+func (inv *invocation) finish(r *record) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	r.state = recordDone
+	inv.settling--
+	if inv.gaveUp && inv.settling == 0 {
+		close(inv.settled)
+	}
+}
+
+// releasePending releases a record not started, unless giveUp already did.
+func (b *BatchHandler) releasePending(ctx context.Context, inv *invocation, r *record, reason string) {
+	inv.mu.Lock()
+	if inv.gaveUp || r.state != recordPending {
+		inv.mu.Unlock()
 		return
 	}
+	r.state = recordSettling
+	inv.settling++
+	inv.mu.Unlock()
+	b.release(ctx, r, reason)
+	inv.finish(r)
+}
+
+// release reports a record failed without handling it; it becomes visible again at
+// once. The reason is logged.
+func (b *BatchHandler) release(ctx context.Context, r *record, reason string) {
+	r.failed, r.action, r.released = true, settle.Action{}, reason
 	b.settler.MessageLogger(ctx, r.message).LogAttrs(ctx, slog.LevelInfo, "lambda: record not handled, reported as failed", slog.String("reason", reason))
 }
 

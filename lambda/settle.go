@@ -62,9 +62,10 @@ func (b *BatchHandler) respond(ctx context.Context, records []*record) (events.S
 	case failed > 0 && failed == len(records) && b.cfg.entireBatchFailureError:
 		reason = ErrEntireBatchFailed
 	default:
+		now := time.Now()
 		for _, r := range records {
 			if !r.failed {
-				b.settler.Deleted(ctx, r.delivery) // the event source mapping deletes it
+				b.settler.DeletedAt(ctx, r.delivery, now) // the event source mapping deletes it
 			}
 		}
 		return response, nil

@@ -128,6 +128,10 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 		finished.HandlerDuration = now.Sub(d.StartedAt)
 	}
 	s.cfg.Observer.Observe(ctx, finished)
+	if outcome.Kind == sqsworker.OutcomeDelete {
+		f.Finish(ctx, d) // the common case: no log line, no logger built
+		return true
+	}
 	logger := s.MessageLogger(ctx, d.Message)
 	if outcome.Failed() {
 		text := s.cfg.Host + ": handler failed"
@@ -174,22 +178,35 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 	return false
 }
 
-// Received reports EventReceived.
+// Received reports EventReceived, at d.ReceivedAt (or now, when that is zero).
 func (s *Settler) Received(ctx context.Context, d Delivery) {
-	s.cfg.Observer.Observe(ctx, s.event(sqsworker.EventReceived, d, s.cfg.Now()))
+	at := d.ReceivedAt
+	if at.IsZero() {
+		at = s.cfg.Now()
+	}
+	s.cfg.Observer.Observe(ctx, s.event(sqsworker.EventReceived, d, at))
 }
 
-// Started reports EventStarted and returns the start time, for Delivery.StartedAt.
+// Started reports EventStarted, at d.StartedAt (or now, when that is zero), and returns
+// the start time, for Delivery.StartedAt.
 func (s *Settler) Started(ctx context.Context, d Delivery) time.Time {
-	now := s.cfg.Now()
-	s.cfg.Observer.Observe(ctx, s.event(sqsworker.EventStarted, d, now))
-	return now
+	at := d.StartedAt
+	if at.IsZero() {
+		at = s.cfg.Now()
+	}
+	s.cfg.Observer.Observe(ctx, s.event(sqsworker.EventStarted, d, at))
+	return at
 }
 
 // Deleted reports that the message is gone: its delete was confirmed (poller) or it was
 // reported as a success (Lambda).
 func (s *Settler) Deleted(ctx context.Context, d Delivery) {
-	s.cfg.Observer.Observe(ctx, s.event(sqsworker.EventDeleted, d, s.cfg.Now()))
+	s.DeletedAt(ctx, d, s.cfg.Now())
+}
+
+// DeletedAt is Deleted at a time the caller read (one clock read for a whole response).
+func (s *Settler) DeletedAt(ctx context.Context, d Delivery, at time.Time) {
+	s.cfg.Observer.Observe(ctx, s.event(sqsworker.EventDeleted, d, at))
 }
 
 // DeleteFailed reports that the delete failed for good.
@@ -200,14 +217,16 @@ func (s *Settler) DeleteFailed(ctx context.Context, d Delivery, err error) {
 // Rescheduled reports the result of the visibility change of a rescheduled message and
 // logs a failure (the message then returns after its current visibility timeout).
 func (s *Settler) Rescheduled(ctx context.Context, d Delivery, action Action, err error) {
-	logger := s.MessageLogger(ctx, d.Message)
 	if err != nil {
+		logger := s.MessageLogger(ctx, d.Message)
 		logger.Warn(s.cfg.Host+": rescheduling the message failed; it returns after its current visibility timeout",
 			"error", err, "code", sqsx.ErrorCode(err), "outcome", action.Outcome.Kind.String(), "handler_error", action.Outcome.Err)
 		s.observeErr(ctx, sqsworker.EventRescheduleFailed, d, action.Outcome, err)
 		return
 	}
-	logger.Debug(s.cfg.Host+": message rescheduled", "outcome", action.Outcome.Kind.String(), "visibility_seconds", action.Seconds())
+	if s.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		s.MessageLogger(ctx, d.Message).Debug(s.cfg.Host+": message rescheduled", "outcome", action.Outcome.Kind.String(), "visibility_seconds", action.Seconds())
+	}
 	ev := s.event(sqsworker.EventRescheduled, d, s.cfg.Now())
 	ev.Outcome, ev.Visibility = action.Outcome, time.Duration(action.Seconds())*time.Second
 	s.cfg.Observer.Observe(ctx, ev)
