@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -11,50 +14,197 @@ import (
 	"github.com/sqsworker/sqsworker"
 )
 
-// Cleaner deletes the S3 payload of a message once SQS has confirmed the delete of the
-// message itself after it was handled. It never deletes the payload of a message that
-// was dead-lettered (the dead-letter queue's copy still points to it), of one whose
-// delete failed (it will be delivered again and must still resolve), or of one that is
-// still in flight. See the package documentation for how a host tells it.
-type Cleaner struct {
-	client S3API
-	logger *slog.Logger
+// Defaults of [CleanerConfig].
+const (
+	// DefaultCleanerQueueSize is CleanerConfig.QueueSize when zero.
+	DefaultCleanerQueueSize = 1024
+	// DefaultCleanerWorkers is CleanerConfig.Workers when zero.
+	DefaultCleanerWorkers = 4
+	// DefaultDeleteTimeout is CleanerConfig.DeleteTimeout when zero.
+	DefaultDeleteTimeout = 10 * time.Second
+)
+
+// lambdaHost is the Event.Host of the Lambda host, whose EventDeleted is not a confirmed
+// delete (the event source mapping deletes the record after the function returned).
+const lambdaHost = "lambda"
+
+// CleanerConfig configures a [Cleaner]. The zero value is usable.
+type CleanerConfig struct {
+	// Logger receives failed and dropped deletes (warnings) and deletes done (debug);
+	// if nil, logs are discarded.
+	Logger *slog.Logger
+	// QueueSize bounds the deletes waiting for a worker; if zero, 1024. When it is full
+	// a delete is dropped, logged and counted (the object stays, for the bucket's
+	// lifecycle rule), so the host is never slowed down.
+	QueueSize int
+	// Workers is how many DeleteObject calls run at once; if zero, 4.
+	Workers int
+	// DeleteTimeout bounds one DeleteObject call; if zero, 10 s.
+	DeleteTimeout time.Duration
 }
 
-// NewCleaner returns a cleaner deleting objects with client (s3:DeleteObject). logger
-// receives failed deletes; if nil, they are discarded (the error is still returned).
-// It panics when client is nil.
-func NewCleaner(client S3API, logger *slog.Logger) *Cleaner {
+// CleanerStats counts what a [Cleaner] did since it was made.
+type CleanerStats struct {
+	// Deleted is the number of payload objects deleted (DeleteObject succeeded).
+	Deleted int64
+	// Failed is the number of DeleteObject calls that failed.
+	Failed int64
+	// Dropped is the number of deletes not attempted: the queue was full, or the
+	// cleaner was shut down.
+	Dropped int64
+}
+
+// Cleaner is an [sqsworker.Observer] that deletes a message's S3 payload once the
+// message itself is deleted after its handler succeeded: on an EventDeleted whose
+// Outcome is OutcomeDelete. The poller reports EventDeleted only when SQS confirmed the
+// DeleteMessageBatch entry, so a message whose delete failed (it will be delivered
+// again) keeps its payload. A dead-lettered message's EventDeleted carries
+// OutcomeDeadLetter and is ignored: the dead-letter queue's copy still points to the
+// object, and so does the message after a redrive.
+//
+// On the Lambda host the event source mapping deletes the records after the function
+// returns, and the function never learns whether that delete succeeded, so the cleaner
+// ignores the Lambda host's events: there the bucket's lifecycle rule expires payloads.
+//
+// Observe never blocks: it queues the delete for the cleaner's workers, which run until
+// [Cleaner.Shutdown].
+type Cleaner struct {
+	client  S3API
+	config  CleanerConfig
+	logger  *slog.Logger
+	queue   chan cleanup
+	workers sync.WaitGroup
+	// stopCalls ends DeleteObject calls still running when Shutdown's context ends.
+	callContext context.Context
+	stopCalls   context.CancelFunc
+
+	mu     sync.RWMutex
+	closed bool
+
+	deleted, failed, dropped atomic.Int64
+}
+
+// cleanup is one queued delete.
+type cleanup struct {
+	pointer   Pointer
+	messageID string
+}
+
+// NewCleaner returns a cleaner deleting objects with client (s3:DeleteObject) and
+// starts its workers; stop them with [Cleaner.Shutdown]. It panics when client is nil.
+func NewCleaner(client S3API, config CleanerConfig) *Cleaner {
 	if client == nil {
 		panic("claimcheck: NewCleaner: nil S3 client")
 	}
+	if config.QueueSize <= 0 {
+		config.QueueSize = DefaultCleanerQueueSize
+	}
+	if config.Workers <= 0 {
+		config.Workers = DefaultCleanerWorkers
+	}
+	if config.DeleteTimeout <= 0 {
+		config.DeleteTimeout = DefaultDeleteTimeout
+	}
+	logger := config.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cleaner{client: client, logger: logger}
+	c := &Cleaner{client: client, config: config, logger: logger, queue: make(chan cleanup, config.QueueSize)}
+	c.callContext, c.stopCalls = context.WithCancel(context.Background())
+	for range config.Workers {
+		c.workers.Go(c.work)
+	}
+	return c
 }
 
-// Deleted deletes the payload object of message, which SQS has just confirmed deleted
-// after its handler succeeded. A message without a pointer (or with a malformed one) is
-// left alone. message must be as received, with the pointer body: [Middleware] restores
-// it after the handler returns.
-//
-// S3's DeleteObject succeeds for a key that is already gone, so calling Deleted twice is
-// harmless. A failed delete is logged and returned; the object is then an orphan for
-// the bucket's lifecycle rule, and the message is not affected.
-func (c *Cleaner) Deleted(ctx context.Context, message *sqsworker.Message) error {
-	pointer, _, ok, err := PointerOf(message)
+// Observe queues the delete of the payload of a message deleted after success (see
+// [Cleaner]). Other events, and messages without a pointer, are ignored.
+func (c *Cleaner) Observe(ctx context.Context, ev sqsworker.Event) {
+	if ev.Kind != sqsworker.EventDeleted || ev.Outcome.Kind != sqsworker.OutcomeDelete || ev.Host == lambdaHost || ev.Message == nil {
+		return
+	}
+	pointer, _, ok, err := PointerOf(ev.Message)
 	if !ok || err != nil {
+		return
+	}
+	job := cleanup{pointer: pointer, messageID: ev.Message.ID}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		c.drop(ctx, job, "the cleaner is shut down")
+		return
+	}
+	select {
+	case c.queue <- job:
+	default:
+		c.drop(ctx, job, "the cleaner's queue is full")
+	}
+}
+
+func (c *Cleaner) drop(ctx context.Context, job cleanup, why string) {
+	c.dropped.Add(1)
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "claimcheck: payload not deleted ("+why+"); the bucket's lifecycle rule must expire it",
+		slog.String("message_id", job.messageID), slog.String("payload", job.pointer.String()))
+}
+
+func (c *Cleaner) work() {
+	for job := range c.queue {
+		c.delete(job)
+	}
+}
+
+// delete deletes one payload. S3's DeleteObject succeeds for a key already gone, so a
+// second delete of the same payload is harmless.
+func (c *Cleaner) delete(job cleanup) {
+	ctx, cancel := context.WithTimeout(c.callContext, c.config.DeleteTimeout)
+	defer cancel()
+	_, err := c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(job.pointer.Bucket), Key: aws.String(job.pointer.Key)})
+	if err != nil {
+		c.failed.Add(1)
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "claimcheck: deleting the payload of a deleted message failed; the bucket's lifecycle rule must expire it",
+			slog.String("message_id", job.messageID), slog.String("payload", job.pointer.String()), slog.Any("error", err))
+		return
+	}
+	c.deleted.Add(1)
+	c.logger.LogAttrs(ctx, slog.LevelDebug, "claimcheck: payload deleted",
+		slog.String("message_id", job.messageID), slog.String("payload", job.pointer.String()))
+}
+
+// Shutdown stops taking deletes (later ones are dropped and counted) and waits until the
+// queued deletes are done, or ctx ends: then it cancels the calls still running, waits
+// for the workers and returns an error naming how many deletes were left. Call it after
+// the hosts that report to the cleaner have stopped. Calling it again returns nil at
+// once.
+func (c *Cleaner) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
-	_, err = c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(pointer.Bucket), Key: aws.String(pointer.Key)})
-	if err != nil {
-		err = fmt.Errorf("claimcheck: deleting payload %s of deleted message %s: %w", pointer, message.ID, err)
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "claimcheck: payload not deleted; the bucket's lifecycle rule must expire it",
-			slog.String("message_id", message.ID), slog.String("payload", pointer.String()), slog.Any("error", err))
-		return err
+	c.closed = true
+	close(c.queue)
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		c.workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		c.stopCalls()
+		return nil
+	case <-ctx.Done():
 	}
-	c.logger.LogAttrs(ctx, slog.LevelDebug, "claimcheck: payload deleted",
-		slog.String("message_id", message.ID), slog.String("payload", pointer.String()))
-	return nil
+	left := len(c.queue)
+	c.stopCalls()
+	for range c.queue {
+		c.dropped.Add(1) // drained unattempted; the workers stop after their current call
+	}
+	<-done
+	return fmt.Errorf("claimcheck: cleaner shut down with about %d payload deletes not done: %w", left, context.Cause(ctx))
+}
+
+// Stats returns what the cleaner did so far.
+func (c *Cleaner) Stats() CleanerStats {
+	return CleanerStats{Deleted: c.deleted.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load()}
 }

@@ -113,21 +113,3 @@ func TestMiddlewareFailures(t *testing.T) {
 		assert.Contains(t, outcome.Err.Error(), "AccessDenied")
 	})
 }
-
-func TestCleanerDeletesOnlyPointers(t *testing.T) {
-	client := newFakeS3()
-	cleaner := NewCleaner(client, nil)
-	require.NoError(t, cleaner.Deleted(context.Background(), &sqsworker.Message{Body: "plain"}))
-	assert.Empty(t, client.deletes)
-
-	message := pointerMessage(client, "k", "payload")
-	require.NoError(t, cleaner.Deleted(context.Background(), message))
-	assert.Equal(t, []string{"b/k"}, client.deletes)
-	_, ok := client.object("b", "k")
-	assert.False(t, ok)
-
-	client.deleteErr = errors.New("InternalError")
-	err := cleaner.Deleted(context.Background(), pointerMessage(client, "k2", "payload"))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "s3://b/k2")
-}

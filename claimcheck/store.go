@@ -11,15 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
-// Limits the store works within.
+// S3's limits on keys.
 const (
-	// MaxMessageSize is SQS's largest MaximumMessageSize: 1 MiB (1,048,576 bytes),
-	// counting the body and every message attribute's name, type and value.
-	MaxMessageSize = 1 << 20
-	// maxMessageAttributes is SQS's limit of message attributes per message.
-	maxMessageAttributes = 10
 	// maxKeyLength is S3's limit of an object key, in bytes.
 	maxKeyLength = 1024
 	// randomKeyLength is the length of the random part of a key (crypto/rand.Text).
@@ -93,8 +90,8 @@ func NewStore(client S3API, config Config) (*Store, error) {
 	if config.Bucket == "" {
 		problems = append(problems, errors.New("claimcheck: Config.Bucket is empty"))
 	}
-	if config.Threshold < 0 || config.Threshold > MaxMessageSize {
-		problems = append(problems, fmt.Errorf("claimcheck: Config.Threshold %d is outside 0..%d (SQS's largest MaximumMessageSize)", config.Threshold, MaxMessageSize))
+	if config.Threshold < 0 || config.Threshold > sqsx.MaxMessageBytes {
+		problems = append(problems, fmt.Errorf("claimcheck: Config.Threshold %d is outside 0..%d (SQS's largest MaximumMessageSize)", config.Threshold, sqsx.MaxMessageBytes))
 	}
 	if len(config.KeyPrefix) > maxKeyLength-randomKeyLength {
 		problems = append(problems, fmt.Errorf("claimcheck: Config.KeyPrefix is %d bytes; at most %d leave room for the random key in S3's %d", len(config.KeyPrefix), maxKeyLength-randomKeyLength, maxKeyLength))
@@ -124,7 +121,7 @@ func NewStore(client S3API, config Config) (*Store, error) {
 // against SQS's 1 MiB; the producer checks the queue's own MaximumMessageSize), and
 // PutObject's error.
 func (s *Store) Offload(ctx context.Context, queueURL string, body string, attributes map[string]types.MessageAttributeValue) (string, map[string]types.MessageAttributeValue, error) {
-	if s.config.Threshold > 0 && MessageSize(body, attributes) <= s.config.Threshold {
+	if s.config.Threshold > 0 && messageSize(body, attributes) <= s.config.Threshold {
 		return body, attributes, nil
 	}
 	for _, name := range []string{AttributePayloadSize, LegacyAttributePayloadSize} {
@@ -132,7 +129,7 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 			return "", nil, fmt.Errorf("%w: %s", ErrReservedAttribute, name)
 		}
 	}
-	if len(attributes) >= maxMessageAttributes {
+	if len(attributes) >= sqsx.MaxMessageAttributes {
 		return "", nil, fmt.Errorf("%w: the message has %d", ErrTooManyAttributes, len(attributes))
 	}
 	pointer := Pointer{Bucket: s.config.Bucket, Key: s.config.KeyPrefix + rand.Text()}
@@ -145,8 +142,8 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 		StringValue: aws.String(strconv.Itoa(len(body))),
 	}
 	pointerBody := pointer.Body()
-	if pointerSize := MessageSize(pointerBody, offloaded); pointerSize > MaxMessageSize {
-		return "", nil, fmt.Errorf("%w: %d bytes with the pointer, limit %d", ErrPointerTooLarge, pointerSize, MaxMessageSize)
+	if pointerSize := messageSize(pointerBody, offloaded); pointerSize > sqsx.MaxMessageBytes {
+		return "", nil, fmt.Errorf("%w: %d bytes with the pointer, limit %d", ErrPointerTooLarge, pointerSize, sqsx.MaxMessageBytes)
 	}
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(pointer.Bucket),
@@ -160,13 +157,7 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 	return pointerBody, offloaded, nil
 }
 
-// MessageSize returns a message's size as SQS counts it against MaximumMessageSize: the
-// body's bytes plus, for every message attribute, the bytes of its name, data type and
-// value (string or binary).
-func MessageSize(body string, attributes map[string]types.MessageAttributeValue) int {
-	size := len(body)
-	for name, value := range attributes {
-		size += len(name) + len(aws.ToString(value.DataType)) + len(aws.ToString(value.StringValue)) + len(value.BinaryValue)
-	}
-	return size
+// messageSize is the message's size as SQS counts it against MaximumMessageSize.
+func messageSize(body string, attributes map[string]types.MessageAttributeValue) int {
+	return len(body) + sqsx.SDKAttributesSize(attributes)
 }

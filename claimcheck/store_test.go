@@ -11,6 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 func stringAttribute(value string) types.MessageAttributeValue {
@@ -18,7 +21,7 @@ func stringAttribute(value string) types.MessageAttributeValue {
 }
 
 func TestNewStoreReportsEveryBadSetting(t *testing.T) {
-	_, err := NewStore(nil, Config{Threshold: MaxMessageSize + 1, KeyPrefix: strings.Repeat("p", 999)})
+	_, err := NewStore(nil, Config{Threshold: sqsx.MaxMessageBytes + 1, KeyPrefix: strings.Repeat("p", 999)})
 	require.Error(t, err)
 	for _, want := range []string{"nil S3 client", "Config.Bucket is empty", "Config.Threshold 1048577", "Config.KeyPrefix is 999 bytes"} {
 		assert.Contains(t, err.Error(), want)
@@ -30,14 +33,14 @@ func TestMessageSizeCountsAsSQSDoes(t *testing.T) {
 		"job-type": stringAttribute("resize"),                                   // 8 + 6 + 6
 		"blob":     {DataType: aws.String("Binary"), BinaryValue: []byte{1, 2}}, // 4 + 6 + 2
 	}
-	assert.Equal(t, 5+20+12, MessageSize("hello", attributes))
+	assert.Equal(t, 5+20+12, messageSize("hello", attributes))
 }
 
 func TestOffloadStoresTheBodyAndSendsThePointer(t *testing.T) {
 	client := newFakeS3()
 	store, err := NewStore(client, Config{Bucket: "payloads", KeyPrefix: "jobs/"})
 	require.NoError(t, err)
-	body := strings.Repeat("x", MaxMessageSize+1)
+	body := strings.Repeat("x", sqsx.MaxMessageBytes+1)
 	attributes := map[string]types.MessageAttributeValue{"job-type": stringAttribute("resize")}
 
 	newBody, newAttributes, err := store.Offload(context.Background(), "https://sqs.example/q", body, attributes)
@@ -107,7 +110,7 @@ func TestOffloadRefusals(t *testing.T) {
 		assert.ErrorIs(t, err, ErrTooManyAttributes)
 	})
 	t.Run("attributes alone too large", func(t *testing.T) {
-		attributes := map[string]types.MessageAttributeValue{"big": stringAttribute(strings.Repeat("v", MaxMessageSize))}
+		attributes := map[string]types.MessageAttributeValue{"big": stringAttribute(strings.Repeat("v", sqsx.MaxMessageBytes))}
 		_, _, err := store.Offload(context.Background(), "q", "body", attributes)
 		assert.ErrorIs(t, err, ErrPointerTooLarge)
 	})
@@ -121,3 +124,6 @@ func TestOffloadRefusals(t *testing.T) {
 		assert.Contains(t, err.Error(), "storing the 4-byte body in s3://b/")
 	})
 }
+
+// The store is the producer's PayloadStore.
+var _ producer.PayloadStore = (*Store)(nil)
