@@ -1,0 +1,355 @@
+package claimcheck_test
+
+// Tests on the local emulator: SQS on LocalStack, S3 on moto (AWS_ENDPOINT_URL_S3 from
+// localstack/env). Each runs in parallel with the others on its own queues and bucket.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/claimcheck"
+	"github.com/sqsworker/sqsworker/internal/esm"
+	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/redrive"
+)
+
+// largeBody is a JSON job of exactly 1 MiB + 1 byte: one byte more than SQS accepts.
+func largeBody(id string) string {
+	prefix := `{"jobId":"` + id + `","data":"`
+	suffix := `"}`
+	return prefix + strings.Repeat("x", 1<<20+1-len(prefix)-len(suffix)) + suffix
+}
+
+// s3Client returns an S3 client for the emulator, failing the test when
+// AWS_ENDPOINT_URL_S3 is not set. Path-style addressing: the emulator is reached by IP
+// address (where the SDK uses path-style anyway), or by a host name such as localhost,
+// under which "<bucket>.localhost" does not resolve.
+func s3Client(t *testing.T) *s3.Client {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL_S3") == "" {
+		t.Fatal("AWS_ENDPOINT_URL_S3 is not set; run the tests with `make test`, which starts the emulator (localstack/up) and sets it from localstack/env")
+	}
+	return s3.NewFromConfig(testenv.AWSConfig(t), func(o *s3.Options) { o.UsePathStyle = true })
+}
+
+// newBucket creates a uniquely named bucket for this test and removes it, objects
+// first, when the test ends.
+func newBucket(t *testing.T, client *s3.Client) string {
+	t.Helper()
+	name := strings.ToLower(testenv.UniqueName(t))
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("creating bucket %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, key := range objectKeys(t, client, name) {
+			_, _ = client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: aws.String(key)})
+		}
+		_, _ = client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
+	})
+	return name
+}
+
+// objectKeys lists the bucket's keys.
+func objectKeys(t *testing.T, client *s3.Client, bucket string) []string {
+	t.Helper()
+	output, err := client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Errorf("listing bucket %s: %v", bucket, err)
+		return nil
+	}
+	keys := make([]string, 0, len(output.Contents))
+	for _, object := range output.Contents {
+		keys = append(keys, aws.ToString(object.Key))
+	}
+	return keys
+}
+
+// objectExists reports whether the pointer's object is in S3 (HeadObject).
+func objectExists(t *testing.T, client *s3.Client, pointer claimcheck.Pointer) bool {
+	t.Helper()
+	_, err := client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(pointer.Bucket), Key: aws.String(pointer.Key)})
+	if err == nil {
+		return true
+	}
+	var notFound *s3types.NotFound
+	if !errors.As(err, &notFound) {
+		t.Fatalf("HeadObject %s: %v", pointer, err)
+	}
+	return false
+}
+
+// sendOffloaded sends body through the store, as the producer does, and returns the
+// pointer it sent.
+func sendOffloaded(t *testing.T, client *sqs.Client, store *claimcheck.Store, queueURL, body string) claimcheck.Pointer {
+	t.Helper()
+	attributes := map[string]sqstypes.MessageAttributeValue{
+		"job-type": {DataType: aws.String("String"), StringValue: aws.String("resize")},
+	}
+	newBody, newAttributes, err := store.Offload(context.Background(), queueURL, body, attributes)
+	require.NoError(t, err)
+	_, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl:          aws.String(queueURL),
+		MessageBody:       aws.String(newBody),
+		MessageAttributes: newAttributes,
+	})
+	require.NoError(t, err)
+	pointer, err := claimcheck.ParsePointer(newBody)
+	require.NoError(t, err)
+	return pointer
+}
+
+// handled records what handlers saw.
+type handled struct {
+	mu    sync.Mutex
+	calls []handledCall
+}
+
+type handledCall struct {
+	id, body     string
+	attributes   map[string]sqsworker.MessageAttribute
+	receiveCount int
+}
+
+func (h *handled) add(m *sqsworker.Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, handledCall{m.ID, m.Body, m.MessageAttributes, m.ReceiveCount})
+}
+
+func (h *handled) all() []handledCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]handledCall(nil), h.calls...)
+}
+
+// startPoller runs a poller with handler behind the claim-check middleware and stops it
+// when the test ends.
+func startPoller(t *testing.T, client *sqs.Client, s3client *s3.Client, config poller.Config, handler sqsworker.Handler) *poller.Server {
+	t.Helper()
+	config.WaitTime = time.Second
+	server, err := poller.New(client, config, sqsworker.Chain(handler, claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{})))
+	require.NoError(t, err)
+	require.NoError(t, server.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = server.Shutdown(ctx)
+	})
+	return server
+}
+
+// receiveOne receives the one message of queueURL, waiting up to 20 s.
+func receiveOne(t *testing.T, client *sqs.Client, queueURL string) sqstypes.Message {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(queueURL),
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			WaitTimeSeconds:             2,
+		})
+		require.NoError(t, err)
+		if len(output.Messages) > 0 {
+			require.Len(t, output.Messages, 1)
+			return output.Messages[0]
+		}
+	}
+	t.Fatalf("no message in %s within 20 s", queueURL)
+	return sqstypes.Message{}
+}
+
+func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
+	t.Parallel()
+	client, s3client := testenv.SQS(t), s3Client(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client), KeyPrefix: "jobs/"})
+	require.NoError(t, err)
+	body := largeBody("j-1")
+	require.Equal(t, 1<<20+1, len(body))
+
+	pointer := sendOffloaded(t, client, store, queue.URL, body)
+	require.True(t, objectExists(t, s3client, pointer))
+
+	var calls handled
+	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+		calls.add(m)
+		return nil
+	}))
+	testenv.Eventually(t, 30*time.Second, "the job handled and its delete confirmed", func() bool { return server.Stats().Deleted == 1 })
+
+	got := calls.all()
+	require.Len(t, got, 1)
+	assert.True(t, got[0].body == body, "the handler got the 1 MiB + 1 byte body (%d bytes)", len(got[0].body))
+	assert.NotContains(t, got[0].attributes, claimcheck.AttributePayloadSize)
+	assert.Equal(t, "resize", got[0].attributes["job-type"].StringValue)
+	visible, inFlight := testenv.Counts(t, client, queue.URL)
+	assert.Zero(t, visible+inFlight)
+}
+
+func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, s3client := testenv.SQS(t), s3Client(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client)})
+	require.NoError(t, err)
+	body := largeBody("j-2")
+	pointer := sendOffloaded(t, client, store, queue.URL, body)
+
+	var calls handled
+	var failing atomic.Bool
+	failing.Store(true)
+	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+		calls.add(m)
+		if failing.Load() {
+			return sqsworker.Permanent("Broken", errors.New("the job is broken"))
+		}
+		return nil
+	}))
+	testenv.Eventually(t, 30*time.Second, "the job dead-lettered and deleted from the source", func() bool {
+		return server.Stats().DeadLettered == 1 && server.Stats().Deleted == 1
+	})
+	require.NoError(t, server.Shutdown(context.Background()))
+
+	dead := receiveOne(t, client, queue.DeadLetterQueueURL)
+	deadPointer, err := claimcheck.ParsePointer(aws.ToString(dead.Body))
+	require.NoError(t, err, "the dead-letter queue's copy is the pointer, not the payload")
+	assert.Equal(t, pointer, deadPointer)
+	assert.Equal(t, "1048577", aws.ToString(dead.MessageAttributes[claimcheck.AttributePayloadSize].StringValue))
+	assert.Equal(t, "Broken", aws.ToString(dead.MessageAttributes[sqsworker.AttributeFailureReason].StringValue))
+	assert.True(t, objectExists(t, s3client, pointer), "a dead-lettered message's payload is kept")
+	_, err = client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(queue.DeadLetterQueueURL), ReceiptHandle: dead.ReceiptHandle, VisibilityTimeout: 0,
+	})
+	require.NoError(t, err)
+
+	mover, err := redrive.NewMover(client, redrive.Config{Source: queue.DeadLetterQueueURL, Destination: queue.URL})
+	require.NoError(t, err)
+	result, err := mover.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, result.Moved)
+
+	failing.Store(false)
+	again := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+		calls.add(m)
+		return nil
+	}))
+	testenv.Eventually(t, 30*time.Second, "the redriven job handled", func() bool { return again.Stats().Deleted == 1 })
+	got := calls.all()
+	require.Len(t, got, 2)
+	assert.True(t, got[0].body == body && got[1].body == body, "both deliveries resolved the payload")
+}
+
+func TestMissingPayloadIsDeadLetteredAfterOneReceiveOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, s3client := testenv.SQS(t), s3Client(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
+	bucket := newBucket(t, s3client)
+	missing := claimcheck.Pointer{Bucket: bucket, Key: "never-written"}
+	_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl:    aws.String(queue.URL),
+		MessageBody: aws.String(missing.Body()),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			claimcheck.AttributePayloadSize: {DataType: aws.String("Number"), StringValue: aws.String("10")},
+		},
+	})
+	require.NoError(t, err)
+
+	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+		t.Error("the handler must not run without its payload")
+		return nil
+	}))
+	testenv.Eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return server.Stats().DeadLettered == 1 })
+
+	dead := receiveOne(t, client, queue.DeadLetterQueueURL)
+	assert.Equal(t, claimcheck.ReasonPayloadNotFound, aws.ToString(dead.MessageAttributes[sqsworker.AttributeFailureReason].StringValue))
+	assert.Contains(t, aws.ToString(dead.MessageAttributes[sqsworker.AttributeFailureError].StringValue), "s3://"+bucket+"/never-written")
+	assert.Equal(t, "1", aws.ToString(dead.MessageAttributes[sqsworker.AttributeFailureReceiveCount].StringValue))
+	assert.Equal(t, missing.Body(), aws.ToString(dead.Body))
+}
+
+// lambdaFunction serves the Lambda host's batch handler as an Invoke endpoint for the
+// local event source mapping (internal/esm), in process: the same handler a function
+// binary would run, without the Runtime Interface Emulator.
+func lambdaFunction(t *testing.T, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) string {
+	t.Helper()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var event events.SQSEvent
+		if err := json.NewDecoder(r.Body).Decode(&event); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		response, err := handle(ctx, event)
+		if err != nil {
+			w.Header().Set("X-Amz-Function-Error", "Unhandled")
+			_ = json.NewEncoder(w).Encode(map[string]string{"errorType": "BatchError", "errorMessage": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(response)
+	}))
+	t.Cleanup(server.Close)
+	return server.URL
+}
+
+func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, s3client := testenv.SQS(t), s3Client(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client)})
+	require.NoError(t, err)
+	good, bad := largeBody("good"), largeBody("bad")
+	sendOffloaded(t, client, store, queue.URL, good)
+	badPointer := sendOffloaded(t, client, store, queue.URL, bad)
+
+	var calls handled
+	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+		calls.add(m)
+		if m.Body == bad {
+			return sqsworker.Permanent("Broken", nil)
+		}
+		return nil
+	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{}))
+	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client)))
+	esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
+
+	testenv.Eventually(t, 30*time.Second, "both records deleted by the mapping", func() bool {
+		visible, inFlight := testenv.Counts(t, client, queue.URL)
+		return len(calls.all()) == 2 && visible+inFlight == 0
+	})
+	bodies := map[string]bool{}
+	for _, call := range calls.all() {
+		bodies[call.body] = true
+		assert.NotContains(t, call.attributes, claimcheck.AttributePayloadSize)
+	}
+	assert.True(t, bodies[good] && bodies[bad], "the Lambda host's handler got both payloads")
+	dead := receiveOne(t, client, queue.DeadLetterQueueURL)
+	deadPointer, err := claimcheck.ParsePointer(aws.ToString(dead.Body))
+	require.NoError(t, err)
+	assert.Equal(t, badPointer, deadPointer)
+	assert.True(t, objectExists(t, s3client, badPointer))
+}
