@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // Defaults for [PeekOptions].
@@ -92,7 +93,7 @@ type PeekResult struct {
 	// Retention is the queue's MessageRetentionPeriod.
 	Retention time.Duration `json:"retention_seconds"`
 	// RedrivePolicy is the queue's own redrive policy, nil for most dead-letter queues.
-	RedrivePolicy *sqsworker.RedrivePolicy `json:"redrive_policy,omitempty"`
+	RedrivePolicy *RedrivePolicy `json:"redrive_policy,omitempty"`
 	// Messages are the distinct messages seen, in the order received.
 	Messages []DeadLetter `json:"messages"`
 	// ReceivesUsed counts the deliveries the peek took: each added one to a message's
@@ -123,7 +124,7 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 	if err != nil {
 		return nil, err
 	}
-	result = &PeekResult{QueueURL: queueURL, FIFO: queue.FIFO, RedrivePolicy: queue.RedrivePolicy, Retention: defaultRetention}
+	result = &PeekResult{QueueURL: queueURL, FIFO: queue.FIFO, RedrivePolicy: redrivePolicyOf(queue), Retention: defaultRetention}
 	if policy := queue.RedrivePolicy; policy != nil && !options.Force {
 		return nil, fmt.Errorf("%w: queue %s has a redrive policy (maxReceiveCount %d, dead-letter queue %s); looking at a message "+
 			"receives it and every receive counts toward maxReceiveCount, so a message at %d receives would move to the dead-letter "+
@@ -158,9 +159,9 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 	for len(result.Messages) < options.MaxMessages {
 		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
-			MaxNumberOfMessages:         int32(min(MaxBatchEntries, options.MaxMessages-len(result.Messages))),
+			MaxNumberOfMessages:         int32(min(sqsx.MaxBatchEntries, options.MaxMessages-len(result.Messages))),
 			VisibilityTimeout:           int32(options.VisibilityTimeout / time.Second),
-			WaitTimeSeconds:             int32(min(options.WaitTime, maxWaitTime) / time.Second),
+			WaitTimeSeconds:             int32(min(options.WaitTime, sqsx.MaxWaitTime) / time.Second),
 			MessageAttributeNames:       []string{"All"},
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		})
@@ -206,7 +207,7 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 	letter := DeadLetter{
 		ID:                message.ID,
 		Body:              message.Body,
-		Size:              MessageSize(message),
+		Size:              sqsx.MessageSize(message),
 		ReceiveCount:      message.ReceiveCount,
 		SentAt:            message.SentAt,
 		GroupID:           message.GroupID,
@@ -231,4 +232,18 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 		letter.ExpiresAt = now.Add(retention)
 	}
 	return letter
+}
+
+// RedrivePolicy is a queue's RedrivePolicy attribute: after MaxReceiveCount receives
+// without a delete, SQS moves the message to the dead-letter queue DeadLetterTargetARN.
+type RedrivePolicy struct {
+	DeadLetterTargetARN string `json:"deadLetterTargetArn"`
+	MaxReceiveCount     int    `json:"maxReceiveCount"`
+}
+
+func redrivePolicyOf(queue *sqsx.Queue) *RedrivePolicy {
+	if queue.RedrivePolicy == nil {
+		return nil
+	}
+	return &RedrivePolicy{DeadLetterTargetARN: queue.RedrivePolicy.DeadLetterTargetARN, MaxReceiveCount: queue.RedrivePolicy.MaxReceiveCount}
 }

@@ -106,10 +106,14 @@ type Success struct {
 // are unique per request, so one message received twice in a batch cannot clash.
 func EntryID(index int) string { return strconv.Itoa(index) }
 
-// Chunk splits items, in order, into chunks of at most MaxBatchEntries items whose sizes
-// add up to at most maxBytes. With size nil (or maxBytes <= 0) only the count applies. An
-// item larger than maxBytes on its own gets a chunk of its own.
-func Chunk[T any](items []T, size func(T) int, maxBytes int) [][]T {
+// Chunk splits items, in order, into chunks of at most maxEntries items (0, or more than
+// MaxBatchEntries, means MaxBatchEntries) whose sizes add up to at most maxBytes. With
+// size nil (or maxBytes <= 0) only the count applies. An item larger than maxBytes on its
+// own gets a chunk of its own.
+func Chunk[T any](items []T, maxEntries int, size func(T) int, maxBytes int) [][]T {
+	if maxEntries <= 0 || maxEntries > MaxBatchEntries {
+		maxEntries = MaxBatchEntries
+	}
 	var chunks [][]T
 	start, bytes := 0, 0
 	for i, item := range items {
@@ -117,7 +121,7 @@ func Chunk[T any](items []T, size func(T) int, maxBytes int) [][]T {
 		if size != nil && maxBytes > 0 {
 			itemBytes = size(item)
 		}
-		if i > start && (i-start == MaxBatchEntries || (maxBytes > 0 && bytes+itemBytes > maxBytes)) {
+		if i > start && (i-start == maxEntries || (maxBytes > 0 && bytes+itemBytes > maxBytes)) {
 			chunks = append(chunks, items[start:i])
 			start, bytes = i, 0
 		}
@@ -140,7 +144,7 @@ func Batch[T any](ctx context.Context, op string, items []T, size func(T) int, m
 	call func(ctx context.Context, ids []string, chunk []T) (Response, error)) []Result {
 	results := make([]Result, len(items))
 	offset := 0
-	for _, chunk := range Chunk(items, size, maxBytes) {
+	for _, chunk := range Chunk(items, MaxBatchEntries, size, maxBytes) {
 		base := offset
 		offset += len(chunk)
 		if len(chunk) == 1 && size != nil && maxBytes > 0 && size(chunk[0]) > maxBytes {

@@ -119,15 +119,16 @@ func TestChunkByCountAndBytes(t *testing.T) {
 	for i := range items {
 		items[i] = i
 	}
-	chunks := sqsx.Chunk(items, nil, 0)
+	chunks := sqsx.Chunk(items, 0, nil, 0)
 	require.Len(t, chunks, 3)
 	assert.Len(t, chunks[0], 10)
 	assert.Len(t, chunks[2], 3)
 
 	sizes := []int{400, 400, 400, 2000, 100, 100}
-	chunks = sqsx.Chunk(sizes, func(n int) int { return n }, 1000)
+	chunks = sqsx.Chunk(sizes, 0, func(n int) int { return n }, 1000)
 	assert.Equal(t, [][]int{{400, 400}, {400}, {2000}, {100, 100}}, chunks)
-	assert.Empty(t, sqsx.Chunk([]int{}, nil, 0))
+	assert.Empty(t, sqsx.Chunk([]int{}, 0, nil, 0))
+	assert.Equal(t, [][]int{{0, 1, 2}, {3, 4}}, sqsx.Chunk([]int{0, 1, 2, 3, 4}, 3, nil, 0))
 }
 
 // scripted answers each call with a function of the ids it was given.
