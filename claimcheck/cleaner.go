@@ -22,6 +22,8 @@ const (
 	DefaultCleanerWorkers = 4
 	// DefaultDeleteTimeout is CleanerConfig.DeleteTimeout when zero.
 	DefaultDeleteTimeout = 10 * time.Second
+	// DefaultMaxTracked is CleanerConfig.MaxTracked when zero.
+	DefaultMaxTracked = 10000
 )
 
 // lambdaHost is the Event.Host of the Lambda host, whose EventDeleted is not a confirmed
@@ -41,6 +43,12 @@ type CleanerConfig struct {
 	Workers int
 	// DeleteTimeout bounds one DeleteObject call; if zero, 10 s.
 	DeleteTimeout time.Duration
+	// MaxTracked bounds the deliveries whose payload the middleware resolved and whose
+	// settlement the cleaner has not been told yet (a few per handler slot when the
+	// cleaner observes the host); if zero, 10,000. Beyond it a payload is not tracked,
+	// and so not deleted (counted as dropped): the bound keeps a cleaner that no host
+	// reports to from growing without end.
+	MaxTracked int
 }
 
 // CleanerStats counts what a [Cleaner] did since it was made.
@@ -49,22 +57,30 @@ type CleanerStats struct {
 	Deleted int64
 	// Failed is the number of DeleteObject calls that failed.
 	Failed int64
-	// Dropped is the number of deletes not attempted: the queue was full, or the
-	// cleaner was shut down.
+	// Dropped is the number of deletes not attempted: the queue was full, the cleaner
+	// was shut down, or MaxTracked deliveries were already tracked.
 	Dropped int64
 }
 
-// Cleaner is an [sqsworker.Observer] that deletes a message's S3 payload once the
-// message itself is deleted after its handler succeeded: on an EventDeleted whose
-// Outcome is OutcomeDelete. The poller reports EventDeleted only when SQS confirmed the
-// DeleteMessageBatch entry, so a message whose delete failed (it will be delivered
-// again) keeps its payload. A dead-lettered message's EventDeleted carries
-// OutcomeDeadLetter and is ignored: the dead-letter queue's copy still points to the
-// object, and so does the message after a redrive.
+// Cleaner deletes a message's S3 payload once the message itself is deleted after its
+// handler succeeded. It needs two hooks: [Middleware] with MiddlewareConfig.Cleaner set
+// tells it which deliveries had their payload resolved and handed to the handler, and
+// the host tells it, as an [sqsworker.Observer], how each delivery was settled. It
+// deletes the payload on an EventDeleted whose Outcome is OutcomeDelete, for a delivery
+// the middleware resolved:
 //
-// On the Lambda host the event source mapping deletes the records after the function
-// returns, and the function never learns whether that delete succeeded, so the cleaner
-// ignores the Lambda host's events: there the bucket's lifecycle rule expires payloads.
+//   - the poller reports EventDeleted only when SQS confirmed the DeleteMessageBatch
+//     entry, so a message whose delete failed (it will be delivered again) keeps its
+//     payload;
+//   - a dead-lettered message's EventDeleted carries OutcomeDeadLetter: the dead-letter
+//     queue's copy still points to the object, and so does the message after a redrive;
+//   - a message deleted without its payload being handed to the handler (a delayed job
+//     re-sent as a hop by the producer's DelayMiddleware, a duplicate suppressed by the
+//     idempotency middleware, both placed outside this one) keeps its payload: the hop,
+//     or the copy that was handled, still points to it;
+//   - on the Lambda host the event source mapping deletes the records after the
+//     function returns, and the function never learns whether that delete succeeded, so
+//     the cleaner deletes nothing there: the bucket's lifecycle rule expires payloads.
 //
 // Observe never blocks: it queues the delete for the cleaner's workers, which run until
 // [Cleaner.Shutdown].
@@ -81,7 +97,15 @@ type Cleaner struct {
 	mu     sync.RWMutex
 	closed bool
 
+	trackedMu sync.Mutex
+	tracked   map[delivery]Pointer
+
 	deleted, failed, dropped atomic.Int64
+}
+
+// delivery names one receive of a message: its receipt handle, unique per receive.
+type delivery struct {
+	queueURL, receiptHandle string
 }
 
 // cleanup is one queued delete.
@@ -105,11 +129,14 @@ func NewCleaner(client S3API, config CleanerConfig) *Cleaner {
 	if config.DeleteTimeout <= 0 {
 		config.DeleteTimeout = DefaultDeleteTimeout
 	}
+	if config.MaxTracked <= 0 {
+		config.MaxTracked = DefaultMaxTracked
+	}
 	logger := config.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cleaner{client: client, config: config, logger: logger, queue: make(chan cleanup, config.QueueSize)}
+	c := &Cleaner{client: client, config: config, logger: logger, queue: make(chan cleanup, config.QueueSize), tracked: make(map[delivery]Pointer)}
 	c.callContext, c.stopCalls = context.WithCancel(context.Background())
 	for range config.Workers {
 		c.workers.Go(c.work)
@@ -117,14 +144,46 @@ func NewCleaner(client S3API, config CleanerConfig) *Cleaner {
 	return c
 }
 
-// Observe queues the delete of the payload of a message deleted after success (see
-// [Cleaner]). Other events, and messages without a pointer, are ignored.
+// track records that the middleware handed message's payload to the handler.
+func (c *Cleaner) track(ctx context.Context, message *sqsworker.Message, pointer Pointer) {
+	key := delivery{message.QueueURL, message.ReceiptHandle}
+	c.trackedMu.Lock()
+	full := len(c.tracked) >= c.config.MaxTracked
+	if !full {
+		c.tracked[key] = pointer
+	}
+	c.trackedMu.Unlock()
+	if full {
+		c.drop(ctx, cleanup{pointer: pointer, messageID: message.ID}, "MaxTracked deliveries are already waiting for their settlement; is the cleaner the host's observer?")
+	}
+}
+
+// settled forgets message's delivery and returns its pointer, if the middleware
+// resolved it.
+func (c *Cleaner) settled(message *sqsworker.Message) (Pointer, bool) {
+	key := delivery{message.QueueURL, message.ReceiptHandle}
+	c.trackedMu.Lock()
+	defer c.trackedMu.Unlock()
+	pointer, ok := c.tracked[key]
+	delete(c.tracked, key)
+	return pointer, ok
+}
+
+// Observe forgets a delivery when it is settled and, for an EventDeleted after
+// success on the poller, queues the delete of its payload (see [Cleaner]). Other events
+// are ignored.
 func (c *Cleaner) Observe(ctx context.Context, ev sqsworker.Event) {
-	if ev.Kind != sqsworker.EventDeleted || ev.Outcome.Kind != sqsworker.OutcomeDelete || ev.Host == lambdaHost || ev.Message == nil {
+	if ev.Message == nil {
 		return
 	}
-	pointer, _, ok, err := PointerOf(ev.Message)
-	if !ok || err != nil {
+	switch ev.Kind {
+	case sqsworker.EventDeleted, sqsworker.EventDeleteFailed, sqsworker.EventRescheduled,
+		sqsworker.EventRescheduleFailed, sqsworker.EventReleased:
+	default:
+		return // not the end of the delivery
+	}
+	pointer, ok := c.settled(ev.Message)
+	if !ok || ev.Kind != sqsworker.EventDeleted || ev.Outcome.Kind != sqsworker.OutcomeDelete || ev.Host == lambdaHost {
 		return
 	}
 	job := cleanup{pointer: pointer, messageID: ev.Message.ID}

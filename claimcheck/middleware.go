@@ -42,6 +42,11 @@ type MiddlewareConfig struct {
 	// ReasonPayloadTooLarge. If zero, DefaultMaxPayloadSize. (The extended client
 	// libraries allow payloads up to 2 GB.)
 	MaxPayloadSize int64
+
+	// Cleaner, if set, is told of every delivery whose payload was handed to the
+	// handler, so it can delete the payload once the host reports the message deleted
+	// after success. Without it no payload is deleted (a lifecycle rule expires them).
+	Cleaner *Cleaner
 }
 
 // Middleware returns a middleware that resolves S3 pointers before the handler runs, on
@@ -54,7 +59,7 @@ type MiddlewareConfig struct {
 // received, so what the host does next keeps the pointer: a dead-letter send copies the
 // pointer body and its attribute, and the dead-lettered (or redriven) message still
 // resolves. The middleware never deletes the object; a [Cleaner] does, after the host
-// confirmed the message's delete.
+// confirmed the message's delete (set MiddlewareConfig.Cleaner).
 //
 // Failures: a malformed pointer ([ReasonMalformedPointer]), a missing object or bucket
 // ([ReasonPayloadNotFound]) and an object above MaxPayloadSize ([ReasonPayloadTooLarge])
@@ -92,6 +97,9 @@ func Middleware(client S3API, config MiddlewareConfig) sqsworker.Middleware {
 			message.MessageAttributes = maps.Clone(attributes)
 			delete(message.MessageAttributes, AttributePayloadSize)
 			delete(message.MessageAttributes, LegacyAttributePayloadSize)
+			if config.Cleaner != nil {
+				config.Cleaner.track(ctx, message, pointer)
+			}
 			return next.Handle(ctx, message)
 		})
 	}
