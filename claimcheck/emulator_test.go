@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/lambda"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -101,24 +103,53 @@ func objectExists(t *testing.T, client *s3.Client, pointer claimcheck.Pointer) b
 	return false
 }
 
-// sendOffloaded sends body through the store, as the producer does, and returns the
-// pointer it sent.
-func sendOffloaded(t *testing.T, client *sqs.Client, store *claimcheck.Store, queueURL, body string) claimcheck.Pointer {
-	t.Helper()
-	attributes := map[string]sqstypes.MessageAttributeValue{
-		"job-type": {DataType: aws.String("String"), StringValue: aws.String("resize")},
+// recordingStore is the store as the producer's PayloadStore, recording the pointers it
+// returned.
+type recordingStore struct {
+	*claimcheck.Store
+	mu       sync.Mutex
+	pointers []claimcheck.Pointer
+}
+
+func (r *recordingStore) Offload(ctx context.Context, queueURL, body string, attributes map[string]sqstypes.MessageAttributeValue) (string, map[string]sqstypes.MessageAttributeValue, error) {
+	newBody, newAttributes, err := r.Store.Offload(ctx, queueURL, body, attributes)
+	if err == nil {
+		pointer, parseErr := claimcheck.ParsePointer(newBody)
+		if parseErr != nil {
+			return "", nil, parseErr
+		}
+		r.mu.Lock()
+		r.pointers = append(r.pointers, pointer)
+		r.mu.Unlock()
 	}
-	newBody, newAttributes, err := store.Offload(context.Background(), queueURL, body, attributes)
+	return newBody, newAttributes, err
+}
+
+func (r *recordingStore) last() claimcheck.Pointer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pointers[len(r.pointers)-1]
+}
+
+// jobProducer returns a producer whose PayloadStore is a store writing to a new bucket
+// of this test.
+func jobProducer(t *testing.T, client *sqs.Client, s3client *s3.Client) (*producer.Producer, *recordingStore) {
+	t.Helper()
+	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client), KeyPrefix: "jobs/"})
 	require.NoError(t, err)
-	_, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{
-		QueueUrl:          aws.String(queueURL),
-		MessageBody:       aws.String(newBody),
-		MessageAttributes: newAttributes,
-	})
+	recording := &recordingStore{Store: store}
+	jobs, err := producer.New(client, producer.Config{PayloadStore: recording})
 	require.NoError(t, err)
-	pointer, err := claimcheck.ParsePointer(newBody)
+	return jobs, recording
+}
+
+// sendOffloaded sends body as a "resize" job through the producer and returns the
+// pointer the store sent in its place.
+func sendOffloaded(t *testing.T, jobs *producer.Producer, store *recordingStore, queueURL, body string) claimcheck.Pointer {
+	t.Helper()
+	_, err := jobs.Send(context.Background(), queueURL, producer.Job{Type: "resize", Body: body})
 	require.NoError(t, err)
-	return pointer
+	return store.last()
 }
 
 // handled records what handlers saw.
@@ -186,12 +217,20 @@ func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
 	t.Parallel()
 	client, s3client := testenv.SQS(t), s3Client(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client), KeyPrefix: "jobs/"})
-	require.NoError(t, err)
+	require.NoError(t, setMaximumMessageSize(client, queue.URL, 1<<20))
 	body := largeBody("j-1")
 	require.Equal(t, 1<<20+1, len(body))
 
-	pointer := sendOffloaded(t, client, store, queue.URL, body)
+	withoutS3, err := producer.New(client, producer.Config{})
+	require.NoError(t, err)
+	_, err = withoutS3.Send(context.Background(), queue.URL, producer.Job{Type: "resize", Body: body})
+	var tooLarge *producer.TooLargeError
+	require.ErrorAs(t, err, &tooLarge, "without S3 the job is refused with the size error")
+	assert.Greater(t, tooLarge.Size, 1<<20+1)
+	assert.Equal(t, 1<<20, tooLarge.Limit)
+
+	jobs, store := jobProducer(t, client, s3client)
+	pointer := sendOffloaded(t, jobs, store, queue.URL, body)
 	require.True(t, objectExists(t, s3client, pointer))
 
 	var calls handled
@@ -205,19 +244,27 @@ func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.True(t, got[0].body == body, "the handler got the 1 MiB + 1 byte body (%d bytes)", len(got[0].body))
 	assert.NotContains(t, got[0].attributes, claimcheck.AttributePayloadSize)
-	assert.Equal(t, "resize", got[0].attributes["job-type"].StringValue)
+	assert.Equal(t, "resize", got[0].attributes[sqsworker.AttributeJobType].StringValue)
 	visible, inFlight := testenv.Counts(t, client, queue.URL)
 	assert.Zero(t, visible+inFlight)
+}
+
+// setMaximumMessageSize sets the queue's MaximumMessageSize (bytes).
+func setMaximumMessageSize(client *sqs.Client, queueURL string, size int) error {
+	_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(queueURL),
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameMaximumMessageSize): strconv.Itoa(size)},
+	})
+	return err
 }
 
 func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *testing.T) {
 	t.Parallel()
 	client, s3client := testenv.SQS(t), s3Client(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client)})
-	require.NoError(t, err)
+	jobs, store := jobProducer(t, client, s3client)
 	body := largeBody("j-2")
-	pointer := sendOffloaded(t, client, store, queue.URL, body)
+	pointer := sendOffloaded(t, jobs, store, queue.URL, body)
 
 	var calls handled
 	var failing atomic.Bool
@@ -320,11 +367,10 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 	t.Parallel()
 	client, s3client := testenv.SQS(t), s3Client(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: newBucket(t, s3client)})
-	require.NoError(t, err)
+	jobs, store := jobProducer(t, client, s3client)
 	good, bad := largeBody("good"), largeBody("bad")
-	sendOffloaded(t, client, store, queue.URL, good)
-	badPointer := sendOffloaded(t, client, store, queue.URL, bad)
+	sendOffloaded(t, jobs, store, queue.URL, good)
+	badPointer := sendOffloaded(t, jobs, store, queue.URL, bad)
 
 	var calls handled
 	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {

@@ -96,25 +96,23 @@ func TestPythonExtendedClientMessageIsHandledByOurPollerOnEmulator(t *testing.T)
 	assert.NotContains(t, got[0].attributes, claimcheck.AttributePayloadSize)
 }
 
-func TestOurStoresMessageIsReadByThePythonExtendedClientOnEmulator(t *testing.T) {
+func TestOurProducersMessageIsReadByThePythonExtendedClientOnEmulator(t *testing.T) {
 	t.Parallel()
 	client, s3client := testenv.SQS(t), s3Client(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	bucket := newBucket(t, s3client)
-	store, err := claimcheck.NewStore(s3client, claimcheck.Config{Bucket: bucket})
-	require.NoError(t, err)
+	jobs, store := jobProducer(t, client, s3client)
 	body := largeBody("from-go")
-	sendOffloaded(t, client, store, queue.URL, body)
+	pointer := sendOffloaded(t, jobs, store, queue.URL, body)
 
 	var received struct {
 		MessageId         string
 		Body              string
 		MessageAttributes map[string]struct{ StringValue, DataType string }
 	}
-	runPeer(t, "", &received, "receive", queue.URL, bucket, "10")
+	runPeer(t, "", &received, "receive", queue.URL, pointer.Bucket, "10")
 
 	require.NotEmpty(t, received.MessageId, "the Python client received the message")
 	assert.True(t, received.Body == body, "the Python client read the payload from S3 (%d bytes)", len(received.Body))
 	assert.NotContains(t, received.MessageAttributes, claimcheck.AttributePayloadSize, "the library recognised the pointer and removed its attribute")
-	assert.Equal(t, "resize", received.MessageAttributes["job-type"].StringValue)
+	assert.Equal(t, "resize", received.MessageAttributes[sqsworker.AttributeJobType].StringValue)
 }
