@@ -62,10 +62,18 @@
 // and no retry brings it back. Any other S3 error is retried with backoff, bounded by
 // the redrive policy: AccessDenied among them, since S3 answers AccessDenied, not
 // NoSuchKey, for a missing key when the role lacks s3:ListBucket, and a policy may be
-// fixed. On a standard queue SQS may deliver a message twice; if the first copy was
-// handled and its payload deleted, the second fails with ReasonPayloadNotFound. Put the
-// idempotency middleware, keyed by the producer's idempotency-key attribute, outside
-// this middleware so that such a duplicate is suppressed before its payload is read.
+// fixed.
+//
+// # Duplicates
+//
+// On a standard queue SQS may deliver a message twice, and a producer may send one job
+// twice (a retried send): the sends of a job with an idempotency key
+// ([sqsworker.AttributeIdempotencyKey]) carry the same pointer to one object (see
+// [Store.Offload]). Once one copy is handled and the object deleted, another copy that
+// reaches this middleware fails with ReasonPayloadNotFound. Put the idempotency
+// middleware, keyed by that attribute (its default), outside this middleware: it then
+// suppresses such a copy before its payload is read, and its payload hash (of the
+// pointer body) matches across the copies.
 //
 // # Permissions
 //
@@ -74,7 +82,7 @@
 //
 // # FIFO queues
 //
-// Every Offload writes a new key, so content-based deduplication sees a different body
-// for each send of the same payload: give offloaded FIFO messages an explicit
-// deduplication id.
+// Without an idempotency key every Offload writes a new key, so content-based
+// deduplication sees a different body for each send of the same payload: give
+// offloaded FIFO messages an idempotency key or an explicit deduplication id.
 package claimcheck

@@ -3,6 +3,8 @@ package claimcheck
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
@@ -19,8 +22,9 @@ import (
 const (
 	// maxKeyLength is S3's limit of an object key, in bytes.
 	maxKeyLength = 1024
-	// randomKeyLength is the length of the random part of a key (crypto/rand.Text).
-	randomKeyLength = 26
+	// derivedKeyLength is the length of the key part derived from the idempotency key and
+	// the body (hex SHA-256); a random part (crypto/rand.Text) is shorter.
+	derivedKeyLength = 64
 )
 
 // Errors [Store.Offload] returns for a message it cannot offload. Each is wrapped with the
@@ -56,8 +60,8 @@ type Config struct {
 	Bucket string
 
 	// KeyPrefix is put before every object key (for example "payloads/"), so a lifecycle
-	// rule can expire orphans by prefix. At most 998 bytes (S3 keys are at most 1,024
-	// bytes; the store adds 26 random characters).
+	// rule can expire orphans by prefix. At most 960 bytes (S3 keys are at most 1,024
+	// bytes; the store adds up to 64 characters).
 	KeyPrefix string
 
 	// Threshold is the message size, in bytes, above which Offload moves the body to S3:
@@ -93,8 +97,8 @@ func NewStore(client S3API, config Config) (*Store, error) {
 	if config.Threshold < 0 || config.Threshold > sqsx.MaxMessageBytes {
 		problems = append(problems, fmt.Errorf("claimcheck: Config.Threshold %d is outside 0..%d (SQS's largest MaximumMessageSize)", config.Threshold, sqsx.MaxMessageBytes))
 	}
-	if len(config.KeyPrefix) > maxKeyLength-randomKeyLength {
-		problems = append(problems, fmt.Errorf("claimcheck: Config.KeyPrefix is %d bytes; at most %d leave room for the random key in S3's %d", len(config.KeyPrefix), maxKeyLength-randomKeyLength, maxKeyLength))
+	if len(config.KeyPrefix) > maxKeyLength-derivedKeyLength {
+		problems = append(problems, fmt.Errorf("claimcheck: Config.KeyPrefix is %d bytes; at most %d leave room for the key's own part in S3's %d", len(config.KeyPrefix), maxKeyLength-derivedKeyLength, maxKeyLength))
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
@@ -103,17 +107,20 @@ func NewStore(client S3API, config Config) (*Store, error) {
 }
 
 // Offload returns body and attributes unchanged when the message is not above
-// Config.Threshold (never, when it is zero). Otherwise it writes body to S3 (PutObject to Config.Bucket, key KeyPrefix plus a
-// random part) and returns the pointer body and a copy of attributes with
+// Config.Threshold (never, when it is zero). Otherwise it writes body to S3 (PutObject to
+// Config.Bucket) and returns the pointer body and a copy of attributes with
 // AttributePayloadSize (Number: the body's size in bytes) added; attributes itself is
 // never modified. It implements the producer's PayloadStore.
 //
-// If the send that follows fails, the object stays in S3 (an orphan): expire the prefix
-// with a lifecycle rule longer than the queues' retention (see the package
-// documentation).
+// The object key is KeyPrefix followed by the hex SHA-256 of the message's idempotency
+// key ([sqsworker.AttributeIdempotencyKey]) and body when the message has one, and by
+// a random part otherwise. So the sends of one job (a producer's retry, a re-send with
+// the same idempotency key) carry the same pointer and share one object: the
+// idempotency middleware's payload hash matches across them, and a retried Offload
+// leaves no orphan. Jobs without an idempotency key never share an object.
 //
-// Every call stores a new object, so a producer that retries a send after a failed
-// Offload or send leaves at most the earlier attempts' objects behind, as orphans.
+// If the send that follows fails for good, the object stays in S3 (an orphan): expire
+// the prefix with a lifecycle rule (see the package documentation).
 //
 // queueURL is not used: the pointer does not depend on the queue.
 //
@@ -132,7 +139,7 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 	if len(attributes) >= sqsx.MaxMessageAttributes {
 		return "", nil, fmt.Errorf("%w: the message has %d", ErrTooManyAttributes, len(attributes))
 	}
-	pointer := Pointer{Bucket: s.config.Bucket, Key: s.config.KeyPrefix + rand.Text()}
+	pointer := Pointer{Bucket: s.config.Bucket, Key: s.config.KeyPrefix + objectName(body, attributes)}
 	offloaded := make(map[string]types.MessageAttributeValue, len(attributes)+1)
 	for name, value := range attributes {
 		offloaded[name] = value
@@ -155,6 +162,20 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 		return "", nil, fmt.Errorf("claimcheck: storing the %d-byte body in %s: %w", len(body), pointer, err)
 	}
 	return pointerBody, offloaded, nil
+}
+
+// objectName is the key's own part: derived from the idempotency key and the body, or
+// random without an idempotency key.
+func objectName(body string, attributes map[string]types.MessageAttributeValue) string {
+	key := aws.ToString(attributes[sqsworker.AttributeIdempotencyKey].StringValue)
+	if key == "" {
+		return rand.Text()
+	}
+	digest := sha256.New()
+	digest.Write([]byte(key))
+	digest.Write([]byte{0})
+	digest.Write([]byte(body))
+	return hex.EncodeToString(digest.Sum(nil))
 }
 
 // messageSize is the message's size as SQS counts it against MaximumMessageSize.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
 )
@@ -21,9 +22,9 @@ func stringAttribute(value string) types.MessageAttributeValue {
 }
 
 func TestNewStoreReportsEveryBadSetting(t *testing.T) {
-	_, err := NewStore(nil, Config{Threshold: sqsx.MaxMessageBytes + 1, KeyPrefix: strings.Repeat("p", 999)})
+	_, err := NewStore(nil, Config{Threshold: sqsx.MaxMessageBytes + 1, KeyPrefix: strings.Repeat("p", 961)})
 	require.Error(t, err)
-	for _, want := range []string{"nil S3 client", "Config.Bucket is empty", "Config.Threshold 1048577", "Config.KeyPrefix is 999 bytes"} {
+	for _, want := range []string{"nil S3 client", "Config.Bucket is empty", "Config.Threshold 1048577", "Config.KeyPrefix is 961 bytes"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }
@@ -50,7 +51,7 @@ func TestOffloadStoresTheBodyAndSendsThePointer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "payloads", pointer.Bucket)
 	assert.True(t, strings.HasPrefix(pointer.Key, "jobs/"), pointer.Key)
-	assert.Len(t, pointer.Key, len("jobs/")+randomKeyLength)
+	assert.Len(t, pointer.Key, len("jobs/")+26, "a random key part (crypto/rand.Text) without an idempotency key")
 	stored, ok := client.object(pointer.Bucket, pointer.Key)
 	require.True(t, ok)
 	assert.Equal(t, body, string(stored))
@@ -70,6 +71,27 @@ func TestOffloadKeysAreUnique(t *testing.T) {
 		assert.False(t, seen[body], "duplicate pointer %s", body)
 		seen[body] = true
 	}
+}
+
+func TestOffloadKeyOfAJobWithAnIdempotencyKeyIsDerived(t *testing.T) {
+	client := newFakeS3()
+	store, err := NewStore(client, Config{Bucket: "b"})
+	require.NoError(t, err)
+	offload := func(key, body string) string {
+		pointerBody, _, err := store.Offload(context.Background(), "q", body, map[string]types.MessageAttributeValue{
+			sqsworker.AttributeIdempotencyKey: stringAttribute(key),
+		})
+		require.NoError(t, err)
+		return pointerBody
+	}
+	first := offload("order-7", "payload")
+	assert.Equal(t, first, offload("order-7", "payload"), "a retried send of the job carries the same pointer")
+	assert.NotEqual(t, first, offload("order-7", "other payload"))
+	assert.NotEqual(t, first, offload("order-8", "payload"))
+	pointer, err := ParsePointer(first)
+	require.NoError(t, err)
+	assert.Len(t, pointer.Key, 64)
+	assert.Len(t, client.objects, 3, "the retry overwrote its own object")
 }
 
 func TestOffloadThreshold(t *testing.T) {
