@@ -3,11 +3,15 @@ package lambda
 import (
 	"context"
 	"time"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // budget plans the invocation's time from ctx.Deadline(): a record starts only while at
-// least margin is left, and handlers' contexts end margin/2 before the deadline, leaving
-// the rest for visibility changes and the response.
+// least margin is left, and handlers' contexts end margin before the deadline. A handler
+// that has not returned grace() after that is abandoned, so the rest of the margin is
+// left for visibility changes and the response (CASES.md N01).
 type budget struct {
 	deadline    time.Time
 	hasDeadline bool
@@ -30,12 +34,44 @@ func (b budget) canStart(now time.Time) bool {
 }
 
 // handlerContext derives the handlers' context from the invocation's: same values (the
-// Lambda context included), cancelled margin/2 before the invocation's deadline. An
+// Lambda context included), cancelled margin before the invocation's deadline. An
 // idempotency lease taken from this deadline therefore ends when the handler's context
 // does.
 func (b budget) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !b.hasDeadline || b.margin == 0 {
 		return ctx, func() {}
 	}
-	return context.WithDeadline(ctx, b.deadline.Add(-b.margin/2))
+	return context.WithDeadline(ctx, b.deadline.Add(-b.margin))
+}
+
+// grace is how long a handler whose context ended may take to return before it is
+// abandoned: abandonGrace, or half the margin when that is less.
+func (b budget) grace() time.Duration {
+	return min(abandonGrace, b.margin/2)
+}
+
+// call runs handler on message (panics recovered) and returns its error. With a deadline
+// budget it waits at most until handlerCtx ends plus grace(): returned is false when the
+// handler had not returned by then. Its goroutine is then abandoned: it runs on (Lambda
+// freezes the environment after the response, so it may resume in a later invocation),
+// and only its return value would ever have been observed.
+func (b budget) call(handlerCtx context.Context, handler sqsworker.Handler, message *sqsworker.Message) (err error, returned bool) {
+	if !b.hasDeadline || b.margin == 0 {
+		return settle.Call(handlerCtx, handler, message), true
+	}
+	result := make(chan error, 1)
+	go func() { result <- settle.Call(handlerCtx, handler, message) }()
+	select {
+	case err := <-result:
+		return err, true
+	case <-handlerCtx.Done():
+	}
+	timer := time.NewTimer(b.grace())
+	defer timer.Stop()
+	select {
+	case err := <-result:
+		return err, true
+	case <-timer.C:
+		return nil, false
+	}
 }

@@ -40,7 +40,9 @@ type PeekOptions struct {
 	// returns. If zero, 30 s.
 	VisibilityTimeout time.Duration
 	// WaitTime specifies each ReceiveMessage's long-poll wait (whole seconds, up to 20);
-	// if zero, 1 s. The peek ends at the first receive that returns nothing new.
+	// if zero, 1 s. The peek ends at the first receive that returns nothing new while
+	// SQS counts no visible message in the queue (or after three such receives in a row
+	// while it still counts some).
 	WaitTime time.Duration
 }
 
@@ -156,6 +158,7 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 		}
 	}()
 	now := time.Now()
+	empty := 0
 	for len(result.Messages) < options.MaxMessages {
 		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
@@ -181,7 +184,18 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 			fresh++
 			result.Messages = append(result.Messages, deadLetterOf(convertMessage(queueURL, raw), queue.FIFO, result.Retention, now))
 		}
-		if fresh == 0 {
+		if fresh > 0 {
+			empty = 0
+			continue
+		}
+		// An empty answer can be false (seen on the emulator under load; short polls
+		// on AWS): believe it only when SQS also counts no visible message, or after
+		// maxEmptyReceives of them in a row.
+		depth, depthErr := sqsx.QueueDepth(ctx, api, queueURL)
+		if depthErr != nil {
+			return result, prefix(depthErr)
+		}
+		if empty++; depth.Visible == 0 || empty >= maxEmptyReceives {
 			break
 		}
 	}

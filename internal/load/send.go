@@ -4,12 +4,13 @@ package load
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // BatchSender is the part of the SQS client SendBodies uses; *sqs.Client satisfies it.
@@ -31,24 +32,22 @@ func SendBodies(ctx context.Context, client BatchSender, queueURL string, bodies
 			for batch := range batches {
 				entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
 				for i, body := range batch {
-					entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)}
+					entries[i] = sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}
 				}
-				output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-				if err == nil && len(output.Failed) > 0 {
-					err = fmt.Errorf("%d entries failed: %s", len(output.Failed), aws.ToString(output.Failed[0].Message))
-				}
-				if err != nil {
-					errs <- err
-					return
+				for _, result := range sqsx.SendMessages(ctx, client, queueURL, entries, 0) {
+					if result.Err != nil {
+						errs <- fmt.Errorf("load: %w", result.Err)
+						return
+					}
 				}
 			}
 		})
 	}
 	var err error
 feed:
-	for start := 0; start < len(bodies); start += 10 {
+	for _, batch := range sqsx.Chunk(bodies, 0, nil, 0) {
 		select {
-		case batches <- bodies[start:min(start+10, len(bodies))]:
+		case batches <- batch:
 		case err = <-errs:
 			break feed
 		case <-ctx.Done():

@@ -31,15 +31,16 @@ var (
 )
 
 // DeleteMessages deletes the messages with receiptHandles from queueURL with
-// DeleteMessageBatch, ten per request, and returns one [Result] per handle.
-func DeleteMessages(ctx context.Context, api DeleteAPI, queueURL string, receiptHandles []string) []Result {
+// DeleteMessageBatch, ten per request, and returns one [Result] per handle. optFns are
+// passed to every call (a per-call retryer, for example).
+func DeleteMessages(ctx context.Context, api DeleteAPI, queueURL string, receiptHandles []string, optFns ...func(*sqs.Options)) []Result {
 	return Batch(ctx, "DeleteMessageBatch", receiptHandles, nil, 0,
 		func(ctx context.Context, ids []string, chunk []string) (Response, error) {
 			entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
 			for i, handle := range chunk {
 				entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(handle)}
 			}
-			output, err := api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+			output, err := api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries}, optFns...)
 			if err != nil {
 				return Response{}, err
 			}
@@ -60,7 +61,7 @@ type VisibilityChange struct {
 
 // ChangeVisibility sets the visibility timeouts of messages in queueURL with
 // ChangeMessageVisibilityBatch, ten per request, and returns one [Result] per change.
-func ChangeVisibility(ctx context.Context, api VisibilityAPI, queueURL string, changes []VisibilityChange) []Result {
+func ChangeVisibility(ctx context.Context, api VisibilityAPI, queueURL string, changes []VisibilityChange, optFns ...func(*sqs.Options)) []Result {
 	return Batch(ctx, "ChangeMessageVisibilityBatch", changes, nil, 0,
 		func(ctx context.Context, ids []string, chunk []VisibilityChange) (Response, error) {
 			entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
@@ -71,7 +72,7 @@ func ChangeVisibility(ctx context.Context, api VisibilityAPI, queueURL string, c
 					VisibilityTimeout: VisibilitySeconds(change.Timeout),
 				}
 			}
-			output, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+			output, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL), Entries: entries}, optFns...)
 			if err != nil {
 				return Response{}, err
 			}
@@ -88,7 +89,7 @@ func ChangeVisibility(ctx context.Context, api VisibilityAPI, queueURL string, c
 // [MaxBatchBytes] means MaxBatchBytes), and returns one [Result] per entry. Each entry's Id
 // is set by SendMessages ([EntryID]); any Id the caller set is overwritten. An entry
 // larger than maxBatchBytes alone is not sent ([CodeTooLarge]).
-func SendMessages(ctx context.Context, api SendAPI, queueURL string, entries []types.SendMessageBatchRequestEntry, maxBatchBytes int) []Result {
+func SendMessages(ctx context.Context, api SendAPI, queueURL string, entries []types.SendMessageBatchRequestEntry, maxBatchBytes int, optFns ...func(*sqs.Options)) []Result {
 	if maxBatchBytes <= 0 || maxBatchBytes > MaxBatchBytes {
 		maxBatchBytes = MaxBatchBytes
 	}
@@ -99,7 +100,7 @@ func SendMessages(ctx context.Context, api SendAPI, queueURL string, entries []t
 				entry.Id = aws.String(ids[i])
 				request[i] = entry
 			}
-			output, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: request})
+			output, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: request}, optFns...)
 			if err != nil {
 				return Response{}, err
 			}

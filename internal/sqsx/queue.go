@@ -119,3 +119,46 @@ func parseRedrivePolicy(text string) (*RedrivePolicy, error) {
 	}
 	return &RedrivePolicy{DeadLetterTargetARN: raw.DeadLetterTargetARN, MaxReceiveCount: count}, nil
 }
+
+// AttributesAPI is the part of the SQS client [QueueDepth] uses.
+type AttributesAPI interface {
+	GetQueueAttributes(ctx context.Context, input *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Depth is a queue's approximate message counts, as GetQueueAttributes reports them.
+type Depth struct {
+	// Visible is ApproximateNumberOfMessages: available for receive.
+	Visible int
+	// InFlight is ApproximateNumberOfMessagesNotVisible: received, not yet deleted.
+	InFlight int
+	// Delayed is ApproximateNumberOfMessagesDelayed: sent with a delay not yet over.
+	Delayed int
+}
+
+// Total is every message the queue holds: visible, in flight and delayed.
+func (d Depth) Total() int { return d.Visible + d.InFlight + d.Delayed }
+
+// QueueDepth reads the queue's approximate counts (one GetQueueAttributes call). SQS
+// documents them as approximate: a count can lag a send or delete by a short while.
+func QueueDepth(ctx context.Context, api AttributesAPI, queueURL string) (Depth, error) {
+	output, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return Depth{}, QueueError(queueURL, err)
+	}
+	number := func(name types.QueueAttributeName) int {
+		value, _ := strconv.Atoi(output.Attributes[string(name)])
+		return value
+	}
+	return Depth{
+		Visible:  number(types.QueueAttributeNameApproximateNumberOfMessages),
+		InFlight: number(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		Delayed:  number(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+	}, nil
+}
