@@ -66,14 +66,15 @@ type CleanerStats struct {
 // handler succeeded. It needs two hooks: [Middleware] with MiddlewareConfig.Cleaner set
 // tells it which deliveries had their payload resolved and handed to the handler, and
 // the host tells it, as an [sqsworker.Observer], how each delivery was settled. It
-// deletes the payload on an EventDeleted whose Outcome is OutcomeDelete, for a delivery
-// the middleware resolved:
+// deletes the payload on the EventDeleted of a delivery the middleware resolved and
+// that was not dead-lettered:
 //
 //   - the poller reports EventDeleted only when SQS confirmed the DeleteMessageBatch
 //     entry, so a message whose delete failed (it will be delivered again) keeps its
 //     payload;
-//   - a dead-lettered message's EventDeleted carries OutcomeDeadLetter: the dead-letter
-//     queue's copy still points to the object, and so does the message after a redrive;
+//   - a dead-lettered message's EventDeadLettered, which comes before its EventDeleted,
+//     ends its tracking: the dead-letter queue's copy still points to the object, and so
+//     does the message after a redrive;
 //   - a message deleted without its payload being handed to the handler (a delayed job
 //     re-sent as a hop by the producer's DelayMiddleware, a duplicate suppressed by the
 //     idempotency middleware, both placed outside this one) keeps its payload: the hop,
@@ -178,7 +179,11 @@ func (c *Cleaner) Observe(ctx context.Context, ev sqsworker.Event) {
 	}
 	switch ev.Kind {
 	case sqsworker.EventDeleted, sqsworker.EventDeleteFailed, sqsworker.EventRescheduled,
-		sqsworker.EventRescheduleFailed, sqsworker.EventReleased:
+		sqsworker.EventRescheduleFailed, sqsworker.EventReleased,
+		// A dead-lettered message's EventDeleted follows; the delivery is forgotten
+		// now, so that delete never deletes the payload the dead-letter queue's copy
+		// points to, whatever Outcome that event carries.
+		sqsworker.EventDeadLettered:
 	default:
 		return // not the end of the delivery
 	}

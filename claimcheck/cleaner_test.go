@@ -47,7 +47,7 @@ func TestCleanerDeletesThePayloadOfAMessageDeletedAfterSuccessOnly(t *testing.T)
 	cleaner.Observe(ctx, event(sqsworker.EventFinished, "poller", messages["handled"], sqsworker.OutcomeDelete))
 	cleaner.Observe(ctx, event(sqsworker.EventDeleted, "poller", messages["handled"], sqsworker.OutcomeDelete))
 	cleaner.Observe(ctx, event(sqsworker.EventDeadLettered, "poller", messages["dead"], sqsworker.OutcomeDeadLetter))
-	cleaner.Observe(ctx, event(sqsworker.EventDeleted, "poller", messages["dead"], sqsworker.OutcomeDeadLetter))
+	cleaner.Observe(ctx, event(sqsworker.EventDeleted, "poller", messages["dead"], sqsworker.OutcomeKind(0))) // as the hosts report it: without the outcome
 	cleaner.Observe(ctx, event(sqsworker.EventDeleteFailed, "poller", messages["delete-failed"], sqsworker.OutcomeDelete))
 	cleaner.Observe(ctx, event(sqsworker.EventRescheduled, "poller", messages["rescheduled"], sqsworker.OutcomeRetry))
 	cleaner.Observe(ctx, event(sqsworker.EventReleased, "poller", messages["released"], sqsworker.OutcomeKind(0)))

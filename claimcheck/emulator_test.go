@@ -369,18 +369,19 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	jobs, store := jobProducer(t, client, s3client)
 	good, bad := largeBody("good"), largeBody("bad")
-	sendOffloaded(t, jobs, store, queue.URL, good)
+	goodPointer := sendOffloaded(t, jobs, store, queue.URL, good)
 	badPointer := sendOffloaded(t, jobs, store, queue.URL, bad)
 
 	var calls handled
+	cleaner := claimcheck.NewCleaner(s3client, claimcheck.CleanerConfig{})
 	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		if m.Body == bad {
 			return sqsworker.Permanent("Broken", nil)
 		}
 		return nil
-	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{}))
-	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client)))
+	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{Cleaner: cleaner}))
+	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithObserver(cleaner)))
 	esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
 
 	testenv.Eventually(t, 30*time.Second, "both records deleted by the mapping", func() bool {
@@ -398,4 +399,7 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 	require.NoError(t, err)
 	assert.Equal(t, badPointer, deadPointer)
 	assert.True(t, objectExists(t, s3client, badPointer))
+	require.NoError(t, cleaner.Shutdown(context.Background()))
+	assert.Equal(t, claimcheck.CleanerStats{}, cleaner.Stats(), "the function never sees the mapping's delete, so the cleaner deletes nothing on Lambda")
+	assert.True(t, objectExists(t, s3client, goodPointer), "on Lambda the lifecycle rule expires handled payloads")
 }
