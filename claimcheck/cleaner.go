@@ -60,6 +60,9 @@ type CleanerStats struct {
 	// Dropped is the number of deletes not attempted: the queue was full, the cleaner
 	// was shut down, or MaxTracked deliveries were already tracked.
 	Dropped int64
+	// Tracked is the number of deliveries resolved by the middleware whose settlement
+	// the host has not reported yet (now, not a count since the start).
+	Tracked int
 }
 
 // Cleaner deletes a message's S3 payload once the message itself is deleted after its
@@ -270,5 +273,8 @@ func (c *Cleaner) Shutdown(ctx context.Context) error {
 
 // Stats returns what the cleaner did so far.
 func (c *Cleaner) Stats() CleanerStats {
-	return CleanerStats{Deleted: c.deleted.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load()}
+	c.trackedMu.Lock()
+	tracked := len(c.tracked)
+	c.trackedMu.Unlock()
+	return CleanerStats{Deleted: c.deleted.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load(), Tracked: tracked}
 }
