@@ -28,6 +28,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/claimcheck"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
 	"github.com/sqsworker/sqsworker/internal/testenv"
@@ -402,4 +403,38 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 	require.NoError(t, cleaner.Shutdown(context.Background()))
 	assert.Equal(t, claimcheck.CleanerStats{}, cleaner.Stats(), "the function never sees the mapping's delete, so the cleaner deletes nothing on Lambda")
 	assert.True(t, objectExists(t, s3client, goodPointer), "on Lambda the lifecycle rule expires handled payloads")
+}
+
+func TestResentJobSharesOnePayloadAndItsDuplicateIsSuppressedOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, s3client := testenv.SQS(t), s3Client(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	table := testenv.NewTable(t, testenv.DynamoDB(t))
+	jobs, store := jobProducer(t, client, s3client)
+	body := largeBody("j-3")
+	job := producer.Job{Type: "resize", Body: body, IdempotencyKey: "order-3"}
+	for range 2 { // the producer sent the job twice (a retried send whose first response was lost)
+		_, err := jobs.Send(context.Background(), queue.URL, job)
+		require.NoError(t, err)
+	}
+	require.Len(t, store.pointers, 2)
+	require.Equal(t, store.pointers[0], store.pointers[1], "both sends carry the same pointer")
+
+	var calls handled
+	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+		calls.add(m)
+		return nil
+	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{}))
+	// Idempotency outside the claim check: a duplicate is suppressed before its payload
+	// is read, and its payload hash (of the pointer body) matches.
+	handler = sqsworker.Chain(handler, idempotency.Middleware(idempotency.NewDynamoDBStore(testenv.DynamoDB(t), table), idempotency.Config{}))
+	server, err := poller.New(client, poller.Config{QueueURL: queue.URL, WaitTime: time.Second, Concurrency: 1}, handler)
+	require.NoError(t, err)
+	require.NoError(t, server.Start(context.Background()))
+	t.Cleanup(func() { _ = server.Shutdown(context.Background()) })
+
+	testenv.Eventually(t, 30*time.Second, "both copies deleted", func() bool { return server.Stats().Deleted == 2 })
+	require.Len(t, calls.all(), 1, "the job ran once")
+	assert.True(t, calls.all()[0].body == body)
+	assert.Zero(t, server.Stats().DeadLettered, "the duplicate is not a payload mismatch")
 }
