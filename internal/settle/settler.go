@@ -130,7 +130,11 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 	s.cfg.Observer.Observe(ctx, finished)
 	logger := s.MessageLogger(ctx, d.Message)
 	if outcome.Failed() {
-		logger.Error(s.cfg.Host+": handler failed", "error", outcome.Err, "outcome", outcome.Kind.String(), "reason", outcome.Reason)
+		text := s.cfg.Host + ": handler failed"
+		if sqsworker.IsPanicError(outcome.Err) {
+			text += ": panic recovered"
+		}
+		logger.Error(text, "error", outcome.Err, "outcome", outcome.Kind.String(), "reason", outcome.Reason)
 		if s.cfg.ErrorHandler != nil {
 			s.cfg.ErrorHandler(ctx, d.Message, outcome.Err)
 		}
