@@ -58,7 +58,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		g.queued = g.queued[1:]
 		d.mu.Unlock()
 
-		done, wait := d.process(next, func() {
+		done, abandoned := d.process(next, func() {
 			d.mu.Lock()
 			g.settling = true
 			d.mu.Unlock()
@@ -71,8 +71,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		if done {
 			g.queued = append(g.queued, arrived...)
 			d.mu.Unlock()
-			wait()
-			d.slots.release(1)
+			d.releaseSlot(abandoned)
 			continue
 		}
 		rest := g.queued
@@ -84,11 +83,27 @@ func (d *dispatcher) runGroup(id string, g *group) {
 			rest = append(rest, arrived...)
 		}
 		d.mu.Unlock()
-		d.releaseUnstarted(rest, "an earlier message of its FIFO group was not done with")
-		wait() // a handler past its timeout must not hold the rest of the group back
-		d.slots.release(1)
+		d.rescheduleWithRest(next, rest)
+		d.releaseSlot(abandoned) // a handler past its timeout must not hold the rest of the group back
 		return
 	}
+}
+
+// rescheduleWithRest sends the visibility change of a group's message that is not done
+// with (its retry delay; none if it was released already) together with the release of
+// the group's later messages, in one ChangeMessageVisibilityBatch per ten (CASES.md
+// N09): the group moves again as soon as the failed message's delay is over, and no
+// heartbeat extends the released messages.
+func (d *dispatcher) rescheduleWithRest(head *delivery, rest []*delivery) {
+	changes := rest
+	if head.pending != nil {
+		changes = append([]*delivery{head}, rest...)
+	}
+	for _, r := range rest {
+		d.settler.extender.remove(r.lease)
+	}
+	d.settler.flush(changes, "an earlier message of its FIFO group was not done with")
+	d.slots.release(len(rest))
 }
 
 // takeQueued removes and returns every group's messages that have not started.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 const (
@@ -31,10 +32,11 @@ const (
 // signal, the poll context, the receive-error back-off and the error log limiter.
 type receiver struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
 	maxMessages int
 	loops       int
 	waitTime    time.Duration
+	visibility  time.Duration
 	slots       *slots
 	extender    *extender
 	dispatcher  *dispatcher
@@ -57,10 +59,11 @@ type receiver struct {
 
 type receiverParams struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
 	maxMessages int
 	receivers   int
 	waitTime    time.Duration
+	visibility  time.Duration
 	slots       *slots
 	extender    *extender
 	dispatcher  *dispatcher
@@ -77,6 +80,7 @@ func newReceiver(params receiverParams) *receiver {
 		maxMessages: params.maxMessages,
 		loops:       max(params.receivers, 1),
 		waitTime:    params.waitTime,
+		visibility:  params.visibility,
 		slots:       params.slots,
 		extender:    params.extender,
 		dispatcher:  params.dispatcher,
@@ -145,10 +149,11 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 	output, err := r.api.ReceiveMessage(r.pollContext, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(r.queue.URL),
 		MaxNumberOfMessages:         int32(count),
-		WaitTimeSeconds:             int32(r.waitTime / time.Second),
+		WaitTimeSeconds:             sqsx.WaitSeconds(r.waitTime),
+		VisibilityTimeout:           sqsx.VisibilitySeconds(r.visibility),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
-	})
+	}, r.noRetryOnceStopping)
 	if err != nil {
 		r.slots.received(count, 0)
 		if r.pollContext.Err() == nil {
@@ -160,12 +165,11 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		return nil, err
 	}
 	messages := output.Messages
-	r.stats.received.Add(int64(len(messages)))
-	r.stats.inFlight.Add(int64(len(messages)))
 	var extra []*delivery
 	deliveries := make([]*delivery, 0, len(messages))
 	for i, message := range messages {
 		d := &delivery{message: convertMessage(message, r.queue), receivedAt: receivedAt}
+		r.dispatcher.settler.received(d)
 		r.extender.add(d)
 		if i < count {
 			deliveries = append(deliveries, d)
@@ -178,6 +182,15 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		r.dispatcher.settler.release(extra, "more messages received than asked for")
 	}
 	return deliveries, nil
+}
+
+// noRetryOnceStopping is a per-call option of ReceiveMessage: once the receiver is
+// stopping, the SDK's retryer retries no failed attempt, so no new long poll starts
+// after a shutdown began (a retry of a reset connection would be a fresh WaitTime poll).
+func (r *receiver) noRetryOnceStopping(options *sqs.Options) {
+	if options.Retryer != nil {
+		options.Retryer = &stopRetrying{RetryerV2: asRetryerV2(options.Retryer), stopping: r.stopping}
+	}
 }
 
 func (r *receiver) stopped() bool {
@@ -297,4 +310,9 @@ func (b *receiveBackoff) abandon(probe bool) {
 func (b *receiveBackoff) broadcast() {
 	close(b.changed)
 	b.changed = make(chan struct{})
+}
+
+// convertMessage translates an SDK message into the neutral message handlers see.
+func convertMessage(in types.Message, queue *sqsx.Queue) *sqsworker.Message {
+	return sqsx.FromSDK(in, queue.URL, queue.ARN)
 }

@@ -42,9 +42,13 @@ type PeekOptions struct {
 	VisibilityTimeout time.Duration
 	// WaitTime specifies each ReceiveMessage's long-poll wait (whole seconds, up to 20);
 	// if zero, 1 s. The peek ends at the first receive that returns nothing new while
-	// SQS counts no visible message in the queue (or after three such receives in a row
-	// while it still counts some).
+	// SQS counts no visible message in the queue (or, while it still counts some, after
+	// three such receives in a row, or Patience).
 	WaitTime time.Duration
+	// Patience specifies how long the peek goes on receiving while SQS counts visible
+	// messages that no receive returns (an emulator under load does that); if zero, it
+	// gives up after three such receives. A harness that must see every message sets it.
+	Patience time.Duration
 }
 
 // DeadLetter is one message seen by [Peek], with what the hosts recorded about its
@@ -191,7 +195,7 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 		}
 	}()
 	now := time.Now()
-	empty := 0
+	empty, emptySince := 0, time.Time{}
 	for len(result.Messages) < options.MaxMessages {
 		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
@@ -228,7 +232,12 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 		if depthErr != nil {
 			return result, prefix(depthErr)
 		}
-		if empty++; depth.Visible == 0 || empty >= maxEmptyReceives {
+		if empty == 0 {
+			emptySince = time.Now()
+		}
+		empty++
+		if depth.Visible == 0 || (options.Patience == 0 && empty >= maxEmptyReceives) ||
+			(options.Patience > 0 && time.Since(emptySince) >= options.Patience) {
 			break
 		}
 	}

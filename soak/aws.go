@@ -101,16 +101,30 @@ type deadLetter struct {
 	hasFailureAttributes bool
 }
 
+// readDeadLetterTimeout bounds how long readDeadLetters waits for messages the queue
+// counts but no receive returns: far above what reading a few thousand messages takes on
+// the emulator, so reaching it means the queue's count was wrong.
+const readDeadLetterTimeout = 2 * time.Minute
+
 // readDeadLetters reads every message of the dead-letter queue once with redrive.Peek
-// (which releases them again), as many as SQS counts there.
+// (which releases them again): as many as the queue counts (the workers are stopped, so
+// the count is final), and any more a receive still finds. An empty long poll short of
+// the count is not the end (the emulator can return one under load while messages are
+// visible); short of the count after readDeadLetterTimeout is an error.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string) ([]deadLetter, error) {
 	depth, err := sqsx.QueueDepth(ctx, client, url)
 	if err != nil {
 		return nil, err
 	}
-	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{MaxMessages: max(depth.Total(), 1), VisibilityTimeout: 10 * time.Minute})
+	expected := depth.Total()
+	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
+		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 10 * time.Minute, Patience: readDeadLetterTimeout,
+	})
 	if err != nil {
 		return nil, err
+	}
+	if len(peeked.Messages) < expected {
+		return nil, fmt.Errorf("read %d of the %d messages the dead-letter queue counts in %s", len(peeked.Messages), expected, readDeadLetterTimeout)
 	}
 	out := make([]deadLetter, 0, len(peeked.Messages))
 	for _, message := range peeked.Messages {

@@ -156,6 +156,9 @@ func (e environment) fillPoller(config poller.Config, settings Settings) poller.
 	if config.ErrorHandler == nil {
 		config.ErrorHandler = settings.ErrorHandler
 	}
+	if config.Observer == nil {
+		config.Observer = settings.Observer
+	}
 	if config.Logger == nil {
 		config.Logger = settings.Logger
 	}

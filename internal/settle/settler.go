@@ -134,7 +134,11 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 		if sqsworker.IsPanicError(outcome.Err) {
 			text += ": panic recovered"
 		}
-		logger.Error(text, "error", outcome.Err, "outcome", outcome.Kind.String(), "reason", outcome.Reason)
+		attributes := []any{"error", outcome.Err, "outcome", outcome.Kind.String(), "reason", outcome.Reason}
+		if cause := failureCause(outcome.Err); cause != "" {
+			attributes = append(attributes, "cause", cause)
+		}
+		logger.Error(text, attributes...)
 		if s.cfg.ErrorHandler != nil {
 			s.cfg.ErrorHandler(ctx, d.Message, outcome.Err)
 		}

@@ -615,6 +615,11 @@ type deadLetters struct {
 	byKey    map[string][]string // unique delivery key → the reason of each of its messages
 }
 
+// readDeadLettersTimeout bounds how long readDeadLetters waits for messages the queue
+// counts but no receive returns: far above what reading the demo's dead letters takes,
+// so reaching it means the queue's count was wrong.
+const readDeadLettersTimeout = time.Minute
+
 // readDeadLetters looks at every message of the dead-letter queue with redrive.Peek
 // (which makes them visible again, so the redrive tooling can inspect them), keys each
 // by its body (the malformed ones) or its deliveryId, and counts the failure-reason
@@ -625,9 +630,17 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the counts of %s: %w", url, err)
 	}
-	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{MaxMessages: max(depth.Total(), 1), VisibilityTimeout: 2 * time.Minute})
+	expected := depth.Total()
+	// Every message the queue counts, and any more a receive still finds; an empty long
+	// poll short of the count is not the end (the emulator can return one under load).
+	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
+		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 2 * time.Minute, Patience: readDeadLettersTimeout,
+	})
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the dead-letter queue: %w", err)
+	}
+	if len(peeked.Messages) < expected {
+		return dead, fmt.Errorf("demo: read %d of the %d messages the dead-letter queue counts in %s", len(peeked.Messages), expected, readDeadLettersTimeout)
 	}
 	for _, message := range peeked.Messages {
 		key, ok := p.malformed[message.Body]

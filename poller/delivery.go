@@ -3,9 +3,8 @@ package poller
 import (
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // delivery is one received message while this server holds it: from the receive until
@@ -17,9 +16,12 @@ type delivery struct {
 	receivedAt time.Time
 	// lease is the message's heartbeat registration.
 	lease *lease
-}
-
-// convertMessage translates an SDK message into the neutral message handlers see.
-func convertMessage(in types.Message, queue *sqsworker.Queue) *sqsworker.Message {
-	return sqsworker.MessageFromSQS(in, queue.URL, queue.ARN)
+	// startedAt is when its handler was called (zero before).
+	startedAt time.Time
+	// visibleUntil is when its receipt handle stops being valid, as the heartbeat left
+	// it when the message was settled.
+	visibleUntil time.Time
+	// pending is the visibility change of a rescheduled message not sent yet (a FIFO
+	// message whose change goes out with the release of its group's rest).
+	pending *settle.Action
 }
