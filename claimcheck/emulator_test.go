@@ -177,12 +177,16 @@ func (h *handled) all() []handledCall {
 	return append([]handledCall(nil), h.calls...)
 }
 
-// startPoller runs a poller with handler behind the claim-check middleware and stops it
-// when the test ends.
-func startPoller(t *testing.T, client *sqs.Client, s3client *s3.Client, config poller.Config, handler sqsworker.Handler) *poller.Server {
+// startPoller runs a poller on client with handler behind the claim-check middleware and
+// cleaner (the middleware's Cleaner and the poller's Observer; nil for none), and stops
+// it when the test ends.
+func startPoller(t *testing.T, client poller.API, s3client *s3.Client, cleaner *claimcheck.Cleaner, config poller.Config, handler sqsworker.Handler) *poller.Server {
 	t.Helper()
 	config.WaitTime = time.Second
-	server, err := poller.New(client, config, sqsworker.Chain(handler, claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{})))
+	if cleaner != nil {
+		config.Observer = cleaner
+	}
+	server, err := poller.New(client, config, sqsworker.Chain(handler, claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{Cleaner: cleaner})))
 	require.NoError(t, err)
 	require.NoError(t, server.Start(context.Background()))
 	t.Cleanup(func() {
@@ -191,6 +195,14 @@ func startPoller(t *testing.T, client *sqs.Client, s3client *s3.Client, config p
 		_ = server.Shutdown(ctx)
 	})
 	return server
+}
+
+// newCleaner returns a cleaner shut down when the test ends.
+func newCleaner(t *testing.T, s3client *s3.Client) *claimcheck.Cleaner {
+	t.Helper()
+	cleaner := claimcheck.NewCleaner(s3client, claimcheck.CleanerConfig{})
+	t.Cleanup(func() { _ = cleaner.Shutdown(context.Background()) })
+	return cleaner
 }
 
 // receiveOne receives the one message of queueURL, waiting up to 20 s.
@@ -235,11 +247,14 @@ func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
 	require.True(t, objectExists(t, s3client, pointer))
 
 	var calls handled
-	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	cleaner := newCleaner(t, s3client)
+	server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the job handled and its delete confirmed", func() bool { return server.Stats().Deleted == 1 })
+	testenv.Eventually(t, 30*time.Second, "the job handled, its delete confirmed and its payload deleted", func() bool {
+		return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
+	})
 
 	got := calls.all()
 	require.Len(t, got, 1)
@@ -248,6 +263,8 @@ func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
 	assert.Equal(t, "resize", got[0].attributes[sqsworker.AttributeJobType].StringValue)
 	visible, inFlight := testenv.Counts(t, client, queue.URL)
 	assert.Zero(t, visible+inFlight)
+	assert.False(t, objectExists(t, s3client, pointer), "the handled message's payload is gone")
+	assert.Equal(t, claimcheck.CleanerStats{Deleted: 1}, cleaner.Stats())
 }
 
 // setMaximumMessageSize sets the queue's MaximumMessageSize (bytes).
@@ -270,7 +287,8 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 	var calls handled
 	var failing atomic.Bool
 	failing.Store(true)
-	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	cleaner := newCleaner(t, s3client)
+	server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		if failing.Load() {
 			return sqsworker.Permanent("Broken", errors.New("the job is broken"))
@@ -281,6 +299,7 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 		return server.Stats().DeadLettered == 1 && server.Stats().Deleted == 1
 	})
 	require.NoError(t, server.Shutdown(context.Background()))
+	assert.Equal(t, claimcheck.CleanerStats{}, cleaner.Stats(), "the cleaner was told of the settlement and deleted nothing")
 
 	dead := receiveOne(t, client, queue.DeadLetterQueueURL)
 	deadPointer, err := claimcheck.ParsePointer(aws.ToString(dead.Body))
@@ -301,14 +320,17 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 	require.Equal(t, 1, result.Moved)
 
 	failing.Store(false)
-	again := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	again := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the redriven job handled", func() bool { return again.Stats().Deleted == 1 })
+	testenv.Eventually(t, 30*time.Second, "the redriven job handled and its payload deleted", func() bool {
+		return again.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
+	})
 	got := calls.all()
 	require.Len(t, got, 2)
 	assert.True(t, got[0].body == body && got[1].body == body, "both deliveries resolved the payload")
+	assert.False(t, objectExists(t, s3client, pointer), "handled after the redrive: the payload is gone")
 }
 
 func TestMissingPayloadIsDeadLetteredAfterOneReceiveOnEmulator(t *testing.T) {
@@ -326,7 +348,7 @@ func TestMissingPayloadIsDeadLetteredAfterOneReceiveOnEmulator(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	server := startPoller(t, client, s3client, nil, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		t.Error("the handler must not run without its payload")
 		return nil
 	}))

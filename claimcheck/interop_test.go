@@ -83,11 +83,15 @@ func TestPythonExtendedClientMessageIsHandledByOurPollerOnEmulator(t *testing.T)
 	require.Len(t, keys, 1, "the Python client stored the body in S3")
 
 	var calls handled
-	server := startPoller(t, client, s3client, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	cleaner := newCleaner(t, s3client)
+	server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the Python client's message handled and deleted", func() bool { return server.Stats().Deleted == 1 })
+	testenv.Eventually(t, 30*time.Second, "the Python client's message handled and deleted, and its payload", func() bool {
+		return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
+	})
+	assert.Empty(t, objectKeys(t, s3client, bucket), "the payload the Python client stored is deleted after the message")
 
 	got := calls.all()
 	require.Len(t, got, 1)
