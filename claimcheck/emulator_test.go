@@ -99,7 +99,7 @@ func objectExists(t *testing.T, client *s3.Client, pointer claimcheck.Pointer) b
 	}
 	var notFound *s3types.NotFound
 	if !errors.As(err, &notFound) {
-		t.Fatalf("HeadObject %s: %v", pointer, err)
+		t.Errorf("HeadObject %s: %v", pointer, err) // Errorf: handlers call it from their goroutines
 	}
 	return false
 }
@@ -459,4 +459,57 @@ func TestResentJobSharesOnePayloadAndItsDuplicateIsSuppressedOnEmulator(t *testi
 	require.Len(t, calls.all(), 1, "the job ran once")
 	assert.True(t, calls.all()[0].body == body)
 	assert.Zero(t, server.Stats().DeadLettered, "the duplicate is not a payload mismatch")
+}
+
+// failingDeletes fails every entry of the first DeleteMessageBatch call (sender fault,
+// so the poller gives up at once and the message is delivered again), then passes calls
+// through to SQS.
+type failingDeletes struct {
+	*sqs.Client
+	failed atomic.Bool
+}
+
+func (f *failingDeletes) DeleteMessageBatch(ctx context.Context, input *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	if f.failed.CompareAndSwap(false, true) {
+		output := &sqs.DeleteMessageBatchOutput{}
+		for _, entry := range input.Entries {
+			output.Failed = append(output.Failed, sqstypes.BatchResultErrorEntry{
+				Id: entry.Id, Code: aws.String("InjectedFailure"), Message: aws.String("the test failed this entry"), SenderFault: true,
+			})
+		}
+		return output, nil
+	}
+	return f.Client.DeleteMessageBatch(ctx, input, optFns...)
+}
+
+// TestFailedBatchDeleteKeepsThePayloadOnEmulator is co-go/sqs-extended-client-go#150 the
+// other way round: when the DeleteMessageBatch entry of a handled message fails, its
+// payload stays, and the message, delivered again, still resolves.
+func TestFailedBatchDeleteKeepsThePayloadOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, s3client := testenv.SQS(t), s3Client(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 2 * time.Second})
+	jobs, store := jobProducer(t, client, s3client)
+	body := largeBody("j-4")
+	pointer := sendOffloaded(t, jobs, store, queue.URL, body)
+
+	var calls handled
+	cleaner := newCleaner(t, s3client)
+	api := &failingDeletes{Client: client}
+	server := startPoller(t, api, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+		calls.add(m)
+		if m.ReceiveCount == 1 {
+			assert.True(t, objectExists(t, s3client, pointer))
+		}
+		return nil
+	}))
+	testenv.Eventually(t, 30*time.Second, "the second delivery handled, deleted and its payload deleted", func() bool {
+		return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
+	})
+	got := calls.all()
+	require.Len(t, got, 2, "handled, delete failed, delivered again, handled")
+	assert.Equal(t, []int{1, 2}, []int{got[0].receiveCount, got[1].receiveCount})
+	assert.True(t, got[1].body == body, "the second delivery still resolved the payload")
+	assert.Equal(t, int64(1), server.Stats().DeleteFailures)
+	assert.False(t, objectExists(t, s3client, pointer))
 }
