@@ -443,22 +443,27 @@ func TestResentJobSharesOnePayloadAndItsDuplicateIsSuppressedOnEmulator(t *testi
 	require.Equal(t, store.pointers[0], store.pointers[1], "both sends carry the same pointer")
 
 	var calls handled
+	cleaner := newCleaner(t, s3client)
 	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
-	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{}))
+	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{Cleaner: cleaner}))
 	// Idempotency outside the claim check: a duplicate is suppressed before its payload
 	// is read, and its payload hash (of the pointer body) matches.
 	handler = sqsworker.Chain(handler, idempotency.Middleware(idempotency.NewDynamoDBStore(testenv.DynamoDB(t), table), idempotency.Config{}))
-	server, err := poller.New(client, poller.Config{QueueURL: queue.URL, WaitTime: time.Second, Concurrency: 1}, handler)
+	server, err := poller.New(client, poller.Config{QueueURL: queue.URL, WaitTime: time.Second, Concurrency: 1, Observer: cleaner}, handler)
 	require.NoError(t, err)
 	require.NoError(t, server.Start(context.Background()))
 	t.Cleanup(func() { _ = server.Shutdown(context.Background()) })
 
-	testenv.Eventually(t, 30*time.Second, "both copies deleted", func() bool { return server.Stats().Deleted == 2 })
+	testenv.Eventually(t, 30*time.Second, "both copies deleted, and the payload once", func() bool {
+		return server.Stats().Deleted == 2 && cleaner.Stats().Deleted == 1
+	})
 	require.Len(t, calls.all(), 1, "the job ran once")
 	assert.True(t, calls.all()[0].body == body)
 	assert.Zero(t, server.Stats().DeadLettered, "the duplicate is not a payload mismatch")
+	assert.False(t, objectExists(t, s3client, store.pointers[0]))
+	assert.Equal(t, claimcheck.CleanerStats{Deleted: 1}, cleaner.Stats(), "the suppressed copy deleted nothing and left nothing tracked")
 }
 
 // failingDeletes fails every entry of the first DeleteMessageBatch call (sender fault,
