@@ -75,6 +75,20 @@
 // suppresses such a copy before its payload is read, and its payload hash (of the
 // pointer body) matches across the copies.
 //
+// # Wiring
+//
+//	store, _ := claimcheck.NewStore(s3Client, claimcheck.Config{Bucket: "my-payloads"})
+//	jobs, _ := producer.New(sqsClient, producer.Config{PayloadStore: store})
+//
+//	cleaner := claimcheck.NewCleaner(s3Client, claimcheck.CleanerConfig{})
+//	handler = sqsworker.Chain(handler, claimcheck.Middleware(s3Client, claimcheck.MiddlewareConfig{Cleaner: cleaner}))
+//	server, _ := poller.New(sqsClient, poller.Config{QueueURL: url, Observer: cleaner}, handler)
+//	// after server.Shutdown: cleaner.Shutdown(ctx)
+//
+// With other observers, combine them: sqsworker.Observers(metrics, cleaner). On Lambda
+// the middleware alone is enough (lambda.WithObserver(cleaner) is harmless: it deletes
+// nothing there).
+//
 // # Permissions
 //
 // Producer: s3:PutObject on the bucket. Consumer: s3:GetObject, s3:ListBucket (for

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/claimcheck"
+	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -35,12 +36,17 @@ func Example() {
 	_ = jobs // jobs.Send(ctx, queueURL, producer.Job{Type: "render", Payload: bigDocument})
 
 	// Consumer side: resolve pointers before the handler. The cleaner deletes a payload
-	// once the host reports its message deleted after success: pass it to the host as
-	// its observer, and shut it down after the host.
+	// once the host reports its message deleted after success: it is the host's
+	// observer, and it stops after the host.
 	cleaner := claimcheck.NewCleaner(s3Client, claimcheck.CleanerConfig{})
 	defer cleaner.Shutdown(ctx)
 	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 		return nil // m.Body is the payload, whichever library sent it
 	})
-	_ = sqsworker.Chain(handler, claimcheck.Middleware(s3Client, claimcheck.MiddlewareConfig{Cleaner: cleaner}))
+	server, err := poller.New(sqsClient, poller.Config{QueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/renders", Observer: cleaner},
+		sqsworker.Chain(handler, claimcheck.Middleware(s3Client, claimcheck.MiddlewareConfig{Cleaner: cleaner})))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = server // server.Run(ctx)
 }
