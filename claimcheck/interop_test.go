@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -71,33 +73,44 @@ func runPeer(t *testing.T, stdin string, out any, args ...string) {
 
 func TestPythonExtendedClientMessageIsHandledByOurPollerOnEmulator(t *testing.T) {
 	t.Parallel()
-	client, s3client := testenv.SQS(t), s3Client(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	bucket := newBucket(t, s3client)
-	body := largeBody("from-python")
+	for _, format := range []string{"current", "legacy"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			client, s3client := testenv.SQS(t), s3Client(t)
+			queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+			bucket := newBucket(t, s3client)
+			body := largeBody("from-python-" + format)
 
-	var sent struct{ MessageId string }
-	runPeer(t, body, &sent, "send", queue.URL, bucket)
-	require.NotEmpty(t, sent.MessageId)
-	keys := objectKeys(t, s3client, bucket)
-	require.Len(t, keys, 1, "the Python client stored the body in S3")
+			var sent struct{ MessageId string }
+			runPeer(t, body, &sent, "send", queue.URL, bucket, format)
+			require.NotEmpty(t, sent.MessageId)
+			require.Len(t, objectKeys(t, s3client, bucket), 1, "the Python client stored the body in S3")
+			wantAttribute := map[string]string{"current": claimcheck.AttributePayloadSize, "legacy": claimcheck.LegacyAttributePayloadSize}[format]
+			raw := receiveOne(t, client, queue.URL) // as it is on the queue
+			assert.Contains(t, raw.MessageAttributes, wantAttribute)
+			_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+				QueueUrl: aws.String(queue.URL), ReceiptHandle: raw.ReceiptHandle, VisibilityTimeout: 0,
+			})
+			require.NoError(t, err)
 
-	var calls handled
-	cleaner := newCleaner(t, s3client)
-	server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
-		calls.add(m)
-		return nil
-	}))
-	testenv.Eventually(t, 30*time.Second, "the Python client's message handled and deleted, and its payload", func() bool {
-		return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
-	})
-	assert.Empty(t, objectKeys(t, s3client, bucket), "the payload the Python client stored is deleted after the message")
+			var calls handled
+			cleaner := newCleaner(t, s3client)
+			server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+				calls.add(m)
+				return nil
+			}))
+			testenv.Eventually(t, 30*time.Second, "the Python client's message handled and deleted, and its payload", func() bool {
+				return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
+			})
+			assert.Empty(t, objectKeys(t, s3client, bucket), "the payload the Python client stored is deleted after the message")
 
-	got := calls.all()
-	require.Len(t, got, 1)
-	assert.Equal(t, sent.MessageId, got[0].id)
-	assert.True(t, got[0].body == body, "the handler got the payload the Python client stored (%d bytes)", len(got[0].body))
-	assert.NotContains(t, got[0].attributes, claimcheck.AttributePayloadSize)
+			got := calls.all()
+			require.Len(t, got, 1)
+			assert.Equal(t, sent.MessageId, got[0].id)
+			assert.True(t, got[0].body == body, "the handler got the payload the Python client stored (%d bytes)", len(got[0].body))
+			assert.NotContains(t, got[0].attributes, wantAttribute)
+		})
+	}
 }
 
 func TestOurProducersMessageIsReadByThePythonExtendedClientOnEmulator(t *testing.T) {

@@ -4,9 +4,10 @@ It sends and receives through the AWS SQS extended client for Python
 (amazon-sqs-extended-client), configured as its README shows, against the endpoints in
 the environment (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3 from localstack/env).
 
-  python extended_client.py send QUEUE_URL BUCKET < body
+  python extended_client.py send QUEUE_URL BUCKET [legacy] < body
       sends the body read from stdin (the library moves it to S3 above 256 KiB) and
-      prints {"MessageId": ...}
+      prints {"MessageId": ...}; with "legacy", in the legacy format
+      (use_legacy_attribute: SQSLargePayloadSize and the MessageS3Pointer class)
   python extended_client.py receive QUEUE_URL BUCKET WAIT_SECONDS
       receives one message through the library (which reads the payload from S3), and
       prints {"MessageId", "Body", "MessageAttributes"}, or {} when none arrived within
@@ -26,16 +27,16 @@ import boto3  # noqa: E402
 import sqs_extended_client  # noqa: E402,F401  (replaces boto3's Session with the extended one)
 
 
-def client(bucket):
+def client(bucket, legacy=False):
     sqs = boto3.client("sqs")
     sqs.large_payload_support = bucket
-    sqs.use_legacy_attribute = False
+    sqs.use_legacy_attribute = legacy
     return sqs
 
 
-def send(queue_url, bucket):
+def send(queue_url, bucket, mode=""):
     body = sys.stdin.buffer.read().decode("utf-8")
-    response = client(bucket).send_message(QueueUrl=queue_url, MessageBody=body)
+    response = client(bucket, mode == "legacy").send_message(QueueUrl=queue_url, MessageBody=body)
     print(json.dumps({"MessageId": response["MessageId"]}))
 
 
