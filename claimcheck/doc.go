@@ -41,7 +41,8 @@
 //     anyway) is never followed by an object delete: the message comes back and must
 //     resolve;
 //   - dead-lettered: the dead-letter send copies the pointer body and its attribute (the
-//     middleware restores them after the handler), so the dead-letter queue's message,
+//     middleware hands the handler a resolved copy and leaves the host's message as
+//     received), so the dead-letter queue's message,
 //     and the message after a redrive, still resolve; the object is kept;
 //   - on Lambda, the event source mapping deletes the records after the function
 //     returns, unseen by the function, so the Cleaner ignores the Lambda host.

@@ -55,10 +55,9 @@ type MiddlewareConfig struct {
 // handler the message with the payload as Body and without the size attribute, as the
 // extended client libraries do. Other messages pass through unchanged.
 //
-// When the handler returns, the message's Body and MessageAttributes are put back as
-// received, so what the host does next keeps the pointer: a dead-letter send copies the
-// pointer body and its attribute, and the dead-lettered (or redriven) message still
-// resolves. The middleware never deletes the object; a [Cleaner] does, after the host
+// The handler gets a copy of the message; the host's message is left as received, so
+// what the host does next keeps the pointer: a dead-letter send copies the pointer body
+// and its attribute, and the dead-lettered (or redriven) message still resolves. The middleware never deletes the object; a [Cleaner] does, after the host
 // confirmed the message's delete (set MiddlewareConfig.Cleaner).
 //
 // Failures: a malformed pointer ([ReasonMalformedPointer]), a missing object or bucket
@@ -91,16 +90,17 @@ func Middleware(client S3API, config MiddlewareConfig) sqsworker.Middleware {
 			if err != nil {
 				return err
 			}
-			body, attributes := message.Body, message.MessageAttributes
-			defer func() { message.Body, message.MessageAttributes = body, attributes }()
-			message.Body = payload
-			message.MessageAttributes = maps.Clone(attributes)
-			delete(message.MessageAttributes, AttributePayloadSize)
-			delete(message.MessageAttributes, LegacyAttributePayloadSize)
+			// The handler gets a copy; the host's message keeps the pointer, and is
+			// never written while other goroutines (heartbeats, observers) may read it.
+			resolved := *message
+			resolved.Body = payload
+			resolved.MessageAttributes = maps.Clone(message.MessageAttributes)
+			delete(resolved.MessageAttributes, AttributePayloadSize)
+			delete(resolved.MessageAttributes, LegacyAttributePayloadSize)
 			if config.Cleaner != nil {
 				config.Cleaner.track(ctx, message, pointer)
 			}
-			return next.Handle(ctx, message)
+			return next.Handle(ctx, &resolved)
 		})
 	}
 }

@@ -25,7 +25,7 @@ func pointerMessage(client *fakeS3, key, payload string) *sqsworker.Message {
 	}
 }
 
-func TestMiddlewareHandsTheHandlerThePayloadAndRestoresThePointer(t *testing.T) {
+func TestMiddlewareHandsTheHandlerThePayloadAndLeavesTheHostThePointer(t *testing.T) {
 	client := newFakeS3()
 	message := pointerMessage(client, "k1", "payload")
 	pointerBody := message.Body
@@ -42,13 +42,13 @@ func TestMiddlewareHandsTheHandlerThePayloadAndRestoresThePointer(t *testing.T) 
 	assert.Equal(t, "payload", seenBody)
 	assert.NotContains(t, seenAttributes, AttributePayloadSize, "the handler does not see the pointer's attribute")
 	assert.Equal(t, "resize", seenAttributes["job-type"].StringValue)
-	assert.Equal(t, pointerBody, message.Body, "after the handler the host sees the pointer again (a dead-letter send copies it)")
+	assert.Equal(t, pointerBody, message.Body, "the host still holds the pointer (a dead-letter send copies it)")
 	assert.Contains(t, message.MessageAttributes, AttributePayloadSize)
 	_, stillThere := client.object("b", "k1")
 	assert.True(t, stillThere, "the middleware never deletes the payload")
 }
 
-func TestMiddlewareRestoresThePointerAfterAPanic(t *testing.T) {
+func TestMiddlewareLeavesThePointerAfterAPanic(t *testing.T) {
 	client := newFakeS3()
 	message := pointerMessage(client, "k1", "payload")
 	pointerBody := message.Body
