@@ -38,6 +38,12 @@ import (
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
+// patience bounds every wait for the emulator. The tests take seconds, but the
+// emulator is shared by every test run on the machine and serves moto one request at a
+// time: under load it was seen answering one request every 5 to 10 s for minutes, and a
+// test that would pass must not fail then. A wait ends as soon as its condition holds.
+const patience = 3 * time.Minute
+
 // largeBody is a JSON job of exactly 1 MiB + 1 byte: one byte more than SQS accepts.
 func largeBody(id string) string {
 	prefix := `{"jobId":"` + id + `","data":"`
@@ -190,7 +196,7 @@ func startPoller(t *testing.T, client poller.API, s3client *s3.Client, cleaner *
 	require.NoError(t, err)
 	require.NoError(t, server.Start(context.Background()))
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		_ = server.Shutdown(ctx)
 	})
@@ -205,10 +211,10 @@ func newCleaner(t *testing.T, s3client *s3.Client) *claimcheck.Cleaner {
 	return cleaner
 }
 
-// receiveOne receives the one message of queueURL, waiting up to 20 s.
+// receiveOne receives the one message of queueURL, waiting up to patience.
 func receiveOne(t *testing.T, client *sqs.Client, queueURL string) sqstypes.Message {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
@@ -222,7 +228,7 @@ func receiveOne(t *testing.T, client *sqs.Client, queueURL string) sqstypes.Mess
 			return output.Messages[0]
 		}
 	}
-	t.Fatalf("no message in %s within 20 s", queueURL)
+	t.Fatalf("no message in %s within %s", queueURL, patience)
 	return sqstypes.Message{}
 }
 
@@ -252,7 +258,7 @@ func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
 		calls.add(m)
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the job handled, its delete confirmed and its payload deleted", func() bool {
+	testenv.Eventually(t, patience, "the job handled, its delete confirmed and its payload deleted", func() bool {
 		return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
 	})
 
@@ -295,7 +301,7 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 		}
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the job dead-lettered and deleted from the source", func() bool {
+	testenv.Eventually(t, patience, "the job dead-lettered and deleted from the source", func() bool {
 		return server.Stats().DeadLettered == 1 && server.Stats().Deleted == 1
 	})
 	require.NoError(t, server.Shutdown(context.Background()))
@@ -324,7 +330,7 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 		calls.add(m)
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the redriven job handled and its payload deleted", func() bool {
+	testenv.Eventually(t, patience, "the redriven job handled and its payload deleted", func() bool {
 		return again.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
 	})
 	got := calls.all()
@@ -352,7 +358,7 @@ func TestMissingPayloadIsDeadLetteredAfterOneReceiveOnEmulator(t *testing.T) {
 		t.Error("the handler must not run without its payload")
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return server.Stats().DeadLettered == 1 })
+	testenv.Eventually(t, patience, "the message dead-lettered", func() bool { return server.Stats().DeadLettered == 1 })
 
 	dead := receiveOne(t, client, queue.DeadLetterQueueURL)
 	assert.Equal(t, claimcheck.ReasonPayloadNotFound, aws.ToString(dead.MessageAttributes[sqsworker.AttributeFailureReason].StringValue))
@@ -372,7 +378,7 @@ func lambdaFunction(t *testing.T, handle func(context.Context, events.SQSEvent) 
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), patience)
 		defer cancel()
 		response, err := handle(ctx, event)
 		if err != nil {
@@ -389,7 +395,7 @@ func lambdaFunction(t *testing.T, handle func(context.Context, events.SQSEvent) 
 func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing.T) {
 	t.Parallel()
 	client, s3client := testenv.SQS(t), s3Client(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: patience}) // never visible again during a slow invocation
 	jobs, store := jobProducer(t, client, s3client)
 	good, bad := largeBody("good"), largeBody("bad")
 	goodPointer := sendOffloaded(t, jobs, store, queue.URL, good)
@@ -407,7 +413,7 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithObserver(cleaner)))
 	esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
 
-	testenv.Eventually(t, 30*time.Second, "both records deleted by the mapping", func() bool {
+	testenv.Eventually(t, patience, "both records deleted by the mapping", func() bool {
 		visible, inFlight := testenv.Counts(t, client, queue.URL)
 		return len(calls.all()) == 2 && visible+inFlight == 0
 	})
@@ -456,7 +462,7 @@ func TestResentJobSharesOnePayloadAndItsDuplicateIsSuppressedOnEmulator(t *testi
 	require.NoError(t, server.Start(context.Background()))
 	t.Cleanup(func() { _ = server.Shutdown(context.Background()) })
 
-	testenv.Eventually(t, 30*time.Second, "both copies deleted, and the payload once", func() bool {
+	testenv.Eventually(t, patience, "both copies deleted, and the payload once", func() bool {
 		return server.Stats().Deleted == 2 && cleaner.Stats().Deleted == 1
 	})
 	require.Len(t, calls.all(), 1, "the job ran once")
@@ -508,7 +514,7 @@ func TestFailedBatchDeleteKeepsThePayloadOnEmulator(t *testing.T) {
 		}
 		return nil
 	}))
-	testenv.Eventually(t, 30*time.Second, "the second delivery handled, deleted and its payload deleted", func() bool {
+	testenv.Eventually(t, patience, "the second delivery handled, deleted and its payload deleted", func() bool {
 		return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
 	})
 	got := calls.all()

@@ -60,7 +60,7 @@ func pythonPeer(t *testing.T) string {
 // JSON output into out.
 func runPeer(t *testing.T, stdin string, out any, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	command := exec.CommandContext(ctx, pythonPeer(t), append([]string{"testdata/interop/extended_client.py"}, args...)...)
 	command.Stdin = strings.NewReader(stdin)
@@ -99,7 +99,7 @@ func TestPythonExtendedClientMessageIsHandledByOurPollerOnEmulator(t *testing.T)
 				calls.add(m)
 				return nil
 			}))
-			testenv.Eventually(t, 30*time.Second, "the Python client's message handled and deleted, and its payload", func() bool {
+			testenv.Eventually(t, patience, "the Python client's message handled and deleted, and its payload", func() bool {
 				return server.Stats().Deleted == 1 && cleaner.Stats().Deleted == 1
 			})
 			assert.Empty(t, objectKeys(t, s3client, bucket), "the payload the Python client stored is deleted after the message")
