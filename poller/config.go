@@ -278,7 +278,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.ReceiveVisibility < 0:
 		add("Config.ReceiveVisibility %s is negative", c.ReceiveVisibility)
-	case c.ReceiveVisibility > sqsworker.MaxVisibilityTimeout:
+	case c.ReceiveVisibility > sqsx.MaxVisibilityTimeout:
 		add("Config.ReceiveVisibility %s exceeds SQS's 12h visibility limit", c.ReceiveVisibility)
 	case c.ReceiveVisibility%time.Second != 0:
 		add("Config.ReceiveVisibility %s is not a whole number of seconds (SQS VisibilityTimeout)", c.ReceiveVisibility)

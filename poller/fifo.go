@@ -17,21 +17,19 @@ type group struct {
 	arrived  []*delivery
 }
 
-// enqueueGroups appends deliveries to their groups, in order, and starts a goroutine for
-// each group that has none. d.mu must be held.
-func (d *dispatcher) enqueueGroups(deliveries []*delivery) {
-	for _, delivery := range deliveries {
-		id := delivery.message.GroupID
-		g, running := d.groups[id]
-		if !running {
-			g = &group{}
-			d.startGroup(id, g)
-		}
-		if g.settling {
-			g.arrived = append(g.arrived, delivery)
-		} else {
-			g.queued = append(g.queued, delivery)
-		}
+// enqueueGroup appends delivery to its group (of its queue), in order, and starts a
+// goroutine for the group if it has none. d.mu must be held.
+func (d *dispatcher) enqueueGroup(delivery *delivery) {
+	id := delivery.lane.queueURL + "\x00" + delivery.message.GroupID // groups are per queue
+	g, running := d.groups[id]
+	if !running {
+		g = &group{}
+		d.startGroup(id, g)
+	}
+	if g.settling {
+		g.arrived = append(g.arrived, delivery)
+	} else {
+		g.queued = append(g.queued, delivery)
 	}
 }
 
@@ -100,9 +98,9 @@ func (d *dispatcher) rescheduleWithRest(head *delivery, rest []*delivery) {
 		changes = append([]*delivery{head}, rest...)
 	}
 	for _, r := range rest {
-		d.settler.extender.remove(r.lease)
+		head.lane.settler.extender.remove(r.lease)
 	}
-	d.settler.flush(changes, "an earlier message of its FIFO group was not done with")
+	head.lane.settler.flush(changes, "an earlier message of its FIFO group was not done with")
 	d.slots.release(len(rest))
 }
 

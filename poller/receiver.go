@@ -33,6 +33,7 @@ const (
 type receiver struct {
 	api         API
 	queue       *sqsx.Queue
+	lane        *lane
 	maxMessages int
 	loops       int
 	waitTime    time.Duration
@@ -60,6 +61,7 @@ type receiver struct {
 type receiverParams struct {
 	api         API
 	queue       *sqsx.Queue
+	lane        *lane
 	maxMessages int
 	receivers   int
 	waitTime    time.Duration
@@ -77,6 +79,7 @@ func newReceiver(params receiverParams) *receiver {
 	return &receiver{
 		api:         params.api,
 		queue:       params.queue,
+		lane:        params.lane,
 		maxMessages: params.maxMessages,
 		loops:       max(params.receivers, 1),
 		waitTime:    params.waitTime,
@@ -168,8 +171,8 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 	var extra []*delivery
 	deliveries := make([]*delivery, 0, len(messages))
 	for i, message := range messages {
-		d := &delivery{message: convertMessage(message, r.queue), receivedAt: receivedAt}
-		r.dispatcher.settler.received(d)
+		d := &delivery{lane: r.lane, message: convertMessage(message, r.queue), receivedAt: receivedAt}
+		r.lane.settler.received(d)
 		r.extender.add(d)
 		if i < count {
 			deliveries = append(deliveries, d)
@@ -179,7 +182,7 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 	}
 	r.slots.received(count, len(deliveries))
 	if len(extra) > 0 {
-		r.dispatcher.settler.release(extra, "more messages received than asked for")
+		r.lane.settler.release(extra, "more messages received than asked for")
 	}
 	return deliveries, nil
 }

@@ -177,13 +177,13 @@ func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
 		logger:      s.logger,
 		callContext: base,
 	})
+	// The slot pool and the dispatcher serve any number of lanes (one per queue); this
+	// server has one.
+	queueLane := &lane{queueURL: queue.URL, fifo: queue.FIFO, settler: settler}
 	s.dispatcher = newDispatcher(dispatcherParams{
 		handler:        s.handler,
 		handlerTimeout: config.HandlerTimeout,
-		fifo:           queue.FIFO,
 		slots:          concurrency,
-		settler:        settler,
-		extender:       s.extender,
 		logger:         s.logger,
 		baseContext:    base,
 		maxAbandoned:   config.MaxAbandonedHandlers,
@@ -192,6 +192,7 @@ func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
 	s.receiver = newReceiver(receiverParams{
 		api:         s.api,
 		queue:       queue,
+		lane:        queueLane,
 		maxMessages: config.MaxMessages,
 		receivers:   config.Receivers,
 		waitTime:    config.WaitTime,

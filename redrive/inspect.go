@@ -58,7 +58,7 @@ type DeadLetter struct {
 	ID string `json:"id"`
 	// Body is the message body.
 	Body string `json:"body"`
-	// Size is the message's size as SQS counts it (see [MessageSize]), in bytes.
+	// Size is the message's size as SQS counts it (body plus each attribute's name, type and value), in bytes.
 	Size int `json:"size"`
 	// FailureReason is the failure-reason attribute ("" when the message reached the
 	// dead-letter queue through the redrive policy, after maxReceiveCount receives).

@@ -12,30 +12,6 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
-// DefaultMaximumMessageSize is SQS's default MaximumMessageSize (256 KiB), used when a
-// queue does not report the attribute.
-//
-// Deprecated: the CLI's use; it moves to the project's internal SQS layer.
-const DefaultMaximumMessageSize = sqsx.DefaultMaximumMessageSize
-
-// MaxMessageSize is the largest MaximumMessageSize SQS allows (1 MiB since 2025). It is
-// also the limit of a SendMessageBatch request's total payload.
-//
-// Deprecated: the CLI's use; it moves to the project's internal SQS layer.
-const MaxMessageSize = sqsx.MaxMessageBytes
-
-// MaxBatchEntries is the most entries one SendMessageBatch, DeleteMessageBatch or
-// ChangeMessageVisibilityBatch request may carry, and the most messages one
-// ReceiveMessage returns.
-//
-// Deprecated: the CLI's use; it moves to the project's internal SQS layer.
-const MaxBatchEntries = sqsx.MaxBatchEntries
-
-// MessageSize returns the size SQS counts against MaximumMessageSize and the batch
-// payload limit: the body's bytes plus, for each message attribute, the bytes of its
-// name, its data type and its value (string or binary).
-func MessageSize(message *sqsworker.Message) int { return sqsx.MessageSize(message) }
-
 // convertMessage turns an SDK message into the neutral sqsworker.Message.
 func convertMessage(queueURL string, in types.Message) *sqsworker.Message {
 	return sqsx.FromSDK(in, queueURL, "")

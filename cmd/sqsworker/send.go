@@ -18,8 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // fileMessage is one line of `send --file`.
@@ -145,11 +144,11 @@ was sent or on error, 2 on bad usage.`,
 			if err != nil {
 				return err
 			}
-			url, err := redrive.QueueURL(ctx, client, args[0])
+			url, err := resolveQueue(ctx, client, args[0])
 			if err != nil {
 				return err
 			}
-			queue, err := sqsworker.LoadQueue(ctx, client, url)
+			queue, err := sqsx.LoadQueue(ctx, client, url)
 			if err != nil {
 				return err
 			}
@@ -178,7 +177,7 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 	}
 	var messages []fileMessage
 	scanner := bufio.NewScanner(input)
-	scanner.Buffer(make([]byte, 64*1024), 2*redrive.MaxMessageSize)
+	scanner.Buffer(make([]byte, 64*1024), 2*sqsx.MaxMessageBytes)
 	for line := 1; scanner.Scan(); line++ {
 		text := bytes.TrimSpace(scanner.Bytes())
 		if len(text) == 0 {
@@ -228,7 +227,7 @@ func (m fileMessage) entry(id string) (types.SendMessageBatchRequestEntry, int, 
 			entry.MessageAttributes = map[string]types.MessageAttributeValue{}
 		}
 		entry.MessageAttributes[name] = types.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(value)}
-		size += len(name) + len(dataType) + len(value)
+		size += sqsx.AttributeSize(name, dataType, value, nil)
 	}
 	if m.Group != "" {
 		entry.MessageGroupId = aws.String(m.Group)
@@ -275,38 +274,38 @@ func (a *app) printSendReport(report *sendReport, total int, sendErr error) erro
 // MaximumMessageSize, and reports each line's outcome. A failed SendMessageBatch call
 // stops the send: the report then lists what was sent before, the failed batch's lines
 // and every later line as not sent, and the error is returned with it.
-func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsworker.Queue, messages []fileMessage) (*sendReport, error) {
+func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queue, messages []fileMessage) (*sendReport, error) {
 	report := &sendReport{Queue: queue.URL, Sent: []sentMessage{}}
 	limit := queue.MaximumMessageSize
 	if limit <= 0 {
-		limit = redrive.DefaultMaximumMessageSize
+		limit = sqsx.DefaultMaximumMessageSize
 	}
 	bar := a.progress("sending")
 	defer bar.done()
 	var batch []types.SendMessageBatchRequestEntry
 	var batchLines []int
-	lines := map[string]int{}
 	bytes := 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.URL), Entries: batch})
-		if err != nil {
-			err = fmt.Errorf("sqsworker: sending to %s: %w", queue.URL, err)
+		results := sqsx.SendMessages(ctx, client, queue.URL, batch, limit)
+		if callErr, ok := errors.AsType[*sqsx.CallError](results[0].Err); ok {
+			err := fmt.Errorf("sqsworker: sending to %s: %w", queue.URL, callErr.Err)
 			for _, line := range batchLines {
 				report.Failed = append(report.Failed, sendFailure{Line: line, Error: err.Error()})
 			}
 			return err
 		}
-		for _, ok := range output.Successful {
-			report.Sent = append(report.Sent, sentMessage{Line: lines[aws.ToString(ok.Id)], ID: aws.ToString(ok.MessageId)})
-		}
-		for _, failed := range output.Failed {
-			report.Failed = append(report.Failed, sendFailure{Line: lines[aws.ToString(failed.Id)], Error: aws.ToString(failed.Code) + ": " + aws.ToString(failed.Message)})
+		for i, result := range results {
+			if entry, ok := errors.AsType[*sqsx.EntryError](result.Err); ok {
+				report.Failed = append(report.Failed, sendFailure{Line: batchLines[i], Error: entry.Code + ": " + entry.Message})
+				continue
+			}
+			report.Sent = append(report.Sent, sentMessage{Line: batchLines[i], ID: result.MessageID})
 		}
 		bar.set(int64(len(report.Sent)+len(report.Failed)), int64(len(messages)))
-		batch, batchLines, bytes, lines = nil, nil, 0, map[string]int{}
+		batch, batchLines, bytes = nil, nil, 0
 		return nil
 	}
 	// notAttempted lists the lines after index i that have a body as not sent.
@@ -332,7 +331,7 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsworker
 			report.Failed = append(report.Failed, sendFailure{Line: line, Error: fmt.Sprintf("%d bytes, more than the queue's MaximumMessageSize %d", size, limit)})
 			continue
 		}
-		if len(batch) == redrive.MaxBatchEntries || bytes+size > limit {
+		if len(batch) == sqsx.MaxBatchEntries || bytes+size > limit {
 			if err := flush(); err != nil {
 				notAttempted(i, err)
 				return report, err
@@ -340,7 +339,6 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsworker
 		}
 		batch = append(batch, entry)
 		batchLines = append(batchLines, line)
-		lines[id] = line
 		bytes += size
 	}
 	if err := flush(); err != nil {

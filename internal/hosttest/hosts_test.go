@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/lambda"
@@ -183,9 +183,7 @@ func TestBothHostsCarryOutOutcomesAlike(t *testing.T) {
 				"lambda": runLambda(t, tc.handler, tc.firstReceive, tc.failSends),
 			}
 			for name, got := range hosts {
-				if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(result{})); diff != "" {
-					t.Errorf("%s (-want +got):\n%s", name, diff)
-				}
+				assert.Equal(t, tc.want, got, name)
 			}
 		})
 	}

@@ -82,7 +82,7 @@ func TestSendToDeadLetterQueueFitsTheSizeLimit(t *testing.T) {
 			ReceiveCount:      1,
 			MessageAttributes: original,
 		}
-		require.Equal(t, queue.MaximumMessageSize-tc.room, sqsworker.MessageSize(message.Body, message.MessageAttributes))
+		require.Equal(t, queue.MaximumMessageSize-tc.room, sqsx.MessageSize(message))
 		require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome), tc.name)
 		received := receiveOne(t, client, created.DeadLetterQueueURL)
 		assert.Equal(t, message.Body, aws.ToString(received.Body), tc.name)

@@ -34,11 +34,11 @@ func Plan(outcome sqsworker.Outcome, message *sqsworker.Message, receivedAt, now
 		action.Delete = true
 	case sqsworker.OutcomeDeadLetter:
 		action.DeadLetter, action.Delete = deadLetterSend, deadLetterSend
-		action.Visibility = sqsx.ClampVisibility(backoff.Delay(message.ReceiveCount, since), since)
+		action.Visibility = sqsx.ClampVisibility(backoff.Delay(message.ReceiveCount), since)
 	case sqsworker.OutcomeRetryAfter, sqsworker.OutcomeDefer:
 		action.Visibility = sqsx.ClampVisibility(outcome.Delay, since)
 	default:
-		action.Visibility = sqsx.ClampVisibility(backoff.Delay(message.ReceiveCount, since), since)
+		action.Visibility = sqsx.ClampVisibility(backoff.Delay(message.ReceiveCount), since)
 	}
 	return action
 }

@@ -40,8 +40,10 @@ const (
 	MaxWaitTime = 20 * time.Second
 	// MaxDelay is the longest delivery delay (DelaySeconds 0 to 900, 15 minutes).
 	MaxDelay = 15 * time.Minute
-	// MaxRetention is the longest message retention period (14 days).
+	// MaxRetention is the longest message retention period (14 days), MinRetention the
+	// shortest (60 s).
 	MaxRetention = 14 * 24 * time.Hour
+	MinRetention = time.Minute
 )
 
 // VisibilitySafetyMargin is kept free below [MaxVisibilityTimeout] when a delay is clamped,

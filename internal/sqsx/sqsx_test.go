@@ -232,3 +232,25 @@ func TestFromSDKReadsSystemAttributes(t *testing.T) {
 	assert.Equal(t, "x", m.MessageAttributes["type"].StringValue)
 	assert.Equal(t, 1, sqsx.FromSDK(types.Message{}, "", "").ReceiveCount, "a missing receive count is 1")
 }
+
+func TestApplySystemAttributes(t *testing.T) {
+	message := &sqsworker.Message{Attributes: map[string]string{
+		"ApproximateReceiveCount":          "3",
+		"SentTimestamp":                    "1700000000000",
+		"ApproximateFirstReceiveTimestamp": "1700000001500",
+		"MessageGroupId":                   "g1",
+		"MessageDeduplicationId":           "d1",
+	}}
+	sqsx.ApplySystemAttributes(message)
+	assert.Equal(t, 3, message.ReceiveCount)
+	assert.Equal(t, time.UnixMilli(1700000000000), message.SentAt)
+	assert.Equal(t, time.UnixMilli(1700000001500), message.FirstReceivedAt)
+	assert.Equal(t, "g1", message.GroupID)
+	assert.Equal(t, "d1", message.DeduplicationID)
+	assert.Equal(t, 2*time.Second, message.SinceFirstReceive(time.UnixMilli(1700000003500)))
+
+	empty := &sqsworker.Message{}
+	sqsx.ApplySystemAttributes(empty)
+	assert.Equal(t, 1, empty.ReceiveCount, "a received message has been received at least once")
+	assert.Zero(t, empty.SinceFirstReceive(time.Now()))
+}
