@@ -113,6 +113,7 @@ bench-ci: up
 ## bench-go: in-process micro-benchmarks (ns/op, allocs/op)
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem . ./internal/settle ./poller ./idempotency ./lambda
+	$(GO) test -run '^$$' -bench 'BenchmarkSend$$|BenchmarkBatcherParallel$$' -benchmem ./producer
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
 
 FUZZTIME ?= 20s

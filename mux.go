@@ -74,10 +74,11 @@ func JobTimeout(d time.Duration) JobOption {
 }
 
 // JobBackoff replaces the host's retry policy for the job type: an ordinary failure (an
-// error that is not permanent, deferred or a RetryAfter; a panic included) becomes
-// [RetryAfter] with backoff.Delay(receive count, time since first receive), which both
-// hosts carry out through the visibility timeout. The outcome's reason is then
-// "RetryAfter" instead of "HandlerError" or "Panic".
+// error that is not permanent, deferred or a RetryAfter) becomes [RetryAfter] with
+// backoff.Delay(receive count), which both hosts carry out through the visibility
+// timeout, clamped to SQS's 12-hour limit. The outcome's reason is then "RetryAfter"
+// instead of "HandlerError". A panic is recovered by the host, in one place, and retried
+// with the host's backoff.
 func JobBackoff(backoff Backoff) JobOption {
 	return func(r *route) { r.backoff = &backoff }
 }
@@ -153,7 +154,7 @@ func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
 			return Defer(wait, "NotDue")
 		}
 	}
-	return r.serve(ctx, message, mux.now)
+	return r.serve(ctx, message)
 }
 
 // jobType reads the message's job type from the attribute or, when configured, the body.
@@ -180,19 +181,14 @@ func (mux *ServeMux) jobType(message *Message) (string, error) {
 }
 
 // serve calls the route's handler under its timeout and backoff.
-func (r *route) serve(ctx context.Context, message *Message, now func() time.Time) error {
+func (r *route) serve(ctx context.Context, message *Message) error {
 	ctx = context.WithValue(ctx, messageKey{}, message)
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, r.timeout, fmt.Errorf("%w (%s)", ErrJobTimeout, r.timeout))
 		defer cancel()
 	}
-	var err error
-	if r.backoff == nil {
-		err = r.handler.Handle(ctx, message)
-	} else {
-		err = CallHandler(ctx, r.handler, message) // a panic gets the type's backoff too
-	}
+	err := r.handler.Handle(ctx, message)
 	if err == nil {
 		return nil
 	}
@@ -200,7 +196,7 @@ func (r *route) serve(ctx context.Context, message *Message, now func() time.Tim
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
 	if r.backoff != nil && Classify(err).Kind == OutcomeRetry {
-		return RetryAfter(r.backoff.Delay(message.ReceiveCount, message.SinceFirstReceive(now())), err)
+		return RetryAfter(r.backoff.Delay(message.ReceiveCount), err)
 	}
 	return err
 }

@@ -21,13 +21,23 @@ type Result struct {
 // SendBatch sends jobs to queueURL in as few SendMessageBatch calls as SQS's limits
 // allow (10 entries and 1 MiB per call), in order. An entry that fails on SQS's side
 // (not a sender fault) is sent again alone with SendMessage; one that fails through the
-// sender's fault is reported. The results match jobs one to one; the error joins the
-// failed jobs' errors, each naming its index, and is nil when every job was sent.
+// sender's fault is reported. A unique key repeated within jobs is sent once; its
+// repeats get a [*DuplicateJobError]. The results match jobs one to one; the error joins
+// the failed jobs' errors, each naming its index, and is nil when every job was sent.
 func (p *Producer) SendBatch(ctx context.Context, queueURL string, jobs []Job) ([]Result, error) {
 	results := make([]Result, len(jobs))
 	var ready []*outgoing
 	var indexes []int
+	firstOfKey := map[string]int{} // unique key → index of its first job in this batch
+	repeats := map[int]int{}       // index of a repeated unique key → index of its first job
 	for i, job := range jobs {
+		if job.UniqueKey != "" && !isFIFO(queueURL) {
+			if first, seen := firstOfKey[job.UniqueKey]; seen {
+				repeats[i] = first // not reserved: it would wait for a send that waits for it
+				continue
+			}
+			firstOfKey[job.UniqueKey] = i
+		}
 		out, err := p.prepare(ctx, queueURL, job)
 		if err != nil {
 			results[i].Err = err
@@ -43,6 +53,13 @@ func (p *Producer) SendBatch(ctx context.Context, queueURL string, jobs []Job) (
 	for j, result := range p.sendBatch(ctx, queueURL, messages) {
 		i := indexes[j]
 		results[i].MessageID, results[i].Err = p.finish(ctx, ready[j], result)
+	}
+	for i, first := range repeats {
+		if results[first].Err != nil {
+			results[i].Err = fmt.Errorf("producer: not sent: job %d of the batch has the same unique key %q and was not sent", first, jobs[i].UniqueKey)
+			continue
+		}
+		results[i].Err = &DuplicateJobError{Key: jobs[i].UniqueKey, MessageID: results[first].MessageID}
 	}
 	var errs []error
 	for i, result := range results {

@@ -21,7 +21,8 @@ import (
 // failed re-send is an ordinary failure (the host retries the original). Each hop is a
 // new message whose receive count starts again, so waiting never counts toward the
 // redrive policy's maxReceiveCount. A due message is handed on without the due-at
-// attribute.
+// attribute. The due time is the producer's clock plus the delay, compared with the
+// worker's clock (Config.Now): clock skew between the two shifts the run by as much.
 //
 // Put it outermost, before idempotency (each hop has a new message id) and before a
 // claim-check resolver (a hop re-sends the pointer, not the payload). A crash between
@@ -41,7 +42,7 @@ func (p *Producer) DelayMiddleware() sqsworker.Middleware {
 				return next.Handle(ctx, withoutDueAt(message))
 			}
 			if isFIFO(message.QueueURL) {
-				return sqsworker.Defer(sqsx.ClampVisibility(remaining, message.SinceFirstReceive(p.config.Now())), "NotDue")
+				return sqsworker.Defer(remaining, "NotDue") // the host clamps it to the visibility limit
 			}
 			return p.hop(ctx, message, min(remaining, p.config.MaxHop))
 		})

@@ -60,10 +60,13 @@ type Config struct {
 	// (a producer that crashes in between blocks the key that long); if zero,
 	// DefaultUniquePending (1 min).
 	UniquePending time.Duration
-	// TraceContext, if not nil, returns the trace context of ctx as key-value pairs
-	// (for example W3C "traceparent" and "tracestate"), each sent as a String message
-	// attribute. With OpenTelemetry: `carrier := propagation.MapCarrier{};
-	// otel.GetTextMapPropagator().Inject(ctx, carrier); return carrier`.
+	// TraceContext returns the trace context of ctx as key-value pairs (for example W3C
+	// "traceparent" and "tracestate"), each sent as a String message attribute. With
+	// OpenTelemetry: `carrier := propagation.MapCarrier{};
+	// otel.GetTextMapPropagator().Inject(ctx, carrier); return carrier`. If nil, a job
+	// sent from a handler a sqsworker.ServeMux runs carries on the "traceparent" and
+	// "tracestate" attributes of the message being handled (see
+	// sqsworker.MessageFromContext), and other jobs carry none.
 	TraceContext func(ctx context.Context) map[string]string
 	// MaxHop is the longest delay of one send, from 1 s to 15 min; if zero,
 	// DefaultMaxHop (15 min, SQS's DelaySeconds limit). A job delayed longer is sent with
@@ -100,8 +103,9 @@ type Job struct {
 	// UniqueKey makes the job unique: while the key is taken (UniqueFor), another Send
 	// with the same key sends nothing and returns a [*DuplicateJobError] with the first
 	// job's message id. On a standard queue it needs Config.Unique; on a FIFO queue it is
-	// the deduplication id (when DeduplicationID is empty), so SQS enforces it for 5
-	// minutes.
+	// the deduplication id (when DeduplicationID is empty): SQS accepts a duplicate sent
+	// within its 5-minute deduplication interval without delivering it, and Send returns
+	// no error for it.
 	UniqueKey string
 	// UniqueFor is how long UniqueKey stays taken after the send; if zero, DefaultUniqueFor.
 	UniqueFor time.Duration
@@ -117,7 +121,7 @@ type Producer struct {
 	config Config
 
 	mu     sync.Mutex
-	queues map[string]*queueLimits
+	queues map[string]*queueEntry
 }
 
 // queueLimits is what the producer knows about one queue.
@@ -158,7 +162,7 @@ func New(api API, config Config) (*Producer, error) {
 	if config.Now == nil {
 		config.Now = time.Now
 	}
-	return &Producer{api: api, config: config, queues: map[string]*queueLimits{}}, nil
+	return &Producer{api: api, config: config, queues: map[string]*queueEntry{}}, nil
 }
 
 // Send sends one job to queueURL and returns its SQS message id.
@@ -281,11 +285,9 @@ func (p *Producer) build(ctx context.Context, queueURL string, job Job) (*outMes
 	message := &outMessage{queueURL: queueURL, body: body, groupID: job.GroupID, dedupID: job.DeduplicationID}
 	attributes := make(map[string]types.MessageAttributeValue, len(job.Attributes)+4)
 	maps.Copy(attributes, job.Attributes)
-	if p.config.TraceContext != nil {
-		for key, value := range p.config.TraceContext(ctx) {
-			if value != "" {
-				attributes[key] = stringValue(value)
-			}
+	for key, value := range p.traceContext(ctx) {
+		if value != "" {
+			attributes[key] = stringValue(value)
 		}
 	}
 	if job.Type != "" {
@@ -361,14 +363,47 @@ func (p *Producer) fit(ctx context.Context, message *outMessage) error {
 	return nil
 }
 
-// limits returns what the producer knows about queueURL, reading its attributes once.
+// limits returns what the producer knows about queueURL, reading its attributes once:
+// concurrent first sends to a queue wait for one GetQueueAttributes. A failed read is
+// not kept, so the next send tries again.
 func (p *Producer) limits(ctx context.Context, queueURL string) (*queueLimits, error) {
 	p.mu.Lock()
-	limits, ok := p.queues[queueURL]
+	entry, ok := p.queues[queueURL]
+	if !ok {
+		entry = &queueEntry{ready: make(chan struct{})}
+		p.queues[queueURL] = entry
+	}
 	p.mu.Unlock()
 	if ok {
-		return limits, nil
+		select {
+		case <-entry.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("producer: waiting for the attributes of %s: %w", queueURL, ctx.Err())
+		}
+		if entry.err != nil {
+			return nil, entry.err
+		}
+		return entry.limits, nil
 	}
+	entry.limits, entry.err = p.readLimits(ctx, queueURL)
+	if entry.err != nil {
+		p.mu.Lock()
+		delete(p.queues, queueURL)
+		p.mu.Unlock()
+	}
+	close(entry.ready)
+	return entry.limits, entry.err
+}
+
+// queueEntry is one queue's limits, or the read in progress (until ready is closed).
+type queueEntry struct {
+	ready  chan struct{}
+	limits *queueLimits
+	err    error
+}
+
+// readLimits reads queueURL's MaximumMessageSize with GetQueueAttributes.
+func (p *Producer) readLimits(ctx context.Context, queueURL string) (*queueLimits, error) {
 	output, err := p.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize},
@@ -376,16 +411,40 @@ func (p *Producer) limits(ctx context.Context, queueURL string) (*queueLimits, e
 	if err != nil {
 		return nil, fmt.Errorf("producer: reading MaximumMessageSize of %s: %w", queueURL, err)
 	}
-	text := output.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]
-	size, err := strconv.Atoi(text)
-	if err != nil || size <= 0 {
-		return nil, fmt.Errorf("producer: queue %s: MaximumMessageSize %q is not a positive number", queueURL, text)
+	limits := &queueLimits{url: queueURL, fifo: isFIFO(queueURL), maxSize: sqsx.DefaultMaximumMessageSize}
+	if text, ok := output.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]; ok {
+		size, err := strconv.Atoi(text)
+		if err != nil || size <= 0 {
+			return nil, fmt.Errorf("producer: queue %s: MaximumMessageSize %q is not a positive number", queueURL, text)
+		}
+		limits.maxSize = size
 	}
-	limits = &queueLimits{url: queueURL, fifo: isFIFO(queueURL), maxSize: size}
-	p.mu.Lock()
-	p.queues[queueURL] = limits
-	p.mu.Unlock()
 	return limits, nil
+}
+
+// W3C Trace Context names (https://www.w3.org/TR/trace-context/), the attributes the
+// default trace context carries on.
+const (
+	attributeTraceparent = "traceparent"
+	attributeTracestate  = "tracestate"
+)
+
+// traceContext returns the trace attributes for a job sent in ctx.
+func (p *Producer) traceContext(ctx context.Context) map[string]string {
+	if p.config.TraceContext != nil {
+		return p.config.TraceContext(ctx)
+	}
+	message, ok := sqsworker.MessageFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	trace := map[string]string{}
+	for _, name := range []string{attributeTraceparent, attributeTracestate} {
+		if value, ok := message.StringAttribute(name); ok {
+			trace[name] = value
+		}
+	}
+	return trace
 }
 
 // jobBody returns the body of a job: its raw Body or its JSON-encoded Payload.

@@ -324,7 +324,9 @@ func TestUniqueJobSentOnce(t *testing.T) {
 	ids := make([]string, 20)
 	errs := make([]error, 20)
 	for i := range 20 {
-		wg.Go(func() { ids[i], errs[i] = p.Send(context.Background(), standardURL, Job{Body: "x", UniqueKey: "order-9"}) })
+		wg.Go(func() {
+			ids[i], errs[i] = p.Send(context.Background(), standardURL, Job{Body: "x", UniqueKey: "order-9"})
+		})
 	}
 	wg.Wait()
 	require.Len(t, fake.sent(), 1)
@@ -389,4 +391,40 @@ func waitFor(t *testing.T, condition func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+func TestSendBatchSendsARepeatedUniqueKeyOnce(t *testing.T) {
+	fake := newFake()
+	p := newProducer(t, fake, Config{Unique: newMemoryUnique(), UniqueWait: time.Minute})
+	start := time.Now()
+	results, err := p.SendBatch(context.Background(), standardURL, []Job{
+		{Body: "a", UniqueKey: "k"}, {Body: "b"}, {Body: "a again", UniqueKey: "k"},
+	})
+	assert.Less(t, time.Since(start), 10*time.Second, "the repeat does not wait for its own batch")
+	require.Len(t, fake.sent(), 2)
+	require.NoError(t, results[0].Err)
+	var duplicate *DuplicateJobError
+	require.ErrorAs(t, results[2].Err, &duplicate)
+	assert.Equal(t, DuplicateJobError{Key: "k", MessageID: results[0].MessageID}, *duplicate)
+	assert.ErrorContains(t, err, "job 2: ")
+}
+
+func TestSendFromAHandlerCarriesTheMessagesTraceContext(t *testing.T) {
+	fake := newFake()
+	p := newProducer(t, fake, Config{})
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("order", func(ctx context.Context, m *sqsworker.Message) error {
+		_, err := p.Send(ctx, standardURL, Job{Type: "invoice", Body: "{}"}) // a follow-up job
+		return err
+	})
+	require.NoError(t, mux.Handle(context.Background(), &sqsworker.Message{MessageAttributes: map[string]sqsworker.MessageAttribute{
+		sqsworker.AttributeJobType: {DataType: "String", StringValue: "order"},
+		"traceparent":              {DataType: "String", StringValue: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+	}}))
+	_, err := p.Send(context.Background(), standardURL, Job{Body: "outside a handler"})
+	require.NoError(t, err)
+	sent := fake.sent()
+	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", sent[0].attribute("traceparent"))
+	assert.NotContains(t, sent[0].attributes, "tracestate")
+	assert.NotContains(t, sent[1].attributes, "traceparent")
 }
