@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // pointerMessage stores payload in client and returns a message pointing to it.
@@ -56,7 +57,7 @@ func TestMiddlewareLeavesThePointerAfterAPanic(t *testing.T) {
 		panic("boom")
 	}), Middleware(client, MiddlewareConfig{}))
 
-	err := sqsworker.CallHandler(context.Background(), handler, message)
+	err := settle.Call(context.Background(), handler, message) // the hosts' recover wrapper
 
 	assert.True(t, sqsworker.IsPanicError(err))
 	assert.Equal(t, pointerBody, message.Body)
