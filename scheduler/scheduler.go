@@ -198,6 +198,9 @@ func New(sqsClient API, dynamo DynamoDBAPI, config Config, schedules []Schedule)
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped() {
+		return errors.New("scheduler: closed (Shutdown was called)")
+	}
 	if s.started {
 		return errors.New("scheduler: already started")
 	}
