@@ -53,7 +53,7 @@ type Config struct {
 	Owner string
 	// LeaseDuration is how long the lease lasts without renewal, from 1 s; if zero,
 	// DefaultLeaseDuration (15 s). A standby takes over at most this long after the
-	// leader died (plus the wait for the next tick).
+	// leader died (plus the wait for the next tick). It also bounds each DynamoDB call.
 	LeaseDuration time.Duration
 	// RenewInterval is how often the leader renews the lease, and how often a standby
 	// looks at it at most; if zero, LeaseDuration/3. It must be less than half of
@@ -176,7 +176,7 @@ func New(sqsClient API, dynamo DynamoDBAPI, config Config, schedules []Schedule)
 	s := &Scheduler{
 		sqs:      sqsClient,
 		config:   config,
-		store:    &store{client: dynamo, table: config.Table, lease: config.LeaseName},
+		store:    &store{client: dynamo, table: config.Table, lease: config.LeaseName, timeout: config.LeaseDuration},
 		producer: jobs,
 		observer: config.Observer,
 		logger:   config.Logger.With("scheduler", config.LeaseName, "owner", config.Owner),

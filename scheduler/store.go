@@ -76,9 +76,18 @@ type tickState struct {
 
 // store reads and writes the scheduler's items.
 type store struct {
-	client DynamoDBAPI
-	table  string
-	lease  string // the lease name
+	client  DynamoDBAPI
+	table   string
+	lease   string        // the lease name
+	timeout time.Duration // bounds each call; 0: ctx alone
+}
+
+// bound returns ctx limited to the store's call timeout.
+func (s *store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 func key(id string) map[string]types.AttributeValue {
@@ -93,6 +102,8 @@ func stateKey(schedule string) map[string]types.AttributeValue {
 
 // readLease reads the lease item (strongly consistent); false when there is none.
 func (s *store) readLease(ctx context.Context) (Lease, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: s.leaseKey(), ConsistentRead: aws.Bool(true),
 	})
@@ -115,6 +126,8 @@ func (s *store) readLease(ctx context.Context) (Lease, bool, error) {
 // after seen lapsed (seen's token is still the item's, so of concurrent standbys one
 // wins). The new token is seen's plus one. ErrFenced when another replica was first.
 func (s *store) acquire(ctx context.Context, owner string, seen *Lease, now time.Time, duration time.Duration) (Lease, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	lease := Lease{Name: s.lease, Owner: owner, Token: 1, Expiry: now.Add(duration), Acquired: now}
 	var err error
 	if seen == nil {
@@ -170,6 +183,8 @@ func (s *store) leaseCondition(lease Lease, now time.Time) *types.ConditionCheck
 
 // renew extends the lease to now+duration. ErrFenced when it is no longer held.
 func (s *store) renew(ctx context.Context, lease Lease, now time.Time, duration time.Duration) (Lease, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	check := s.leaseCondition(lease, now)
 	lease.Expiry = now.Add(duration)
 	values := check.ExpressionAttributeValues
@@ -192,6 +207,8 @@ func (s *store) renew(ctx context.Context, lease Lease, now time.Time, duration 
 
 // release ends the lease at now so that a standby takes it at once.
 func (s *store) release(ctx context.Context, lease Lease, now time.Time) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: s.leaseKey(),
 		UpdateExpression:          aws.String("SET #expiry = :now"),
@@ -207,6 +224,8 @@ func (s *store) release(ctx context.Context, lease Lease, now time.Time) error {
 
 // readState reads a schedule's state item (strongly consistent); false when none.
 func (s *store) readState(ctx context.Context, schedule string) (tickState, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: stateKey(schedule), ConsistentRead: aws.Bool(true),
 	})
@@ -292,6 +311,8 @@ func (s *store) skip(ctx context.Context, lease Lease, schedule string, last, no
 // markSent records the claimed tick as enqueued with its message id. It needs no lease:
 // it only confirms a send that happened.
 func (s *store) markSent(ctx context.Context, schedule string, state tickState, messageID string, now time.Time) (tickState, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: stateKey(schedule),
 		UpdateExpression:    aws.String("SET #sent = :true, #message = :message, #enqueued = :now"),
@@ -318,6 +339,8 @@ func (s *store) markSent(ctx context.Context, schedule string, state tickState, 
 // cancellation: ErrFenced (the lease check failed) or errStateMoved (write's own
 // condition failed).
 func (s *store) transact(ctx context.Context, lease Lease, now time.Time, write types.TransactWriteItem) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{ConditionCheck: s.leaseCondition(lease, now)}, write},
 	})
