@@ -22,6 +22,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 // The lease: one first holder, a takeover only after expiry with the token plus one, and
@@ -273,4 +274,101 @@ func TestEmulatorShutdownHandsOverAtOnce(t *testing.T) {
 	}
 	slices.Sort(ids)
 	assert.Len(t, slices.Compact(slices.Clone(ids)), len(ids), "tick ids: %v", ids)
+}
+
+// seedDeadLeader writes what a leader that died mid-tick leaves behind: its lapsed lease
+// (token 1) and the schedule's state with tick claimed but not recorded as sent.
+func seedDeadLeader(t *testing.T, dynamo *dynamodb.Client, table, schedule string, tick time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st := &store{client: dynamo, table: table, lease: DefaultLeaseName}
+	now := time.Now()
+	dead, err := st.acquire(ctx, "dead-leader", nil, now.Add(-time.Minute), time.Second)
+	require.NoError(t, err)
+	_, err = st.initState(ctx, dead, schedule, tick.Add(-time.Second), now.Add(-time.Minute))
+	require.NoError(t, err)
+	_, err = st.claim(ctx, dead, schedule, tick, now.Add(-time.Minute))
+	require.NoError(t, err)
+}
+
+// receiveTicks receives (and deletes) every message of queueURL until none is visible or
+// in flight, and returns the message ids by tick id.
+func receiveTicks(t *testing.T, client *sqs.Client, queueURL string) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	byTick := map[string][]string{}
+	testenv.Eventually(t, 20*time.Second, "the queue drained", func() bool {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
+		})
+		require.NoError(t, err)
+		for _, m := range out.Messages {
+			key := aws.ToString(m.MessageAttributes[sqsworker.AttributeIdempotencyKey].StringValue)
+			byTick[key] = append(byTick[key], aws.ToString(m.MessageId))
+			_, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
+			require.NoError(t, err)
+		}
+		visible, inFlight := testenv.Counts(t, client, queueURL)
+		return len(out.Messages) == 0 && visible == 0 && inFlight == 0
+	})
+	return byTick
+}
+
+// A leader that died after claiming a tick and before sending it: the next leader takes
+// the lease with token 2, claims the tick again and sends it, once.
+func TestEmulatorLeaderDiedBeforeSendingTheTick(t *testing.T) {
+	t.Parallel()
+	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
+	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
+	table := testenv.NewTable(t, dynamo)
+	tick := time.Now().Truncate(time.Hour)
+	seedDeadLeader(t, dynamo, table, "hourly", tick)
+
+	events := &eventLog{}
+	s := startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, Observer: events},
+		Schedule{Name: "hourly", Cron: "@hourly", JobType: "t", Queue: queue.URL})
+	testenv.Eventually(t, 15*time.Second, "the claimed tick enqueued", func() bool { return len(events.of(EventTickEnqueued)) == 1 })
+	require.NoError(t, s.Shutdown(context.Background()))
+
+	enqueued := events.of(EventTickEnqueued)[0]
+	assert.Equal(t, TickID("hourly", tick), enqueued.TickID)
+	assert.Equal(t, int64(2), enqueued.Token)
+	assert.Empty(t, events.of(EventTickDeduplicated))
+	assert.Equal(t, map[string][]string{TickID("hourly", tick): {enqueued.MessageID}}, receiveTicks(t, sqsClient, queue.URL))
+}
+
+// A leader that died after sending a tick and before recording it: the next leader claims
+// it again, and its send, with the same unique key, sends nothing (EventTickDeduplicated,
+// naming the first send's message id). The queue holds the one message.
+func TestEmulatorLeaderDiedAfterSendingTheTick(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
+	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
+	table := testenv.NewTable(t, dynamo)
+	tick := time.Now().Truncate(time.Hour)
+	seedDeadLeader(t, dynamo, table, "hourly", tick)
+	// The dead leader's send, as its producer made it.
+	jobs, err := producer.New(sqsClient, producer.Config{Unique: producer.NewDynamoDBUniqueStore(dynamo, table)})
+	require.NoError(t, err)
+	id := TickID("hourly", tick)
+	schedule := compiled{Schedule: Schedule{Name: "hourly", JobType: "t"}, queueURL: queue.URL}
+	firstID, err := jobs.Send(ctx, queue.URL, schedule.job(id))
+	require.NoError(t, err)
+
+	events := &eventLog{}
+	s := startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, Observer: events},
+		Schedule{Name: "hourly", Cron: "@hourly", JobType: "t", Queue: queue.URL})
+	testenv.Eventually(t, 15*time.Second, "the claimed tick deduplicated", func() bool { return len(events.of(EventTickDeduplicated)) == 1 })
+	require.NoError(t, s.Shutdown(ctx))
+
+	deduplicated := events.of(EventTickDeduplicated)[0]
+	assert.Equal(t, id, deduplicated.TickID)
+	assert.Equal(t, firstID, deduplicated.MessageID)
+	assert.Empty(t, events.of(EventTickEnqueued))
+	assert.Equal(t, map[string][]string{id: {firstID}}, receiveTicks(t, sqsClient, queue.URL))
+	state, _, err := s.store.readState(ctx, "hourly")
+	require.NoError(t, err)
+	assert.True(t, state.sent)
+	assert.Equal(t, firstID, state.messageID)
 }

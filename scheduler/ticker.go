@@ -186,18 +186,8 @@ func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, stat
 	tickEvent := Event{Token: lease.Token, Schedule: sc.Name, TickID: id, Tick: tick, Queue: sc.queueURL}
 	s.emit(ctx, with(tickEvent, EventTickClaimed))
 
-	job := producer.Job{
-		Type: sc.JobType, Body: sc.body(),
-		IdempotencyKey: id, UniqueKey: id, UniqueFor: DefaultUniqueFor,
-	}
-	if sqsx.IsFIFOName(sc.queueURL) {
-		job.GroupID = sc.GroupID
-		if job.GroupID == "" {
-			job.GroupID = sc.Name
-		}
-	}
 	sendCtx, cancel := context.WithTimeout(ctx, s.config.LeaseDuration+s.config.RenewInterval)
-	messageID, err := s.producer.Send(sendCtx, sc.queueURL, job)
+	messageID, err := s.producer.Send(sendCtx, sc.queueURL, sc.job(id))
 	cancel()
 	kind := EventTickEnqueued
 	if duplicate, ok := errors.AsType[*producer.DuplicateJobError](err); ok && !duplicate.Pending {
@@ -240,4 +230,21 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// job is the message of the schedule's tick id: the job type and payload, the tick id as
+// idempotency key and unique key (the deduplication id on FIFO queues, whose message
+// group is GroupID or the schedule's name).
+func (sc *compiled) job(id string) producer.Job {
+	job := producer.Job{
+		Type: sc.JobType, Body: sc.body(),
+		IdempotencyKey: id, UniqueKey: id, UniqueFor: DefaultUniqueFor,
+	}
+	if sqsx.IsFIFOName(sc.queueURL) {
+		job.GroupID = sc.GroupID
+		if job.GroupID == "" {
+			job.GroupID = sc.Name
+		}
+	}
+	return job
 }
