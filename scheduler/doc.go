@@ -26,10 +26,13 @@
 // So a leader that dies between 1 and 3 leaves a claimed tick that the next leader
 // claims again and sends with the same unique key (sending nothing when the first send
 // went out), two leaders for a moment cannot both pass step 1 with a valid lease, and a
-// paused old leader that wakes up cannot claim anything: its token is stale. What no
-// write to DynamoDB can fence is a SendMessage already past step 1 when its process
-// paused; that send carries the tick's unique key, so it is still sent at most once
-// while the reservation holds (producer.Config.UniquePending, see [Config.UniquePending]).
+// paused old leader that wakes up cannot claim anything: its token is stale. SQS takes no
+// condition, so no write to DynamoDB can fence a send already past step 1 when its
+// process paused; the unique key covers it: the woken send finds the key taken and sends
+// nothing, or sends first and the new leader's send is deduplicated. Only a process
+// paused inside its own SendMessage (after reserving the key) for longer than
+// [Config.UniquePending] (1 minute by default) can duplicate a tick; that message
+// carries the same idempotency key, so the idempotency middleware runs the job once.
 //
 // Ticks that fell due while no leader ran are handled by each schedule's missed-tick
 // policy (skip, or catch up at most N); [Schedule.Jitter] spreads schedules that many

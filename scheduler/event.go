@@ -57,6 +57,7 @@ func (k EventKind) String() string {
 
 // Event is one step of a scheduler replica. Fields that do not apply are zero.
 type Event struct {
+	// Kind says what happened.
 	Kind EventKind
 	// Owner is the replica (Config.Owner); Token its fencing token when it leads.
 	Owner string

@@ -30,9 +30,13 @@ var _ API = (*sqs.Client)(nil)
 
 // Defaults for [Config].
 const (
-	DefaultLeaseName     = "scheduler"
+	// DefaultLeaseName is the lease's name when Config.LeaseName is empty.
+	DefaultLeaseName = "scheduler"
+	// DefaultLeaseDuration is how long a lease lasts without renewal.
 	DefaultLeaseDuration = 15 * time.Second
-	DefaultMissedAfter   = time.Minute
+	// DefaultMissedAfter is how late a tick may be and still count as on time.
+	DefaultMissedAfter = time.Minute
+	// DefaultUniquePending is how long an unconfirmed send holds a tick's unique key.
 	DefaultUniquePending = time.Minute
 	// DefaultUniqueFor is how long a tick's unique key stays taken on a standard queue.
 	DefaultUniqueFor = 24 * time.Hour
