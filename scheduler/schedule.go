@@ -53,8 +53,9 @@ type Schedule struct {
 	// default) skips them all; at most 1000.
 	CatchUp int `json:"catch_up,omitempty"`
 	// Jitter delays every tick of the schedule by a fixed offset in [0, Jitter), derived
-	// from the schedule's name, so that schedules many services share ("0 0 * * *") do
-	// not all fire in the same second. The tick's id keeps the scheduled time. A Go
+	// from the scheduler's table, lease name and the schedule's name (the same on every
+	// replica), so that schedules many services share ("0 0 * * *") do not all fire in
+	// the same second. The tick's id keeps the scheduled time. A Go
 	// duration ("90s", "5m"); the Terraform module maps it to a flexible time window of
 	// whole minutes.
 	Jitter Duration `json:"jitter,omitempty"`
@@ -230,13 +231,15 @@ func (s Schedule) NextRuns(t time.Time, n int) ([]time.Time, error) {
 	return runs, nil
 }
 
-// offset is the schedule's jitter: a fixed offset in [0, Jitter) from its name.
-func (s Schedule) offset() time.Duration {
+// offset is the schedule's jitter: a fixed offset in [0, Jitter) from seed (the
+// scheduler's table and lease name) and the schedule's name, so that services sharing a
+// schedule's name and expression still spread out.
+func (s Schedule) offset(seed string) time.Duration {
 	if s.Jitter <= 0 {
 		return 0
 	}
 	hash := fnv.New64a()
-	_, _ = hash.Write([]byte(s.Name))
+	_, _ = hash.Write([]byte(seed + "/" + s.Name))
 	return time.Duration(hash.Sum64() % uint64(s.Jitter))
 }
 

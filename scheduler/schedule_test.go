@@ -117,9 +117,10 @@ func TestParseSchedules(t *testing.T) {
 		Payload: []byte(`{"format": "pdf"}`), Queue: "reports", CatchUp: 3, Jitter: Duration(5 * time.Minute),
 	}, schedules[0])
 	assert.Equal(t, "{}", schedules[1].body())
-	offset := schedules[0].offset()
+	offset := schedules[0].offset("jobs/scheduler")
 	assert.True(t, offset >= 0 && offset < 5*time.Minute, "offset %s within the jitter", offset)
-	assert.Equal(t, offset, schedules[0].offset(), "the offset is fixed")
+	assert.Equal(t, offset, schedules[0].offset("jobs/scheduler"), "the offset is fixed")
+	assert.NotEqual(t, offset, schedules[0].offset("billing/scheduler"), "another service's schedule of the same name has another offset")
 }
 
 // Bad definitions are refused, each problem named.
@@ -178,7 +179,7 @@ func TestDueTicksApplyTheMissedTickPolicy(t *testing.T) {
 // scheduled time.
 func TestDueTicksWaitForTheJitterOffset(t *testing.T) {
 	s := newTestScheduler(t, Schedule{Name: "shared", Cron: "@every 1m", JobType: "t", Queue: "q", Jitter: Duration(30 * time.Second)}, time.Minute)
-	offset := s.schedules[0].offset()
+	offset := s.schedules[0].offset
 	tick := utc(t, "2026-12-01T09:01:00Z")
 	due, _ := s.dueTicks(&s.schedules[0], utc(t, "2026-12-01T09:00:00Z"), tick.Add(offset-time.Millisecond))
 	assert.Empty(t, due, "not due before its offset %s", offset)

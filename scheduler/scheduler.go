@@ -148,6 +148,7 @@ type Scheduler struct {
 type compiled struct {
 	Schedule
 	table    timetable
+	offset   time.Duration // the jitter offset
 	queueURL string
 }
 
@@ -190,7 +191,8 @@ func New(sqsClient API, dynamo DynamoDBAPI, config Config, schedules []Schedule)
 	}
 	for _, schedule := range schedules {
 		table, _ := schedule.compile() // checked by Validate
-		s.schedules = append(s.schedules, compiled{Schedule: schedule, table: table})
+		offset := schedule.offset(config.Table + "/" + config.LeaseName)
+		s.schedules = append(s.schedules, compiled{Schedule: schedule, table: table, offset: offset})
 	}
 	return s, nil
 }

@@ -71,7 +71,7 @@ func (s *Scheduler) tickSchedule(ctx context.Context, lease Lease, sc *compiled,
 	}
 	if state := states[sc.Name]; state != nil {
 		if next := sc.table.next(state.tick); !next.IsZero() {
-			return next.Add(sc.offset())
+			return next.Add(sc.offset)
 		}
 	}
 	return time.Now().Add(s.config.RenewInterval)
@@ -114,7 +114,7 @@ type skipped struct {
 // by now: the on-time ones, and of the missed ones (later than MissedAfter) the CatchUp
 // most recent; the older missed ticks are returned as skipped.
 func (s *Scheduler) dueTicks(sc *compiled, last, now time.Time) ([]time.Time, skipped) {
-	offset := sc.offset()
+	offset := sc.offset
 	var late, onTime []time.Time
 	var skip skipped
 	tick := last
