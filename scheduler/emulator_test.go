@@ -127,8 +127,8 @@ func startScheduler(t *testing.T, config Config, schedules ...Schedule) *Schedul
 	return s
 }
 
-// A schedule whose last tick lies 60 s back (no leader ran since): with catch_up 3 and
-// MissedAfter 4 s, the three most recent missed ticks and the on-time ones are enqueued,
+// A schedule whose last tick lies 90 s back (no leader ran since): with catch_up 3 and
+// MissedAfter 30 s, the three most recent missed ticks and the on-time ones are enqueued,
 // the older ones reported skipped; every tick after the last one is accounted for once.
 // Each message carries the job type, the tick id as idempotency key, and the payload.
 func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
@@ -137,7 +137,7 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
 	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
 	table := testenv.NewTable(t, dynamo)
-	baseline := time.Now().Truncate(2 * time.Second).Add(-60 * time.Second)
+	baseline := time.Now().Truncate(2 * time.Second).Add(-90 * time.Second)
 	item := stateKey("catch-up")
 	item[attrTick] = num(baseline.UnixMilli())
 	item[attrSent] = &types.AttributeValueMemberBOOL{Value: true}
@@ -146,11 +146,11 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 
 	events := &eventLog{}
 	queueName := queue.URL[strings.LastIndex(queue.URL, "/")+1:] // resolved with GetQueueUrl
-	startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, MissedAfter: 4 * time.Second, Observer: events},
+	startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, MissedAfter: 30 * time.Second, Observer: events},
 		Schedule{Name: "catch-up", Cron: "@every 2s", JobType: "report", Payload: []byte(`{"n":1}`), Queue: queueName, CatchUp: 3})
 
 	started := time.Now()
-	testenv.Eventually(t, 15*time.Second, "a tick enqueued on time", func() bool {
+	testenv.Eventually(t, 30*time.Second, "a tick enqueued on time", func() bool {
 		for _, ev := range events.of(EventTickEnqueued) {
 			if ev.Tick.After(started) {
 				return true
@@ -174,11 +174,11 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 		assert.Equal(t, ticks[i-1].Add(2*time.Second), ticks[i], "ticks in order, none missing")
 	}
 	for _, tick := range ticks[:3] {
-		assert.True(t, tick.Before(skip.Time.Add(-4*time.Second)), "the caught-up tick %s was missed", tick)
+		assert.True(t, tick.Before(skip.Time.Add(-30*time.Second)), "the caught-up tick %s was missed", tick)
 	}
 
 	received := map[string]sqstypes.Message{}
-	testenv.Eventually(t, 15*time.Second, "every enqueued tick received", func() bool {
+	testenv.Eventually(t, 30*time.Second, "every enqueued tick received", func() bool {
 		out, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
 		})
