@@ -150,7 +150,7 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 		Schedule{Name: "catch-up", Cron: "@every 2s", JobType: "report", Payload: []byte(`{"n":1}`), Queue: queueName, CatchUp: 3})
 
 	started := time.Now()
-	testenv.Eventually(t, 30*time.Second, "a tick enqueued on time", func() bool {
+	testenv.Eventually(t, time.Minute, "a tick enqueued on time", func() bool {
 		for _, ev := range events.of(EventTickEnqueued) {
 			if ev.Tick.After(started) {
 				return true
@@ -178,7 +178,7 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 	}
 
 	received := map[string]sqstypes.Message{}
-	testenv.Eventually(t, 30*time.Second, "every enqueued tick received", func() bool {
+	testenv.Eventually(t, time.Minute, "every enqueued tick received", func() bool {
 		out, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
 		})
@@ -209,12 +209,12 @@ func TestEmulatorFIFOTickCarriesDeduplicationID(t *testing.T) {
 	table := testenv.NewTable(t, dynamo)
 	events := &eventLog{}
 	schedule := Schedule{Name: "fifo", Cron: "@every 1s", JobType: "sync", Queue: queue.URL}
-	s := startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, Observer: events}, schedule)
-	testenv.Eventually(t, 10*time.Second, "a tick enqueued", func() bool { return len(events.of(EventTickEnqueued)) > 0 })
+	s := startScheduler(t, Config{Table: table, LeaseDuration: 30 * time.Second, Observer: events}, schedule)
+	testenv.Eventually(t, time.Minute, "a tick enqueued", func() bool { return len(events.of(EventTickEnqueued)) > 0 })
 	first := events.of(EventTickEnqueued)[0]
 
 	var message sqstypes.Message
-	testenv.Eventually(t, 10*time.Second, "the tick's message", func() bool {
+	testenv.Eventually(t, time.Minute, "the tick's message", func() bool {
 		out, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
@@ -239,35 +239,35 @@ func TestEmulatorFIFOTickCarriesDeduplicationID(t *testing.T) {
 	assert.NotEmpty(t, status.Schedules[0].LastEnqueuedTick+status.Schedules[0].ClaimedTick)
 }
 
-// Shutdown releases the lease: a standby takes over at once, with the next token, long
-// before the lease would have lapsed.
+// Shutdown releases the lease: a standby takes over at once (at its next look, within
+// RenewInterval), with the next token, long before the lease would have lapsed.
 func TestEmulatorShutdownHandsOverAtOnce(t *testing.T) {
 	t.Parallel()
 	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
 	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
 	table := testenv.NewTable(t, dynamo)
 	schedule := Schedule{Name: "handover", Cron: "@every 1s", JobType: "t", Queue: queue.URL}
-	config := Config{Table: table, LeaseDuration: 30 * time.Second, RenewInterval: 2 * time.Second}
+	config := Config{Table: table, LeaseDuration: time.Minute, RenewInterval: 2 * time.Second}
 	first, second := &eventLog{}, &eventLog{}
 	config.Observer, config.Owner = first, "first"
 	leader := startScheduler(t, config, schedule)
-	testenv.Eventually(t, 10*time.Second, "first leading", func() bool { return len(first.of(EventLeadershipGained)) == 1 })
+	testenv.Eventually(t, time.Minute, "first leading", func() bool { return len(first.of(EventLeadershipGained)) == 1 })
 	config.Observer, config.Owner = second, "second"
 	startScheduler(t, config, schedule)
-	testenv.Eventually(t, 10*time.Second, "first enqueuing", func() bool { return len(first.of(EventTickEnqueued)) > 0 })
+	testenv.Eventually(t, time.Minute, "first enqueuing", func() bool { return len(first.of(EventTickEnqueued)) > 0 })
 
 	stopped := time.Now()
 	require.NoError(t, leader.Shutdown(context.Background()))
 	lost := first.of(EventLeadershipLost)
 	require.Len(t, lost, 1)
 	assert.Equal(t, "shutdown", lost[0].Reason)
-	testenv.Eventually(t, 10*time.Second, "second leading", func() bool { return len(second.of(EventLeadershipGained)) == 1 })
+	testenv.Eventually(t, time.Minute, "second leading", func() bool { return len(second.of(EventLeadershipGained)) == 1 })
 	gained := second.of(EventLeadershipGained)[0]
 	assert.Equal(t, int64(2), gained.Token)
-	assert.Less(t, gained.Time.Sub(stopped), 10*time.Second, "well before the 30 s lease would lapse (RenewInterval bounds the standby's look)")
+	assert.Less(t, gained.Time.Sub(stopped), 30*time.Second, "well before the 1-minute lease would lapse (RenewInterval bounds the standby's look)")
 
 	// No tick twice across the handover.
-	testenv.Eventually(t, 10*time.Second, "second enqueuing", func() bool { return len(second.of(EventTickEnqueued)) > 0 })
+	testenv.Eventually(t, time.Minute, "second enqueuing", func() bool { return len(second.of(EventTickEnqueued)) > 0 })
 	var ids []string
 	for _, ev := range append(first.of(EventTickEnqueued), second.of(EventTickEnqueued)...) {
 		ids = append(ids, ev.TickID)
@@ -297,7 +297,7 @@ func receiveTicks(t *testing.T, client *sqs.Client, queueURL string) map[string]
 	t.Helper()
 	ctx := context.Background()
 	byTick := map[string][]string{}
-	testenv.Eventually(t, 20*time.Second, "the queue drained", func() bool {
+	testenv.Eventually(t, time.Minute, "the queue drained", func() bool {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
 		})
@@ -325,9 +325,9 @@ func TestEmulatorLeaderDiedBeforeSendingTheTick(t *testing.T) {
 	seedDeadLeader(t, dynamo, table, "hourly", tick)
 
 	events := &eventLog{}
-	s := startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, Observer: events},
+	s := startScheduler(t, Config{Table: table, LeaseDuration: 10 * time.Second, Observer: events},
 		Schedule{Name: "hourly", Cron: "@hourly", JobType: "t", Queue: queue.URL})
-	testenv.Eventually(t, 15*time.Second, "the claimed tick enqueued", func() bool { return len(events.of(EventTickEnqueued)) == 1 })
+	testenv.Eventually(t, time.Minute, "the claimed tick enqueued", func() bool { return len(events.of(EventTickEnqueued)) == 1 })
 	require.NoError(t, s.Shutdown(context.Background()))
 
 	enqueued := events.of(EventTickEnqueued)[0]
@@ -357,9 +357,9 @@ func TestEmulatorLeaderDiedAfterSendingTheTick(t *testing.T) {
 	require.NoError(t, err)
 
 	events := &eventLog{}
-	s := startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, Observer: events},
+	s := startScheduler(t, Config{Table: table, LeaseDuration: 10 * time.Second, Observer: events},
 		Schedule{Name: "hourly", Cron: "@hourly", JobType: "t", Queue: queue.URL})
-	testenv.Eventually(t, 15*time.Second, "the claimed tick deduplicated", func() bool { return len(events.of(EventTickDeduplicated)) == 1 })
+	testenv.Eventually(t, time.Minute, "the claimed tick deduplicated", func() bool { return len(events.of(EventTickDeduplicated)) == 1 })
 	require.NoError(t, s.Shutdown(ctx))
 
 	deduplicated := events.of(EventTickDeduplicated)[0]
@@ -371,4 +371,66 @@ func TestEmulatorLeaderDiedAfterSendingTheTick(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, state.sent)
 	assert.Equal(t, firstID, state.messageID)
+}
+
+// flakyDynamoDB fails the first UpdateItem whose update expression starts with one of
+// prefixes, once per prefix, as a DynamoDB that stalls would.
+type flakyDynamoDB struct {
+	*dynamodb.Client
+	mu       sync.Mutex
+	prefixes map[string]bool // prefix → already failed
+}
+
+func (f *flakyDynamoDB) UpdateItem(ctx context.Context, input *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	f.mu.Lock()
+	for prefix, failed := range f.prefixes {
+		if !failed && strings.HasPrefix(aws.ToString(input.UpdateExpression), prefix) {
+			f.prefixes[prefix] = true
+			f.mu.Unlock()
+			return nil, context.DeadlineExceeded
+		}
+	}
+	f.mu.Unlock()
+	return f.Client.UpdateItem(ctx, input, optFns...)
+}
+
+// A tick sent while neither its unique key's confirmation nor its own record could be
+// written: the leader records it on the next pass and never sends it again, though the
+// unconfirmed reservation lapses after UniquePending (1 s here).
+func TestEmulatorSentTickWhoseRecordFailedIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
+	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
+	table := testenv.NewTable(t, dynamo)
+	flaky := &flakyDynamoDB{Client: dynamo, prefixes: map[string]bool{
+		"SET #message = :message": false, // the producer's confirmation of the unique key
+		"SET #sent = :true":       false, // the scheduler's record of the tick
+	}}
+	events := &eventLog{}
+	s, err := New(sqsClient, flaky, Config{Table: table, UniquePending: time.Second, Observer: events, Logger: slog.New(slog.DiscardHandler)},
+		[]Schedule{{Name: "every-2s", Cron: "@every 2s", JobType: "t", Queue: queue.URL}})
+	require.NoError(t, err)
+	require.NoError(t, s.Start(context.Background()))
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	testenv.Eventually(t, time.Minute, "the first tick recorded", func() bool { return len(events.of(EventTickEnqueued)) >= 1 })
+	require.NoError(t, s.Shutdown(context.Background()))
+
+	first := events.of(EventTickEnqueued)[0]
+	only := func(kind EventKind) []Event {
+		var out []Event
+		for _, ev := range events.of(kind) {
+			if ev.TickID == first.TickID {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	require.Len(t, events.of(EventTickFailed), 1, "the record failed once")
+	assert.Equal(t, first.TickID, events.of(EventTickFailed)[0].TickID)
+	assert.Len(t, only(EventTickClaimed), 1, "claimed once, sent once")
+	assert.Len(t, only(EventTickEnqueued), 1)
+	assert.Empty(t, events.of(EventTickDeduplicated))
+	received := receiveTicks(t, sqsClient, queue.URL)
+	assert.Equal(t, []string{first.MessageID}, received[first.TickID])
+	assert.Len(t, received, len(events.of(EventTickEnqueued)), "every later tick once too")
 }

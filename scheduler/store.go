@@ -72,6 +72,10 @@ type tickState struct {
 	sent      bool
 	messageID string
 	enqueued  time.Time
+	// sentID and sentKind remember, in this replica only, a claimed tick sent (or found
+	// sent) whose record failed: it is recorded, never sent again.
+	sentID   string
+	sentKind EventKind
 }
 
 // store reads and writes the scheduler's items.

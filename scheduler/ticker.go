@@ -171,30 +171,59 @@ func (s *Scheduler) stored(ctx context.Context, lease Lease, sc *compiled, state
 }
 
 // enqueue claims tick under the lease, sends its message with the tick id as unique
-// key (deduplication id on FIFO queues) and idempotency key, and records it as sent.
+// key (deduplication id on FIFO queues) and idempotency key, and records it as sent. A
+// tick this replica sent but could not record is only recorded.
 func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, states map[string]*tickState, tick time.Time) bool {
 	now := time.Now()
 	if _, ok := s.lead.current(now); !ok {
 		return false
 	}
 	id := TickID(sc.Name, tick)
-	claimed, err := s.store.claim(ctx, lease, sc.Name, tick, now)
-	if !s.stored(ctx, lease, sc, states, err) {
+	tickEvent := Event{Token: lease.Token, Schedule: sc.Name, TickID: id, Tick: tick, Queue: sc.queueURL}
+	claimed := states[sc.Name]
+	if claimed == nil || claimed.sent || !claimed.tick.Equal(tick) || claimed.sentID == "" {
+		state, err := s.store.claim(ctx, lease, sc.Name, tick, now)
+		if !s.stored(ctx, lease, sc, states, err) {
+			return false
+		}
+		claimed = &state
+		states[sc.Name] = claimed
+		s.emit(ctx, with(tickEvent, EventTickClaimed))
+		if !s.send(ctx, sc, claimed, tickEvent) {
+			return false
+		}
+	}
+	sent, err := s.store.markSent(ctx, sc.Name, *claimed, claimed.sentID, time.Now())
+	if err != nil {
+		if errors.Is(err, errStateMoved) {
+			delete(states, sc.Name) // read it again
+		} else {
+			ev := with(tickEvent, EventTickFailed)
+			ev.Err = err
+			s.emit(ctx, ev)
+		}
 		return false
 	}
-	states[sc.Name] = &claimed
-	tickEvent := Event{Token: lease.Token, Schedule: sc.Name, TickID: id, Tick: tick, Queue: sc.queueURL}
-	s.emit(ctx, with(tickEvent, EventTickClaimed))
+	states[sc.Name] = &sent
+	ev := with(tickEvent, claimed.sentKind)
+	ev.MessageID = claimed.sentID
+	s.emit(ctx, ev)
+	return true
+}
 
+// send sends the claimed tick's message and notes its message id in claimed: the new
+// message's (EventTickEnqueued), or the first send's when the unique key was taken
+// (EventTickDeduplicated). False after a failure, which is retried.
+func (s *Scheduler) send(ctx context.Context, sc *compiled, claimed *tickState, tickEvent Event) bool {
 	sendCtx, cancel := context.WithTimeout(ctx, s.config.LeaseDuration+s.config.RenewInterval)
-	messageID, err := s.producer.Send(sendCtx, sc.queueURL, sc.job(id))
+	messageID, err := s.producer.Send(sendCtx, sc.queueURL, sc.job(claimed.tickID))
 	cancel()
 	kind := EventTickEnqueued
 	if duplicate, ok := errors.AsType[*producer.DuplicateJobError](err); ok && !duplicate.Pending {
 		kind, messageID, err = EventTickDeduplicated, duplicate.MessageID, nil
 	}
 	if errors.Is(err, producer.ErrUniqueNotConfirmed) {
-		err = nil // sent; a duplicate learns the message id after UniquePending
+		err = nil // sent; the unique key holds it until UniquePending, our record after that
 	}
 	if err != nil {
 		ev := with(tickEvent, EventTickFailed)
@@ -202,21 +231,7 @@ func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, stat
 		s.emit(ctx, ev)
 		return false
 	}
-	sent, err := s.store.markSent(ctx, sc.Name, claimed, messageID, time.Now())
-	if err != nil {
-		// Sent but not recorded: the next pass claims it again and its send is deduplicated.
-		if !errors.Is(err, errStateMoved) {
-			ev := with(tickEvent, EventTickFailed)
-			ev.Err = err
-			s.emit(ctx, ev)
-		}
-		delete(states, sc.Name)
-		return false
-	}
-	states[sc.Name] = &sent
-	ev := with(tickEvent, kind)
-	ev.MessageID = messageID
-	s.emit(ctx, ev)
+	claimed.sentID, claimed.sentKind = messageID, kind
 	return true
 }
 

@@ -57,7 +57,7 @@ func TestCLISchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	testenv.Eventually(t, 15*time.Second, "a tick enqueued", func() bool { return enqueued.Load() != nil })
+	testenv.Eventually(t, time.Minute, "a tick enqueued", func() bool { return enqueued.Load() != nil })
 	if err := s.Shutdown(context.Background()); err != nil { // the state stays as recorded
 		t.Fatal(err)
 	}
