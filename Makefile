@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test demo vet tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -25,15 +25,25 @@ down:
 	localstack/down
 
 ## test: start the emulator when needed, then run every test (unit and emulator)
+# `work` is every package of every module in go.work (./... would stop at the nested go.mod
+# files of cmd/sqsworker, infra/terraform and bench).
 test: up
-	$(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) ./...
+	$(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) work
 
 ## demo: the webhook-delivery worker end to end on the emulator; prints the summary line
 demo: up
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo
 
+## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere)
 vet:
-	$(GO) vet ./...
+	$(GO) vet work
+	GOOS=windows $(GO) vet work
+
+## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum
+tidy-check:
+	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
+		echo "go mod tidy -diff: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy -diff); \
+	done
 
 ## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
 lambda:
