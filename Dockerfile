@@ -9,8 +9,22 @@
 #
 # The builder runs on the build machine's platform and cross-compiles for the target
 # (TARGETOS/TARGETARCH), so an arm64 image builds quickly on an amd64 machine.
+#
+# Base images are pinned by digest (the tag stays beside it for readers and for update
+# tools), so a rebuild of an old commit uses the same bases. Both digests are of the
+# multi-platform index. No registry was reachable where they were chosen; each was taken
+# from public Dockerfiles pinning the same tag, dated in their own comments:
+#   golang:1.26                            "golang:1.26 as of 2026-08-27" in a public
+#                                          Dockerfile (a Powerwall Prometheus exporter)
+#   gcr.io/distroless/static-debian12:nonroot
+#                                          "as of 2026-08-26" in a public Dockerfile (a
+#                                          bot called merlin); the same digest is pinned
+#                                          by at least two other public Dockerfiles
+# Check and update them where a registry answers:
+#   crane digest golang:1.26
+#   crane digest gcr.io/distroless/static-debian12:nonroot
 
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+FROM --platform=$BUILDPLATFORM golang:1.26@sha256:dc2521c2a906db43073b8b4d99f491b6341cf15610b6ebbab187c45153f9959e AS build
 ARG TARGETOS
 ARG TARGETARCH
 WORKDIR /src
@@ -25,7 +39,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -o /webhook ./examples/webhook
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 COPY --from=build /webhook /webhook
 # 65532 is distroless' nonroot user; numeric so runtimes can verify it is not root.
 USER 65532:65532

@@ -28,6 +28,10 @@
 //		return job.Run(ctx)
 //	})
 //	srv, err := poller.New(sqsClient, poller.Config{QueueURL: url}, h)
-//	if err != nil { log.Fatal(err) }
-//	log.Fatal(srv.Run(context.Background())) // returns nil after a graceful drain
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	if err := srv.Run(context.Background()); err != nil { // nil after a graceful drain
+//		log.Fatal(err)
+//	}
 package sqsworker

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
 )
@@ -37,4 +40,18 @@ func ExampleMiddleware() {
 	// <nil>
 	// duplicate m-2: already delivered (HTTP 200)
 	// <nil>
+}
+
+// The package comment's set-up.
+func Example_dynamoDB() {
+	var cfg aws.Config // config.LoadDefaultConfig(ctx)
+	deliver := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error { return nil })
+	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), "webhook-idempotency")
+	handler := sqsworker.Chain(deliver, idempotency.Middleware(store, idempotency.Config{
+		KeyFunc:     idempotency.KeyFromJSONField("deliveryId"),
+		PayloadHash: idempotency.HashJSONFields("url", "payload"),
+		KeyPrefix:   "webhook",
+	}))
+	// in the handler, optionally: idempotency.SetResult(ctx, responseBytes)
+	_ = handler
 }

@@ -23,13 +23,7 @@
 // than the deadline margin is left before the invocation's deadline ([WithDeadlineMargin]);
 // it is reported as failed instead of being lost to a timeout.
 //
-// Usage:
-//
-//	import (
-//		awslambda "github.com/aws/aws-lambda-go/lambda"
-//		"github.com/sqsworker/sqsworker"
-//		"github.com/sqsworker/sqsworker/lambda"
-//	)
+// Usage, with awslambda as the import name of github.com/aws/aws-lambda-go/lambda:
 //
 //	func main() {
 //		handler := sqsworker.HandlerFunc(sendWebhook)

@@ -33,3 +33,19 @@ func ExampleNewBatchHandler() {
 	}
 	_ = start
 }
+
+// sendWebhook is the handler of the package comment's example.
+func sendWebhook(ctx context.Context, m *sqsworker.Message) error { return nil }
+
+// main is the package comment's example (in a package main of its own).
+func main() {
+	handler := sqsworker.HandlerFunc(sendWebhook)
+	awslambda.Start(lambda.NewBatchHandler(handler,
+		lambda.WithConcurrency(5),
+		lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil)))))
+}
+
+// The package comment's function: main above, started by the Lambda runtime.
+func Example() {
+	_ = main
+}

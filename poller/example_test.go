@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -75,4 +76,30 @@ func ExampleCheckHealth() {
 		}
 		os.Exit(0)
 	}
+}
+
+// deliver is the work of the package comment's example.
+func deliver(ctx context.Context, body string) error { return ctx.Err() }
+
+// The package comment's worker.
+func Example() {
+	var awsConfig aws.Config // config.LoadDefaultConfig(ctx)
+	queueURL := os.Getenv("QUEUE_URL")
+	run := func() {
+		client := sqs.NewFromConfig(awsConfig)
+		handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+			return deliver(ctx, m.Body) // nil deletes; see sqsworker.Classify for errors
+		})
+		server, err := poller.New(client, poller.Config{
+			QueueURL:           queueURL,
+			HealthCheckAddress: "127.0.0.1:8080",
+		}, handler)
+		if err != nil {
+			log.Fatal(err) // every configuration problem, each naming its field
+		}
+		if err := server.Run(context.Background()); err != nil { // drains on SIGTERM/SIGINT
+			log.Fatal(err)
+		}
+	}
+	_ = run
 }

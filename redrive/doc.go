@@ -23,9 +23,13 @@
 //		Filter:      redrive.FailureReason("HTTP410"),
 //		MaxMessages: 100,
 //	})
-//	if err != nil { return err }
+//	if err != nil {
+//		return err
+//	}
 //	result, err := mover.Run(ctx)
-//	if err != nil { return err }
+//	if err != nil {
+//		return err
+//	}
 //	log.Printf("moved %d, left %d", result.Moved, len(result.TooLarge)+len(result.SendFailed))
 //
 // The command-line front end is cmd/sqsworker (`sqsworker redrive ...`, `sqsworker dlq ...`).

@@ -58,3 +58,27 @@ func ExampleStartMoveTask() {
 	}
 	fmt.Println(final.Status)
 }
+
+// The package comment's filtered move.
+func Example() {
+	var sqsClient *sqs.Client // sqs.NewFromConfig(cfg)
+	dlqURL, queueURL := "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq", "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
+	move := func(ctx context.Context) error {
+		mover, err := redrive.NewMover(sqsClient, redrive.Config{
+			Source:      dlqURL,
+			Destination: queueURL,
+			Filter:      redrive.FailureReason("HTTP410"),
+			MaxMessages: 100,
+		})
+		if err != nil {
+			return err
+		}
+		result, err := mover.Run(ctx)
+		if err != nil {
+			return err
+		}
+		log.Printf("moved %d, left %d", result.Moved, len(result.TooLarge)+len(result.SendFailed))
+		return nil
+	}
+	_ = move
+}

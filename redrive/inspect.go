@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -76,6 +77,9 @@ type DeadLetter struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// ExpiryExact reports whether ExpiresAt is exact.
 	ExpiryExact bool `json:"expiry_exact"`
+	// ExpiryBasis names the time ExpiresAt counts from: [ExpiryBasisOriginalEnqueue],
+	// [ExpiryBasisDeadLetterSend] or [ExpiryBasisFIFOMove] ("" when SentAt is unknown).
+	ExpiryBasis string `json:"expiry_basis,omitempty"`
 	// GroupID and DeduplicationID are the FIFO message group and deduplication ids.
 	GroupID         string `json:"group_id,omitempty"`
 	DeduplicationID string `json:"deduplication_id,omitempty"`
@@ -89,8 +93,9 @@ type PeekResult struct {
 	QueueURL string `json:"queue_url"`
 	// FIFO is true for a FIFO queue.
 	FIFO bool `json:"fifo"`
-	// Retention is the queue's MessageRetentionPeriod.
-	Retention time.Duration `json:"retention_seconds"`
+	// Retention is the queue's MessageRetentionPeriod. In JSON it is
+	// "retention_seconds", whole seconds (see MarshalJSON).
+	Retention time.Duration `json:"-"`
 	// RedrivePolicy is the queue's own redrive policy, nil for most dead-letter queues.
 	RedrivePolicy *sqsworker.RedrivePolicy `json:"redrive_policy,omitempty"`
 	// Messages are the distinct messages seen, in the order received.
@@ -101,6 +106,34 @@ type PeekResult struct {
 	// Released counts the messages made visible again at the end.
 	Released int `json:"released"`
 }
+
+// MarshalJSON encodes the result with Retention as "retention_seconds" in whole
+// seconds, as SQS's MessageRetentionPeriod is.
+func (r PeekResult) MarshalJSON() ([]byte, error) {
+	type plain PeekResult
+	return json.Marshal(struct {
+		plain
+		RetentionSeconds int64 `json:"retention_seconds"`
+	}{plain(r), int64(r.Retention / time.Second)})
+}
+
+// The bases of [DeadLetter.ExpiresAt], after the AWS rule in "Setting-up dead-letter
+// queue retention in Amazon SQS" (SQS Developer Guide): a standard queue keeps a
+// message's original enqueue timestamp when the redrive policy moves it to the
+// dead-letter queue; a FIFO queue resets it on that move.
+const (
+	// ExpiryBasisOriginalEnqueue: a standard dead-letter queue, the message moved by the
+	// redrive policy; it expires at its original SentTimestamp + the DLQ's retention.
+	ExpiryBasisOriginalEnqueue = "original enqueue time (standard queue)"
+	// ExpiryBasisDeadLetterSend: a message a host sent to the dead-letter queue itself
+	// (it has a failure-reason): a new message, so SentTimestamp is when it entered the
+	// DLQ, on standard and FIFO queues alike.
+	ExpiryBasisDeadLetterSend = "dead-letter send time (sent by the worker)"
+	// ExpiryBasisFIFOMove: a FIFO dead-letter queue, the message moved by the redrive
+	// policy: it expires a retention period after the move, a time SQS does not report;
+	// ExpiresAt (SentTimestamp + retention) is the earliest it can be.
+	ExpiryBasisFIFOMove = "move to the FIFO dead-letter queue (time not reported; earliest shown)"
+)
 
 // Peek looks at up to MaxMessages messages of the queue at queueURL without deleting
 // them: it receives them (hidden for VisibilityTimeout so each is seen once), then
@@ -227,6 +260,14 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 		// A host's SendToDeadLetterQueue makes a new message, so its SentAt is when it
 		// entered this queue; a standard queue keeps the original enqueue time.
 		letter.ExpiryExact = !fifo || letter.FailureReason != ""
+		switch {
+		case letter.FailureReason != "":
+			letter.ExpiryBasis = ExpiryBasisDeadLetterSend
+		case fifo:
+			letter.ExpiryBasis = ExpiryBasisFIFOMove
+		default:
+			letter.ExpiryBasis = ExpiryBasisOriginalEnqueue
+		}
 	} else {
 		letter.ExpiresAt = now.Add(retention)
 	}

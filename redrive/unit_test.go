@@ -1,10 +1,12 @@
 package redrive
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqsworker/sqsworker"
 )
@@ -176,5 +178,44 @@ func TestConfigValidate(t *testing.T) {
 	var active error = &ActiveTaskError{Err: errors.New("x")}
 	if !errors.Is(active, ErrMoveTaskActive) {
 		t.Fatal("ActiveTaskError does not match ErrMoveTaskActive")
+	}
+}
+
+// TestPeekResultJSONRetentionInSeconds: retention_seconds is seconds (a time.Duration
+// marshalled as nanoseconds printed 90000000000 for a 90 s queue).
+func TestPeekResultJSONRetentionInSeconds(t *testing.T) {
+	encoded, err := json.Marshal(PeekResult{QueueURL: "q", Retention: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(encoded, &fields); err != nil || fields["retention_seconds"] != 90.0 {
+		t.Errorf("JSON %s, want retention_seconds 90", encoded)
+	}
+}
+
+// TestDeadLetterExpiryBasis follows the AWS rule (Setting-up dead-letter queue retention):
+// a standard queue keeps the original enqueue time on a redrive-policy move, a FIFO queue
+// resets it; a host's own dead-letter send is a new message on both.
+func TestDeadLetterExpiryBasis(t *testing.T) {
+	sent := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := sent.Add(time.Hour)
+	host := map[string]sqsworker.MessageAttribute{sqsworker.AttributeFailureReason: {DataType: "String", StringValue: "HTTP410"}}
+	for _, tc := range []struct {
+		name       string
+		fifo       bool
+		attributes map[string]sqsworker.MessageAttribute
+		exact      bool
+		basis      string
+	}{
+		{"standard, redrive policy", false, nil, true, ExpiryBasisOriginalEnqueue},
+		{"standard, host send", false, host, true, ExpiryBasisDeadLetterSend},
+		{"FIFO, redrive policy", true, nil, false, ExpiryBasisFIFOMove},
+		{"FIFO, host send", true, host, true, ExpiryBasisDeadLetterSend},
+	} {
+		letter := deadLetterOf(&sqsworker.Message{ID: "m", SentAt: sent, MessageAttributes: tc.attributes}, tc.fifo, 24*time.Hour, now)
+		if letter.ExpiryExact != tc.exact || letter.ExpiryBasis != tc.basis || !letter.ExpiresAt.Equal(sent.Add(24*time.Hour)) {
+			t.Errorf("%s: exact %v basis %q expires %s; want %v %q %s", tc.name, letter.ExpiryExact, letter.ExpiryBasis, letter.ExpiresAt, tc.exact, tc.basis, sent.Add(24*time.Hour))
+		}
 	}
 }

@@ -124,7 +124,7 @@ func TestCLIUsageAndHelp(t *testing.T) {
 	commands := [][]string{
 		{}, {"queues"}, {"stats"}, {"dlq"}, {"dlq", "peek"}, {"dlq", "list"}, {"redrive"}, {"redrive", "start"},
 		{"redrive", "status"}, {"redrive", "cancel"}, {"redrive", "move"}, {"send"}, {"idempotency"},
-		{"idempotency", "get"}, {"idempotency", "delete"},
+		{"idempotency", "get"}, {"idempotency", "delete"}, {"create"}, {"create", "queue"}, {"create", "table"},
 	}
 	for _, command := range commands {
 		t.Run("help "+strings.Join(command, " "), func(t *testing.T) {

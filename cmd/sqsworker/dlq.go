@@ -41,10 +41,13 @@ A queue that has a redrive policy (a source queue, or a chained DLQ) is refused 
 pass --force: every receive counts toward its maxReceiveCount, so looking could push
 messages into its dead-letter queue.
 
-Expiry: a standard queue keeps a message's original enqueue time when the redrive policy
+Expiry, following the AWS rule ("Setting-up dead-letter queue retention", SQS Developer
+Guide): a standard queue keeps a message's original enqueue time when the redrive policy
 moves it to the DLQ, so it expires at sent time + the DLQ's retention. A FIFO DLQ resets
-the enqueue time on that move, so only the earliest possible expiry is known ("after").
-Messages a host dead-lettered itself (with a failure-reason) are new messages: exact.`,
+the enqueue time on that move, a time SQS does not report, so only the earliest possible
+expiry is known ("after"). Messages a host dead-lettered itself (with a failure-reason)
+are new messages: exact. peek names the basis of each expiry; -o json has it as
+expiry_basis, and retention_seconds in seconds.`,
 		Example: fmt.Sprintf(`  sqsworker dlq %s orders-dlq
   sqsworker dlq %s orders-dlq --max 500 -o json`, name, name),
 		Args: exactArgs(1),
@@ -99,11 +102,27 @@ func (a *app) peekSummary(result *redrive.PeekResult) {
 	}
 }
 
+// expiryText is the expiry of a peeked message and the time it counts from
+// (redrive.DeadLetter.ExpiryBasis).
 func expiryText(letter redrive.DeadLetter, now time.Time) string {
-	if letter.ExpiryExact {
-		return fmt.Sprintf("%s (%s)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now))
+	basis := ""
+	if letter.ExpiryBasis != "" {
+		basis = "; basis: " + letter.ExpiryBasis
 	}
-	return fmt.Sprintf("after %s (%s; FIFO DLQ reset the enqueue time when the message moved)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now))
+	if letter.ExpiryExact {
+		return fmt.Sprintf("%s (%s%s)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now), basis)
+	}
+	return fmt.Sprintf("after %s (%s%s)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now), basis)
+}
+
+// noFailureReason is what a message without a failure-reason attribute is: in a
+// dead-letter queue, one the redrive policy moved; in a queue that has a redrive policy
+// itself (a source queue peeked with --force), one not dead-lettered at all.
+func noFailureReason(result *redrive.PeekResult) string {
+	if result.RedrivePolicy != nil {
+		return "(none: not dead-lettered; this is not a dead-letter queue)"
+	}
+	return "(none: moved by the redrive policy after maxReceiveCount receives)"
 }
 
 func (a *app) printDeadLetters(result *redrive.PeekResult, now time.Time) {
@@ -111,7 +130,7 @@ func (a *app) printDeadLetters(result *redrive.PeekResult, now time.Time) {
 	out := a.stdout
 	for _, letter := range result.Messages {
 		fmt.Fprintf(out, "\nMessage %s\n", letter.ID)
-		fmt.Fprintf(out, "  failure reason:  %s\n", orDash(letter.FailureReason, "(none: moved by the redrive policy after maxReceiveCount receives)"))
+		fmt.Fprintf(out, "  failure reason:  %s\n", orDash(letter.FailureReason, noFailureReason(result)))
 		fmt.Fprintf(out, "  error:           %s\n", orDash(letter.FailureError, "-"))
 		fmt.Fprintf(out, "  source queue:    %s\n", orDash(letter.SourceQueue, "-"))
 		failed := ""

@@ -46,7 +46,7 @@ Exit codes:
 	flags.StringVar(&a.profile, "profile", "", "AWS shared config profile (default: AWS_PROFILE)")
 
 	// Sub-commands: every command of the CLI is added here, one constructor per file
-	// (for example newESMCommand from esm.go, once it exists).
+	// (for example newESMCommand from esm.go).
 	root.AddCommand(
 		newQueuesCommand(a),
 		newStatsCommand(a),
@@ -55,6 +55,7 @@ Exit codes:
 		newSendCommand(a),
 		newIdempotencyCommand(a),
 		newESMCommand(a),
+		newCreateCommand(a),
 	)
 	return root
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,12 +52,39 @@ type sendReport struct {
 	Queue  string        `json:"queue"`
 	Sent   []sentMessage `json:"sent"`
 	Failed []sendFailure `json:"failed,omitempty"`
+	// Error is the SendMessageBatch call that failed and stopped the send; the lines it
+	// held and every later line are in Failed.
+	Error string `json:"error,omitempty"`
+}
+
+// maxDelaySeconds is SQS's limit on DelaySeconds (15 minutes; SendMessage API reference).
+const maxDelaySeconds = 900
+
+// parseDelay reads --delay: whole seconds ("90") or a Go duration in whole seconds
+// ("90s", "15m"), 0 to 900.
+func parseDelay(text string) (int32, error) {
+	if seconds, err := strconv.ParseInt(text, 10, 64); err == nil {
+		if seconds < 0 || seconds > maxDelaySeconds {
+			return 0, fmt.Errorf("--delay %s: SQS accepts 0 to 900 seconds (15m)", text)
+		}
+		return int32(seconds), nil
+	}
+	delay, err := time.ParseDuration(text)
+	if err != nil || delay < 0 || delay > maxDelaySeconds*time.Second || delay%time.Second != 0 {
+		return 0, fmt.Errorf("--delay %q: SQS accepts 0 to 900 seconds (15m), in whole seconds, such as 90 or 90s", text)
+	}
+	return int32(delay / time.Second), nil
+}
+
+// sendAPI is the SQS call `send` makes once it knows the queue.
+type sendAPI interface {
+	SendMessageBatch(ctx context.Context, input *sqs.SendMessageBatchInput, options ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 }
 
 func newSendCommand(a *app) *cobra.Command {
 	var body, file, group, dedup string
 	var attributes []string
-	var delay time.Duration
+	var delay string
 	cmd := &cobra.Command{
 		Use:   "send QUEUE (--body TEXT | --file FILE)",
 		Short: "Send one message, or a file of JSON lines, to a queue (for tests and manual retries)",
@@ -73,7 +101,13 @@ A line of --file looks like:
 or a custom String.x / Number.x). FIFO queues need --group, and --dedup unless the queue
 has content-based deduplication.
 
-Exit: 0 when everything was sent, 3 when some lines failed, 1 on error.`,
+--delay (and a line's "delay_seconds") is 0 to 900 seconds, SQS's limit: 90, 90s or 15m.
+
+When a batch call fails, send stops and reports what it sent before (text and -o json,
+whose "error" names the failed call) and every line not sent.
+
+Exit: 0 when everything was sent, 3 when some lines were sent and some not, 1 when none
+was sent or on error, 2 on bad usage.`,
 		Example: `  sqsworker send orders --body '{"id":42}' --attr type=invoice
   sqsworker send orders.fifo --body k2 --group g1 --dedup k2-retry
   sqsworker send orders --file messages.jsonl -o json`,
@@ -83,7 +117,11 @@ Exit: 0 when everything was sent, 3 when some lines failed, 1 on error.`,
 			if (body == "") == (file == "") {
 				return usageError(errors.New("give exactly one of --body and --file"))
 			}
-			defaults := fileMessage{Group: group, Dedup: dedup, DelaySeconds: int32(delay / time.Second), Attributes: map[string]string{}}
+			delaySeconds, err := parseDelay(delay)
+			if err != nil {
+				return usageError(err)
+			}
+			defaults := fileMessage{Group: group, Dedup: dedup, DelaySeconds: delaySeconds, Attributes: map[string]string{}}
 			for _, attribute := range attributes {
 				name, value, ok := strings.Cut(attribute, "=")
 				if !ok || name == "" {
@@ -115,31 +153,8 @@ Exit: 0 when everything was sent, 3 when some lines failed, 1 on error.`,
 			if err != nil {
 				return err
 			}
-			report, err := a.sendMessages(cmd, client, queue, messages)
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				if err := a.printJSON(report); err != nil {
-					return err
-				}
-			} else {
-				if len(report.Sent) == 1 && len(messages) == 1 {
-					fmt.Fprintf(a.stdout, "Sent message %s to %s.\n", report.Sent[0].ID, queueName(url))
-				} else {
-					fmt.Fprintf(a.stdout, "Sent %d of %d messages to %s.\n", len(report.Sent), len(messages), queueName(url))
-				}
-				for _, failure := range report.Failed {
-					fmt.Fprintf(a.stdout, "Line %d not sent: %s\n", failure.Line, failure.Error)
-				}
-			}
-			if len(report.Failed) > 0 {
-				if len(report.Sent) == 0 {
-					return fmt.Errorf("sqsworker: no message sent to %s", queueName(url))
-				}
-				return partial()
-			}
-			return nil
+			report, sendErr := a.sendMessages(ctx, client, queue, messages)
+			return a.printSendReport(report, len(messages), sendErr)
 		},
 	}
 	cmd.Flags().StringVar(&body, "body", "", "message body")
@@ -147,7 +162,7 @@ Exit: 0 when everything was sent, 3 when some lines failed, 1 on error.`,
 	cmd.Flags().StringArrayVar(&attributes, "attr", nil, "message attribute NAME=VALUE or NAME:TYPE=VALUE (repeatable)")
 	cmd.Flags().StringVar(&group, "group", "", "FIFO message group id")
 	cmd.Flags().StringVar(&dedup, "dedup", "", "FIFO message deduplication id")
-	cmd.Flags().DurationVar(&delay, "delay", 0, "delivery delay, whole seconds up to 15m (standard queues)")
+	cmd.Flags().StringVar(&delay, "delay", "0", "delivery delay: 0 to 900 seconds, as 90, 90s or 15m (standard queues)")
 	return cmd
 }
 
@@ -177,6 +192,9 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 		}
 		if len(message.Body) == 0 {
 			return nil, usageError(fmt.Errorf("%s line %d: no \"body\"", file, line))
+		}
+		if message.DelaySeconds < 0 || message.DelaySeconds > maxDelaySeconds {
+			return nil, usageError(fmt.Errorf("%s line %d: delay_seconds %d: SQS accepts 0 to 900 seconds", file, line, message.DelaySeconds))
 		}
 		if message.Attributes == nil {
 			message.Attributes = defaults.Attributes
@@ -221,9 +239,43 @@ func (m fileMessage) entry(id string) (types.SendMessageBatchRequestEntry, int, 
 	return entry, size, nil
 }
 
+// printSendReport prints what sendMessages did and returns the command's error: nil
+// when every line was sent, partial() (exit 3) when some were, else an error (exit 1).
+func (a *app) printSendReport(report *sendReport, total int, sendErr error) error {
+	if sendErr != nil {
+		report.Error = sendErr.Error()
+	}
+	if a.json() {
+		if err := a.printJSON(report); err != nil {
+			return err
+		}
+	} else {
+		if len(report.Sent) == 1 && total == 1 {
+			fmt.Fprintf(a.stdout, "Sent message %s to %s.\n", report.Sent[0].ID, queueName(report.Queue))
+		} else {
+			fmt.Fprintf(a.stdout, "Sent %d of %d messages to %s.\n", len(report.Sent), total, queueName(report.Queue))
+		}
+		for _, failure := range report.Failed {
+			fmt.Fprintf(a.stdout, "Line %d not sent: %s\n", failure.Line, failure.Error)
+		}
+	}
+	switch {
+	case len(report.Failed) == 0 && sendErr == nil:
+		return nil
+	case len(report.Sent) > 0:
+		return partial()
+	case sendErr != nil:
+		return sendErr
+	default:
+		return fmt.Errorf("sqsworker: no message sent to %s", queueName(report.Queue))
+	}
+}
+
 // sendMessages sends messages in batches packed by count and by the queue's
-// MaximumMessageSize, and reports each line's outcome.
-func (a *app) sendMessages(cmd *cobra.Command, client *sqs.Client, queue *sqsworker.Queue, messages []fileMessage) (*sendReport, error) {
+// MaximumMessageSize, and reports each line's outcome. A failed SendMessageBatch call
+// stops the send: the report then lists what was sent before, the failed batch's lines
+// and every later line as not sent, and the error is returned with it.
+func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsworker.Queue, messages []fileMessage) (*sendReport, error) {
 	report := &sendReport{Queue: queue.URL, Sent: []sentMessage{}}
 	limit := queue.MaximumMessageSize
 	if limit <= 0 {
@@ -232,15 +284,20 @@ func (a *app) sendMessages(cmd *cobra.Command, client *sqs.Client, queue *sqswor
 	bar := a.progress("sending")
 	defer bar.done()
 	var batch []types.SendMessageBatchRequestEntry
+	var batchLines []int
 	lines := map[string]int{}
 	bytes := 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		output, err := client.SendMessageBatch(cmd.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.URL), Entries: batch})
+		output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.URL), Entries: batch})
 		if err != nil {
-			return fmt.Errorf("sqsworker: sending to %s: %w", queue.URL, err)
+			err = fmt.Errorf("sqsworker: sending to %s: %w", queue.URL, err)
+			for _, line := range batchLines {
+				report.Failed = append(report.Failed, sendFailure{Line: line, Error: err.Error()})
+			}
+			return err
 		}
 		for _, ok := range output.Successful {
 			report.Sent = append(report.Sent, sentMessage{Line: lines[aws.ToString(ok.Id)], ID: aws.ToString(ok.MessageId)})
@@ -249,8 +306,16 @@ func (a *app) sendMessages(cmd *cobra.Command, client *sqs.Client, queue *sqswor
 			report.Failed = append(report.Failed, sendFailure{Line: lines[aws.ToString(failed.Id)], Error: aws.ToString(failed.Code) + ": " + aws.ToString(failed.Message)})
 		}
 		bar.set(int64(len(report.Sent)+len(report.Failed)), int64(len(messages)))
-		batch, bytes, lines = nil, 0, map[string]int{}
+		batch, batchLines, bytes, lines = nil, nil, 0, map[string]int{}
 		return nil
+	}
+	// notAttempted lists the lines after index i that have a body as not sent.
+	notAttempted := func(i int, cause error) {
+		for j := i; j < len(messages); j++ {
+			if len(messages[j].Body) > 0 {
+				report.Failed = append(report.Failed, sendFailure{Line: j + 1, Error: "not attempted: an earlier batch failed: " + cause.Error()})
+			}
+		}
 	}
 	for i, message := range messages {
 		if len(message.Body) == 0 {
@@ -269,15 +334,17 @@ func (a *app) sendMessages(cmd *cobra.Command, client *sqs.Client, queue *sqswor
 		}
 		if len(batch) == redrive.MaxBatchEntries || bytes+size > limit {
 			if err := flush(); err != nil {
-				return nil, err
+				notAttempted(i, err)
+				return report, err
 			}
 		}
 		batch = append(batch, entry)
+		batchLines = append(batchLines, line)
 		lines[id] = line
 		bytes += size
 	}
 	if err := flush(); err != nil {
-		return nil, err
+		return report, err
 	}
 	return report, nil
 }

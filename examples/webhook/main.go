@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -95,24 +96,7 @@ func run() int {
 		logger.Error("webhook: loading the AWS configuration", "error", err)
 		return 1
 	}
-	handler := sqsworker.Chain(
-		delivery.Handler(delivery.Config{Timeout: cfg.DeliveryTimeout}),
-		idempotency.Middleware(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), cfg.Table), idempotency.Config{
-			KeyFunc:   idempotency.KeyFromJSONField("deliveryId"),
-			KeyPrefix: "webhook",
-			// A duplicate must carry the same target and payload; one that does not is
-			// dead-lettered (IdempotencyPayloadMismatch) rather than silently dropped.
-			PayloadHash: idempotency.HashJSONFields("url", "payload"),
-			// A body without a deliveryId reaches the handler, which dead-letters it
-			// as MalformedBody, the reason operators look for.
-			KeyOptional: true,
-			OnCompletedDuplicate: func(ctx context.Context, message *sqsworker.Message, record idempotency.Record) error {
-				logger.InfoContext(ctx, logDuplicateSuppressed, "message_id", message.ID, "idempotency_key", record.Key)
-				return nil
-			},
-			Logger: logger,
-		}),
-	)
+	handler := newHandler(idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), cfg.Table), cfg, logger)
 	options := runtimeOptions(os.Getenv)
 	options.Logger = logger
 	options.SQSClient = sqs.NewFromConfig(awsConfig)
@@ -127,4 +111,27 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// newHandler is the example's handler: the delivery behind the idempotency middleware.
+func newHandler(store idempotency.Store, cfg config, logger *slog.Logger) sqsworker.Handler {
+	return sqsworker.Chain(
+		delivery.Handler(delivery.Config{Timeout: cfg.DeliveryTimeout}),
+		idempotency.Middleware(store, idempotency.Config{
+			KeyFunc:   delivery.Key,
+			KeyPrefix: "webhook",
+			// A duplicate must carry the same target and payload; one that does not is
+			// dead-lettered (IdempotencyPayloadMismatch) rather than silently dropped.
+			PayloadHash: idempotency.HashJSONFields("url", "payload"),
+			// A body without a usable deliveryId reaches the handler, whose parser reads
+			// the key with the same function (delivery.Key) and so dead-letters it as
+			// MalformedBody, the reason operators look for: it never runs unguarded.
+			KeyOptional: true,
+			OnCompletedDuplicate: func(ctx context.Context, message *sqsworker.Message, record idempotency.Record) error {
+				logger.InfoContext(ctx, logDuplicateSuppressed, "message_id", message.ID, "idempotency_key", record.Key)
+				return nil
+			},
+			Logger: logger,
+		}),
+	)
 }

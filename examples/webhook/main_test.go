@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -8,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/examples/webhook/delivery"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -87,5 +92,30 @@ func TestHealthcheck(t *testing.T) {
 	t.Setenv(worker.EnvHealthAddress, "")
 	if code := healthcheck(nil); code != 1 {
 		t.Errorf("healthcheck without an address = %d, want 1", code)
+	}
+}
+
+// TestHandlerSendsNothingWithoutAKey: a delivery whose body the idempotency parser
+// rejects (a trailing "]") sent 3 times is dead-lettered 3 times and posted never; a
+// valid one sent 3 times is posted once.
+func TestHandlerSendsNothingWithoutAKey(t *testing.T) {
+	var posts atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
+	defer server.Close()
+	handler := newHandler(idempotency.NewMemoryStore(), config{Table: "t"}, slog.New(slog.DiscardHandler))
+	valid := `{"deliveryId":"d-1","url":"` + server.URL + `","payload":{}}`
+	for range 3 {
+		outcome := sqsworker.Classify(handler.Handle(context.Background(), &sqsworker.Message{ID: "m", Body: valid + "]", ReceiveCount: 1}))
+		if outcome.Kind != sqsworker.OutcomeDeadLetter || outcome.Reason != delivery.ReasonMalformedBody {
+			t.Errorf("trailing ]: %s %q, want dead-letter %q", outcome.Kind, outcome.Reason, delivery.ReasonMalformedBody)
+		}
+	}
+	for range 3 {
+		if err := handler.Handle(context.Background(), &sqsworker.Message{ID: "m", Body: valid, ReceiveCount: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d POSTs, want 1 (the valid delivery, once)", n)
 	}
 }

@@ -38,7 +38,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated inputs/outputs block of each module README")
 
 // moduleNames are the modules under modules/, in the order the READMEs list them.
-var moduleNames = []string{"worker-queue", "idempotency-table", "lambda-consumer", "poller-service"}
+var moduleNames = []string{"worker-queue", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service"}
 
 var exampleNames = []string{"complete", "lambda-only"}
 
@@ -583,6 +583,7 @@ var baseValues = map[string]map[string]any{
 		"queue_visibility_timeout_seconds": 30,
 		"max_receive_count":                5,
 	},
+	"worker-permissions": {"queue_arn": queueARN, "dlq_arn": dlqARN},
 	"poller-service": {
 		"name":        "webhook-poller",
 		"cluster_arn": "arn:aws:ecs:us-east-1:123456789012:cluster/webhook",
@@ -602,6 +603,14 @@ type validationCase struct {
 }
 
 var validationCases = map[string][]validationCase{
+	"worker-permissions": {
+		{name: "queue and dlq", vars: map[string]any{}},
+		{name: "table and key", vars: map[string]any{"idempotency_table_arn": tableARN, "kms_key_arns": []string{keyARN}}},
+		{name: "wildcard queue", vars: map[string]any{"queue_arn": "arn:aws:sqs:us-east-1:123456789012:*"}, reject: "queue_arn", want: []string{"without wildcards"}},
+		{name: "wildcard dlq", vars: map[string]any{"dlq_arn": "*"}, reject: "dlq_arn", want: []string{"without wildcards"}},
+		{name: "wildcard table", vars: map[string]any{"idempotency_table_arn": "*"}, reject: "idempotency_table_arn", want: []string{"without wildcards"}},
+		{name: "kms alias", vars: map[string]any{"kms_key_arns": []string{"arn:aws:kms:us-east-1:123456789012:alias/aws/sqs"}}, reject: "kms_key_arns", want: []string{"without wildcards or aliases"}},
+	},
 	"worker-queue": {
 		{name: "defaults", vars: nil},
 		{name: "name with a space", vars: map[string]any{"name": "webhook deliveries"}, reject: "name", want: []string{`"webhook deliveries"`, "1-80"}},
@@ -685,15 +694,17 @@ var validationCases = map[string][]validationCase{
 		{name: "log retention 0 (forever)", vars: map[string]any{"log_retention_in_days": 0}, reject: "log_retention_in_days", want: []string{"(0)"}},
 		{name: "wildcard queue", vars: map[string]any{"queue_arn": "arn:aws:sqs:us-east-1:123456789012:*"}, reject: "queue_arn", want: []string{"without wildcards"}},
 		{name: "wildcard dlq", vars: map[string]any{"dlq_arn": "*"}, reject: "dlq_arn", want: []string{`("*")`}},
-		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN, "idempotency_table_name": "webhook-idempotency"}},
+		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN}},
 		{name: "wildcard table", vars: map[string]any{"idempotency_table_arn": "arn:aws:dynamodb:us-east-1:123456789012:table/*"}, reject: "idempotency_table_arn", want: []string{"table/*", "without wildcards"}},
 		{name: "kms key", vars: map[string]any{"kms_key_arns": []string{keyARN}}},
 		{name: "kms alias", vars: map[string]any{"kms_key_arns": []string{"arn:aws:kms:us-east-1:123456789012:alias/aws/sqs"}}, reject: "kms_key_arns", want: []string{"alias/aws/sqs", "without wildcards or aliases"}},
 	},
 	"poller-service": {
 		{name: "defaults: stop 30 > drain 25", vars: nil},
-		{name: "stop one second after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 26}},
-		{name: "stop equal to drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 25}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (25)", "drain_timeout_seconds (25)", "greater than"}},
+		{name: "stop the margin after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 30}},
+		{name: "stop one second after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 26}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (26)", "drain_timeout_seconds (25) + 5", "final delete flush"}},
+		{name: "stop one second short of the margin", vars: map[string]any{"drain_timeout_seconds": 26, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "(26) + 5"}},
+		{name: "stop equal to drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 25}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (25)", "drain_timeout_seconds (25)", "at least"}},
 		{name: "stop before drain", vars: map[string]any{"drain_timeout_seconds": 60, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "(60)"}},
 		{name: "stop above fargate's 120 s", vars: map[string]any{"stop_timeout_seconds": 121}, reject: "stop_timeout_seconds", want: []string{"(121)", "at most 120"}},
 		{name: "drain 0", vars: map[string]any{"drain_timeout_seconds": 0}, reject: "drain_timeout_seconds", want: []string{"(0)", "1 to 119"}},
@@ -711,7 +722,7 @@ var validationCases = map[string][]validationCase{
 		{name: "log retention 2", vars: map[string]any{"log_retention_in_days": 2}, reject: "log_retention_in_days", want: []string{"(2)"}},
 		{name: "wildcard queue", vars: map[string]any{"queue_arn": "*"}, reject: "queue_arn", want: []string{`("*")`}},
 		{name: "wildcard dlq", vars: map[string]any{"dlq_arn": "arn:aws:sqs:*:*:*"}, reject: "dlq_arn", want: []string{"without wildcards"}},
-		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN, "idempotency_table_name": "webhook-idempotency"}},
+		{name: "table", vars: map[string]any{"idempotency_table_arn": tableARN}},
 		{name: "wildcard table", vars: map[string]any{"idempotency_table_arn": "*"}, reject: "idempotency_table_arn", want: []string{"without wildcards"}},
 		{name: "wildcard kms key", vars: map[string]any{"kms_key_arns": []string{"*"}}, reject: "kms_key_arns", want: []string{"(*)"}},
 	},
@@ -841,7 +852,7 @@ func TestValidationsAgreeWithTerraformCLI(t *testing.T) {
 			"dlq_message_retention_seconds (345600) must be greater than message_retention_seconds (345600)",
 		}},
 		{module: "poller-service", vars: map[string]any{"stop_timeout_seconds": 25}, errors: 1, want: []string{
-			"stop_timeout_seconds (25) must be greater than drain_timeout_seconds (25)",
+			"stop_timeout_seconds (25) must be at least drain_timeout_seconds (25) + 5",
 		}},
 	}
 	for _, tc := range cases {
@@ -1045,7 +1056,7 @@ func TestGuidanceIsHardWired(t *testing.T) {
 			}
 		}
 		environment := poller.text(poller.local(t, "environment").Range())
-		for _, name := range []string{"SQSWORKER_QUEUE_URL", "SQSWORKER_IDEMPOTENCY_TABLE", "SQSWORKER_DRAIN_TIMEOUT", "SQSWORKER_HEALTH_ADDRESS"} {
+		for _, name := range []string{"SQSWORKER_QUEUE_URL", "SQSWORKER_DRAIN_TIMEOUT", "SQSWORKER_HEALTH_ADDRESS"} {
 			if !strings.Contains(environment, name) {
 				t.Errorf("container environment lacks %s", name)
 			}
@@ -1129,16 +1140,19 @@ func referenceName(traversal hcl.Traversal) string {
 // resource gets exactly the actions the runtime needs. The only "*" resource is
 // ecr:GetAuthorizationToken, which supports no resource-level permission.
 func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
-	consumer := map[string][]string{
-		"var.queue_arn":                 {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
-		"var.dlq_arn":                   {"sqs:GetQueueUrl", "sqs:SendMessage"},
-		"var.idempotency_table_arn":     {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		"var.kms_key_arns":              {"kms:Decrypt", "kms:GenerateDataKey"},
-		"aws_cloudwatch_log_group.this": {"logs:CreateLogStream", "logs:PutLogEvents"},
+	// The worker's own permissions are written once, in worker-permissions; the hosts add
+	// only what the host itself needs (logs, pulling the image).
+	worker := map[string][]string{
+		"var.queue_arn":             {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
+		"var.dlq_arn":               {"sqs:GetQueueUrl", "sqs:SendMessage"},
+		"var.idempotency_table_arn": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"var.kms_key_arns":          {"kms:Decrypt", "kms:GenerateDataKey"},
 	}
+	logs := map[string][]string{"aws_cloudwatch_log_group.this": {"logs:CreateLogStream", "logs:PutLogEvents"}}
 	want := map[string]map[string][]string{
-		"lambda-consumer": consumer,
-		"poller-service": merged(consumer, map[string][]string{
+		"worker-permissions": worker,
+		"lambda-consumer":    logs,
+		"poller-service": merged(logs, map[string][]string{
 			"var.ecr_repository_arn": {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"},
 			`"*"`:                    {"ecr:GetAuthorizationToken"},
 		}),
@@ -1221,7 +1235,7 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 		}
 		for _, policy := range module.blocks("resource", "aws_iam_role_policy") {
 			expr := module.text(policy.Body.Attributes["policy"].Expr.Range())
-			if !strings.HasPrefix(expr, "data.aws_iam_policy_document.") {
+			if !strings.HasPrefix(expr, "data.aws_iam_policy_document.") && expr != "module.worker_permissions[0].json" {
 				t.Errorf("%s: aws_iam_role_policy.%s does not use a checked policy document", moduleName, policy.Labels[1])
 			}
 		}

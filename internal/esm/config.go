@@ -3,7 +3,7 @@
 // Interface Emulator's Invoke API, see internal/rie), deletes the records that succeeded
 // and leaves the others to come back after their visibility timeout, as AWS does.
 //
-//	mapping, err := esm.New(sqsClient, esm.Config{
+//	mapping, err := esm.New(ctx, sqsClient, esm.Config{
 //		QueueURL:                queueURL,
 //		FunctionURLs:            []string{fn.URL},
 //		BatchSize:               10,

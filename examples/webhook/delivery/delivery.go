@@ -14,11 +14,19 @@
 //	bad JSON, no deliveryId or url,      sqsworker.Permanent("MalformedBody", ...)
 //	  url not http(s)
 //
-// Use it behind the idempotency middleware, keyed on deliveryId, so a delivery that
+// Use it behind the idempotency middleware, keyed with [Key], so a delivery that
 // succeeded is not posted again when SQS hands its message out twice:
 //
 //	handler := sqsworker.Chain(delivery.Handler(delivery.Config{}),
-//		idempotency.Middleware(store, idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("deliveryId")}))
+//		idempotency.Middleware(store, idempotency.Config{KeyFunc: delivery.Key}))
+//
+// [Parse] reads the body with the same function as [Key] (the idempotency package's
+// strict JSON reader), so a body the middleware finds no key in is one the handler
+// dead-letters: with Config.KeyOptional a delivery still never runs without its key.
+//
+// Error texts (logged, and stored in the dead-letter copy's failure-error attribute) name
+// the target with [RedactURL] (no user info, no query) and carry at most 64 bytes of
+// the receiver's answer.
 package delivery
 
 import (
@@ -33,8 +41,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/idempotency"
 )
 
 // Defaults for [Config].
@@ -49,8 +59,60 @@ const (
 // a valid delivery request.
 const ReasonMalformedBody = "MalformedBody"
 
-// maxErrorBody bounds how much of a failed response's body goes into the error text.
-const maxErrorBody = 256
+// maxErrorExcerpt bounds how many bytes of a failed response's body go into the error
+// text (and so into logs and the failure-error attribute).
+const maxErrorExcerpt = 64
+
+// KeyField is the JSON field of a delivery message that holds its idempotency key.
+const KeyField = "deliveryId"
+
+// keyFunc reads KeyField with the idempotency package's strict JSON reader (only the
+// end of the input may follow the value).
+var keyFunc = idempotency.KeyFromJSONField(KeyField)
+
+// Key is the [idempotency.KeyFunc] of a delivery message: its deliveryId, read by
+// [idempotency.KeyFromJSONField]. Its errors match [idempotency.ErrKeyMissing]; [Parse]
+// rejects every body Key rejects.
+func Key(message *sqsworker.Message) (string, error) {
+	return keyFunc(message)
+}
+
+// RedactURL returns raw for error texts and logs: without user info and fragment, and
+// with a query replaced by "REDACTED" ("https://example.com/hooks/x?REDACTED"), since
+// both often carry credentials or tokens. An unparsable URL is "(an unparsable URL)".
+func RedactURL(raw string) string {
+	target, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	target.User = nil
+	target.Fragment, target.RawFragment = "", ""
+	if target.RawQuery != "" || target.ForceQuery {
+		target.RawQuery, target.ForceQuery = "REDACTED", false
+	}
+	return target.String()
+}
+
+// excerpt returns the start of a response body for an error text: at most
+// maxErrorExcerpt bytes of valid UTF-8, control characters as spaces, "…" when cut.
+func excerpt(head []byte) string {
+	text := strings.ToValidUTF8(string(head), "")
+	text = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, text)
+	text = strings.TrimSpace(text)
+	if len(text) <= maxErrorExcerpt {
+		return text
+	}
+	cut := maxErrorExcerpt
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
 
 // maxDrain bounds how much of a response body is read to reuse the connection.
 const maxDrain = 64 << 10
@@ -66,29 +128,36 @@ type Request struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// Parse decodes and validates a delivery message body. Its errors describe what is
-// wrong; [Handler] wraps them as sqsworker.Permanent("MalformedBody", err).
+// Parse decodes and validates a delivery message body. It first reads the key with
+// [Key], so every body without a usable idempotency key is an error here too. Its errors
+// describe what is wrong (URLs redacted); [Handler] wraps them as
+// sqsworker.Permanent("MalformedBody", err).
 func Parse(body string) (*Request, error) {
-	decoder := json.NewDecoder(strings.NewReader(body))
+	key, err := keyFunc(&sqsworker.Message{Body: body})
+	if err != nil {
+		return nil, fmt.Errorf("delivery: no usable %s: %w", KeyField, err)
+	}
 	var request Request
-	if err := decoder.Decode(&request); err != nil {
+	if err := json.Unmarshal([]byte(body), &request); err != nil {
 		return nil, fmt.Errorf("delivery: body is not a delivery request: %w", err)
 	}
-	if decoder.More() {
-		return nil, errors.New("delivery: trailing data after the JSON body")
-	}
-	if strings.TrimSpace(request.DeliveryID) == "" {
-		return nil, errors.New("delivery: deliveryId is missing or empty")
+	if strings.TrimSpace(request.DeliveryID) == "" || request.DeliveryID != key {
+		return nil, fmt.Errorf("delivery: %s is missing, empty or not a string", KeyField)
 	}
 	if request.URL == "" {
 		return nil, fmt.Errorf("delivery %s: url is missing or empty", request.DeliveryID)
 	}
 	target, err := url.Parse(request.URL)
 	if err != nil {
-		return nil, fmt.Errorf("delivery %s: url: %w", request.DeliveryID, err)
+		// url.Parse's error quotes the whole URL; keep only its reason.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		return nil, fmt.Errorf("delivery %s: url %s: %w", request.DeliveryID, RedactURL(request.URL), err)
 	}
 	if (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-		return nil, fmt.Errorf("delivery %s: url %q is not an absolute http or https URL", request.DeliveryID, request.URL)
+		return nil, fmt.Errorf("delivery %s: url %s is not an absolute http or https URL", request.DeliveryID, RedactURL(request.URL))
 	}
 	if len(request.Payload) == 0 {
 		request.Payload = json.RawMessage("null")
@@ -113,9 +182,11 @@ type Config struct {
 // sqsworker.Permanent or sqsworker.RetryAfter as the status calls for.
 type StatusError struct {
 	DeliveryID string
+	// URL is the target as [RedactURL] returns it.
 	URL        string
 	StatusCode int
-	// Body is the start of the response body, for the log and the failure-error attribute.
+	// Body is an excerpt of the response body (at most 64 bytes, "…" when cut), for the
+	// log and the failure-error attribute.
 	Body string
 }
 
@@ -160,14 +231,20 @@ func (c Config) deliver(parent context.Context, request *Request) error {
 	httpRequest.Header.Set("Content-Type", "application/json")
 	httpRequest.Header.Set("Idempotency-Key", request.DeliveryID)
 	httpRequest.Header.Set("User-Agent", c.UserAgent)
+	target := RedactURL(request.URL)
 	response, err := c.Client.Do(httpRequest)
 	if err != nil {
 		// Connection refused, reset, DNS failure, timeout or the handler's context ending:
-		// all transient. A timeout keeps its context.DeadlineExceeded in the chain.
-		if errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
-			return fmt.Errorf("delivery %s: POST %s: no response within %s: %w", request.DeliveryID, request.URL, c.Timeout, err)
+		// all transient. A timeout keeps its context.DeadlineExceeded in the chain. The
+		// client's *url.Error quotes the whole URL (query included): keep only its cause.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
 		}
-		return fmt.Errorf("delivery %s: %w", request.DeliveryID, err)
+		if errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
+			return fmt.Errorf("delivery %s: POST %s: no response within %s: %w", request.DeliveryID, target, c.Timeout, err)
+		}
+		return fmt.Errorf("delivery %s: POST %s: %w", request.DeliveryID, target, err)
 	}
 	defer response.Body.Close()
 	if response.StatusCode >= 200 && response.StatusCode < 300 {
@@ -176,13 +253,13 @@ func (c Config) deliver(parent context.Context, request *Request) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(response.Body, maxDrain))
 		return nil
 	}
-	head, _ := io.ReadAll(io.LimitReader(response.Body, maxErrorBody))
+	head, _ := io.ReadAll(io.LimitReader(response.Body, 4*maxErrorExcerpt))
 	_, _ = io.Copy(io.Discard, io.LimitReader(response.Body, maxDrain))
 	statusErr := &StatusError{
 		DeliveryID: request.DeliveryID,
-		URL:        request.URL,
+		URL:        target,
 		StatusCode: response.StatusCode,
-		Body:       strings.TrimSpace(strings.ToValidUTF8(string(head), "")),
+		Body:       excerpt(head),
 	}
 	return classifyStatus(statusErr, response.Header.Get("Retry-After"), time.Now())
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -49,6 +50,12 @@ type Config struct {
 	// maxReceiveCount, random failures alone never dead-letter a delivery, so a test can
 	// expect exact dead-letter counts.
 	MaxFailuresPerDelivery int
+	// Address specifies the listen address; if empty, 127.0.0.1 on a random port.
+	Address string
+	// Logger, if set, gets one line per request answered ("receiver: answered", with
+	// path, idempotency_key, status and whether the response reached the client), so a
+	// person can watch deliveries arrive.
+	Logger *slog.Logger
 }
 
 // Counts are the receiver's counters for one delivery id (or, from [Receiver.Totals], all).
@@ -103,12 +110,19 @@ type Receiver struct {
 
 type connectionKey struct{}
 
-// Start listens on 127.0.0.1 on a random port and serves until Close.
+// Start listens on Config.Address (by default 127.0.0.1 on a random port) and serves
+// until Close.
 func Start(config Config) (*Receiver, error) {
 	if config.FailureRate < 0 || config.FailureRate > 1 {
 		return nil, fmt.Errorf("receiver: FailureRate %v is outside 0..1", config.FailureRate)
 	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if config.Address == "" {
+		config.Address = "127.0.0.1:0"
+	}
+	if config.Logger == nil {
+		config.Logger = slog.New(slog.DiscardHandler)
+	}
+	listener, err := net.Listen("tcp", config.Address)
 	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
@@ -260,6 +274,7 @@ func (r *Receiver) serve(w http.ResponseWriter, request *http.Request) {
 	// A context cancelled by now means the client was gone before the response left.
 	written := err == nil && request.Context().Err() == nil
 
+	r.config.Logger.Info("receiver: answered", "path", request.URL.Path, "idempotency_key", id, "status", status, "reached_client", written)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writing--

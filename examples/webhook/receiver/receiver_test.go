@@ -2,12 +2,15 @@ package receiver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -220,4 +223,52 @@ func TestClosedConnectionResumedAtOnceIsNotASuccess(t *testing.T) {
 	}
 	// The success is counted just after the flush, so possibly after the client read it.
 	eventually(t, "the live response to count as a success", func() bool { return r.Counts()["live"].Successes == 1 })
+}
+
+// TestReceiverAddressAndLog: a receiver on a given address logs each answered request.
+func TestReceiverAddressAndLog(t *testing.T) {
+	var log bytes.Buffer
+	var mu sync.Mutex
+	r, err := Start(Config{Address: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	request, _ := http.NewRequest(http.MethodPost, r.URL()+"/hook", strings.NewReader("{}"))
+	request.Header.Set("Idempotency-Key", "d-1")
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	response.Body.Close()
+	// The line is written once the response has left, so the client can see the response
+	// first: wait for it.
+	logged := func() (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		text := log.String()
+		return text, strings.Contains(text, "receiver: answered") && strings.Contains(text, "idempotency_key=d-1") && strings.Contains(text, "status=200")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		text, ok := logged()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line for the request within 10 s: %q", text)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

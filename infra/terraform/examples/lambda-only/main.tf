@@ -53,8 +53,11 @@ module "lambda_consumer" {
   queue_visibility_timeout_seconds = module.queue.visibility_timeout_seconds
   max_receive_count                = module.queue.max_receive_count
 
-  idempotency_table_name = module.idempotency_table.table_name
-  idempotency_table_arn  = module.idempotency_table.table_arn
+  idempotency_table_arn = module.idempotency_table.table_arn
+  # The webhook example's own setting; the modules set only the runtime's variables.
+  environment_variables = {
+    SQSWORKER_IDEMPOTENCY_TABLE = module.idempotency_table.table_name
+  }
 
   tags = local.tags
 }

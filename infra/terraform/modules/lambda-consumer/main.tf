@@ -6,7 +6,6 @@ locals {
   environment = merge(
     var.environment_variables,
     var.queue_url == null ? {} : { SQSWORKER_QUEUE_URL = var.queue_url },
-    var.idempotency_table_name == null ? {} : { SQSWORKER_IDEMPOTENCY_TABLE = var.idempotency_table_name },
   )
 }
 
@@ -120,61 +119,21 @@ resource "aws_iam_role" "this" {
   tags = var.tags
 }
 
+module "worker_permissions" {
+  source = "../worker-permissions"
+  count  = var.create ? 1 : 0
+
+  queue_arn             = var.queue_arn
+  dlq_arn               = var.dlq_arn
+  idempotency_table_arn = var.idempotency_table_arn
+  kms_key_arns          = var.kms_key_arns
+}
+
+# The worker's permissions (module worker-permissions) plus this function's log group.
 data "aws_iam_policy_document" "this" {
   count = var.create ? 1 : 0
 
-  statement {
-    sid    = "ConsumeSourceQueue"
-    effect = "Allow"
-    actions = [
-      "sqs:ReceiveMessage",
-      "sqs:DeleteMessage",
-      "sqs:ChangeMessageVisibility",
-      "sqs:GetQueueAttributes",
-      "sqs:GetQueueUrl",
-    ]
-    resources = [var.queue_arn]
-  }
-
-  statement {
-    sid    = "SendToDeadLetterQueue"
-    effect = "Allow"
-    actions = [
-      "sqs:SendMessage",
-      "sqs:GetQueueUrl",
-    ]
-    resources = [var.dlq_arn]
-  }
-
-  dynamic "statement" {
-    for_each = var.idempotency_table_arn == null ? [] : [1]
-
-    content {
-      sid    = "IdempotencyTable"
-      effect = "Allow"
-      actions = [
-        "dynamodb:GetItem",
-        "dynamodb:PutItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
-      ]
-      resources = [var.idempotency_table_arn]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = length(var.kms_key_arns) > 0 ? [1] : []
-
-    content {
-      sid    = "EncryptionKeys"
-      effect = "Allow"
-      actions = [
-        "kms:Decrypt",
-        "kms:GenerateDataKey",
-      ]
-      resources = var.kms_key_arns
-    }
-  }
+  source_policy_documents = [module.worker_permissions[0].json]
 
   statement {
     sid    = "WriteLogs"

@@ -79,7 +79,7 @@ variable "reserved_concurrent_executions" {
 }
 
 variable "environment_variables" {
-  description = "Extra environment variables. SQSWORKER_QUEUE_URL and SQSWORKER_IDEMPOTENCY_TABLE are set by the module."
+  description = "Environment variables of the function: the handler's own settings (the webhook example reads SQSWORKER_IDEMPOTENCY_TABLE). SQSWORKER_QUEUE_URL is set by the module."
   type        = map(string)
   default     = {}
 }
@@ -181,12 +181,6 @@ variable "kms_key_arns" {
 ################################################################################
 # Idempotency table (from the idempotency-table module's outputs)
 ################################################################################
-
-variable "idempotency_table_name" {
-  description = "Name of the idempotency table, passed to the function as SQSWORKER_IDEMPOTENCY_TABLE. Null when the function does not use one."
-  type        = string
-  default     = null
-}
 
 variable "idempotency_table_arn" {
   description = "ARN of the idempotency table (GetItem, PutItem, UpdateItem and DeleteItem are granted on it only). Null when the function does not use one."

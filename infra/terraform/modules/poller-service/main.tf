@@ -23,7 +23,6 @@ locals {
       SQSWORKER_DRAIN_TIMEOUT  = "${var.drain_timeout_seconds}s"
       SQSWORKER_HEALTH_ADDRESS = local.health_address
     },
-    var.idempotency_table_name == null ? {} : { SQSWORKER_IDEMPOTENCY_TABLE = var.idempotency_table_name },
   )
 
   container_definition = merge(
@@ -254,61 +253,15 @@ resource "aws_iam_role" "task" {
   tags = var.tags
 }
 
-data "aws_iam_policy_document" "task" {
-  count = var.create ? 1 : 0
+# The task role's policy is the worker's permissions, written once in worker-permissions.
+module "worker_permissions" {
+  source = "../worker-permissions"
+  count  = var.create ? 1 : 0
 
-  statement {
-    sid    = "ConsumeSourceQueue"
-    effect = "Allow"
-    actions = [
-      "sqs:ReceiveMessage",
-      "sqs:DeleteMessage",
-      "sqs:ChangeMessageVisibility",
-      "sqs:GetQueueAttributes",
-      "sqs:GetQueueUrl",
-    ]
-    resources = [var.queue_arn]
-  }
-
-  statement {
-    sid    = "SendToDeadLetterQueue"
-    effect = "Allow"
-    actions = [
-      "sqs:SendMessage",
-      "sqs:GetQueueUrl",
-    ]
-    resources = [var.dlq_arn]
-  }
-
-  dynamic "statement" {
-    for_each = var.idempotency_table_arn == null ? [] : [1]
-
-    content {
-      sid    = "IdempotencyTable"
-      effect = "Allow"
-      actions = [
-        "dynamodb:GetItem",
-        "dynamodb:PutItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
-      ]
-      resources = [var.idempotency_table_arn]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = length(var.kms_key_arns) > 0 ? [1] : []
-
-    content {
-      sid    = "EncryptionKeys"
-      effect = "Allow"
-      actions = [
-        "kms:Decrypt",
-        "kms:GenerateDataKey",
-      ]
-      resources = var.kms_key_arns
-    }
-  }
+  queue_arn             = var.queue_arn
+  dlq_arn               = var.dlq_arn
+  idempotency_table_arn = var.idempotency_table_arn
+  kms_key_arns          = var.kms_key_arns
 }
 
 resource "aws_iam_role_policy" "task" {
@@ -316,7 +269,7 @@ resource "aws_iam_role_policy" "task" {
 
   name   = "${var.name}-consumer"
   role   = aws_iam_role.task[0].id
-  policy = data.aws_iam_policy_document.task[0].json
+  policy = module.worker_permissions[0].json
 }
 
 ################################################################################

@@ -128,7 +128,7 @@ variable "cpu_architecture" {
 }
 
 variable "environment_variables" {
-  description = "Extra environment variables. SQSWORKER_QUEUE_URL, SQSWORKER_IDEMPOTENCY_TABLE, SQSWORKER_DRAIN_TIMEOUT and SQSWORKER_HEALTH_ADDRESS are set by the module."
+  description = "Environment variables of the worker: the handler's own settings (the webhook example reads SQSWORKER_IDEMPOTENCY_TABLE). SQSWORKER_QUEUE_URL, SQSWORKER_DRAIN_TIMEOUT and SQSWORKER_HEALTH_ADDRESS are set by the module."
   type        = map(string)
   default     = {}
 }
@@ -145,13 +145,15 @@ variable "drain_timeout_seconds" {
 }
 
 variable "stop_timeout_seconds" {
-  description = "Container stopTimeout: seconds ECS waits after SIGTERM before SIGKILL (at most 120 on Fargate). Must be longer than drain_timeout_seconds."
+  description = "Container stopTimeout: seconds ECS waits after SIGTERM before SIGKILL (at most 120 on Fargate). Must be at least drain_timeout_seconds + 5: after the drain deadline the worker gives cancelled handlers 1 s (poller's cancelGrace), then flushes its last deletes for up to 3 s (poller's finalFlushTimeout), plus 1 s of slack."
   type        = number
   default     = 30
 
   validation {
-    condition     = var.stop_timeout_seconds > var.drain_timeout_seconds && var.stop_timeout_seconds <= 120
-    error_message = "stop_timeout_seconds (${var.stop_timeout_seconds}) must be greater than drain_timeout_seconds (${var.drain_timeout_seconds}) and at most 120 (Fargate's limit): ECS kills the container stopTimeout seconds after SIGTERM, so a drain deadline at or past it kills in-flight jobs before they finish or release their messages, which then stay invisible for the whole visibility timeout."
+    # 5 = poller's cancelGrace (1 s) + finalFlushTimeout (3 s) + 1 s; terraform_test.go
+    # (TestStopTimeoutMarginMatchesThePoller) checks it against the Go constants.
+    condition     = var.stop_timeout_seconds >= var.drain_timeout_seconds + 5 && var.stop_timeout_seconds <= 120
+    error_message = "stop_timeout_seconds (${var.stop_timeout_seconds}) must be at least drain_timeout_seconds (${var.drain_timeout_seconds}) + 5 and at most 120 (Fargate's limit): ECS kills the container stopTimeout seconds after SIGTERM, and after the drain deadline the worker still needs 1 s of grace for cancelled handlers and up to 3 s for its final delete flush (+1 s slack). Killed earlier, handled messages whose deletes were not sent come back, and in-flight ones stay invisible for the whole visibility timeout."
   }
 }
 
@@ -199,12 +201,6 @@ variable "dlq_arn" {
     condition     = can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]+$", var.dlq_arn))
     error_message = "dlq_arn (\"${var.dlq_arn}\") must be the ARN of one SQS queue, without wildcards."
   }
-}
-
-variable "idempotency_table_name" {
-  description = "Name of the idempotency table (idempotency-table output table_name): SQSWORKER_IDEMPOTENCY_TABLE. Null when the worker does not use one."
-  type        = string
-  default     = null
 }
 
 variable "idempotency_table_arn" {

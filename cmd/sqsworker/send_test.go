@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker"
+)
+
+func TestParseDelay(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]int32{"0": 0, "90": 90, "90s": 90, "15m": 900, "900": 900} {
+		if got, err := parseDelay(text); err != nil || got != want {
+			t.Errorf("parseDelay(%q) = %d, %v; want %d", text, got, err, want)
+		}
+	}
+	for _, text := range []string{"3600000", "-5", "901", "15m1s", "1.5s", "1193h", "soon"} {
+		if got, err := parseDelay(text); err == nil || !strings.Contains(err.Error(), "0 to 900 seconds") {
+			t.Errorf("parseDelay(%q) = %d, %v; want an error naming 0 to 900 seconds", text, got, err)
+		}
+	}
+}
+
+// TestSendDelayValidated: the command refuses an out-of-range --delay (exit 2, before any
+// AWS call) and a --file line's delay_seconds out of range.
+func TestSendDelayValidated(t *testing.T) {
+	t.Parallel()
+	for _, delay := range []string{"3600000", "-5", "1193h"} {
+		r := cli(t, nil, "send", "q", "--body", "x", "--delay", delay)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "0 to 900 seconds") {
+			t.Errorf("send --delay %s: exit %d, stderr %q; want exit 2 naming 0 to 900 seconds", delay, r.code, r.stderr)
+		}
+	}
+	_, err := readMessages(strings.NewReader(`{"body":"x","delay_seconds":3600000}`), "-", fileMessage{})
+	if err == nil || !strings.Contains(err.Error(), "0 to 900 seconds") {
+		t.Errorf("delay_seconds 3600000 in a file: %v, want an error naming 0 to 900 seconds", err)
+	}
+}
+
+// failingSecondBatch accepts the first SendMessageBatch and fails every later one.
+type failingSecondBatch struct{ calls int }
+
+func (f *failingSecondBatch) SendMessageBatch(_ context.Context, input *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.calls++
+	if f.calls > 1 {
+		return nil, errors.New("connection reset")
+	}
+	output := &sqs.SendMessageBatchOutput{}
+	for _, entry := range input.Entries {
+		output.Successful = append(output.Successful, types.SendMessageBatchResultEntry{Id: entry.Id, MessageId: aws.String("id-" + aws.ToString(entry.Id))})
+	}
+	return output, nil
+}
+
+// TestSendReportsWhatWasSentWhenALaterBatchFails: 15 lines, the second batch fails: the
+// 10 sent are reported (text and JSON), the 5 others as not sent, exit 3.
+func TestSendReportsWhatWasSentWhenALaterBatchFails(t *testing.T) {
+	t.Parallel()
+	var messages []fileMessage
+	for i := range 15 {
+		messages = append(messages, fileMessage{Body: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	queue := &sqsworker.Queue{URL: "http://127.0.0.1:4566/000000000000/orders", MaximumMessageSize: 262144}
+	for _, output := range []string{outputText, outputJSON} {
+		var stdout, stderr bytes.Buffer
+		a := newApp(&stdout, &stderr)
+		a.output = output
+		report, sendErr := a.sendMessages(context.Background(), &failingSecondBatch{}, queue, messages)
+		err := a.printSendReport(report, len(messages), sendErr)
+		if code := exitCode(err); code != exitPartial {
+			t.Errorf("%s: exit %d (%v), want %d", output, code, err, exitPartial)
+		}
+		if output == outputText {
+			text := stdout.String()
+			if !strings.Contains(text, "Sent 10 of 15 messages to orders.") || !strings.Contains(text, "Line 11 not sent: ") || !strings.Contains(text, "connection reset") || !strings.Contains(text, "Line 15 not sent: ") {
+				t.Errorf("text output:\n%s", text)
+			}
+			continue
+		}
+		var got sendReport
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatalf("JSON output %q: %v", stdout.String(), err)
+		}
+		if len(got.Sent) != 10 || len(got.Failed) != 5 || got.Sent[0].Line != 1 || got.Failed[0].Line != 11 || got.Failed[4].Line != 15 || got.Error == "" {
+			t.Errorf("JSON report %+v", got)
+		}
+	}
+	// The first batch failing: nothing sent, exit 1, and the lines still reported.
+	var stdout bytes.Buffer
+	a := newApp(&stdout, &stdout)
+	report, sendErr := a.sendMessages(context.Background(), &failingSecondBatch{calls: 1}, queue, messages)
+	if err := a.printSendReport(report, len(messages), sendErr); exitCode(err) != exitError || !strings.Contains(stdout.String(), "Sent 0 of 15 messages") {
+		t.Errorf("first batch failing: exit %d (%v), output %q", exitCode(err), err, stdout.String())
+	}
+}
