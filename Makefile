@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test demo vet tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -38,6 +38,12 @@ demo: up
 vet:
 	$(GO) vet work
 	GOOS=windows $(GO) vet work
+
+## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
+tidy:
+	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
+		echo "go mod tidy: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy); \
+	done
 
 ## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum
 tidy-check:
