@@ -128,11 +128,12 @@ bench-ci: up
 
 ## bench-go: in-process micro-benchmarks (ns/op, allocs/op)
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem . ./poller ./idempotency ./lambda
+	$(GO) test -run '^$$' -bench . -benchmem . ./internal/settle ./poller ./idempotency ./lambda
+	$(GO) test -run '^$$' -bench 'BenchmarkSend$$|BenchmarkBatcherParallel$$' -benchmem ./producer
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
 
 FUZZTIME ?= 20s
-FUZZ_TARGETS = .:FuzzBackoffDelay .:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \
+FUZZ_TARGETS = .:FuzzBackoffDelay ./internal/sqsx:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \
 	./lambda:FuzzToMessageJSON ./lambda:FuzzQueueURLFromARN ./idempotency:FuzzKeyFromJSONField \
 	./idempotency:FuzzHashJSONFields ./idempotency:FuzzJSONBodyStrictness ./redrive:FuzzParseFilter
 

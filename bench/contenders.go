@@ -21,10 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/poller"
 )
 
@@ -82,20 +82,20 @@ var ceiling = contender{
 				for ctx.Err() == nil {
 					output, err := env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 						QueueUrl:            aws.String(env.queueURL),
-						MaxNumberOfMessages: 10,
-						WaitTimeSeconds:     20,
+						MaxNumberOfMessages: sqsx.MaxBatchEntries,
+						WaitTimeSeconds:     sqsx.WaitSeconds(sqsx.MaxWaitTime),
 					})
 					if err != nil || len(output.Messages) == 0 {
 						continue
 					}
-					entries := make([]types.DeleteMessageBatchRequestEntry, len(output.Messages))
+					handles := make([]string, len(output.Messages))
 					var batch sync.WaitGroup
 					for i, message := range output.Messages {
-						entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: message.ReceiptHandle}
+						handles[i] = aws.ToString(message.ReceiptHandle)
 						batch.Go(func() { _ = job(ctx, aws.ToString(message.Body)) })
 					}
 					batch.Wait()
-					_, _ = env.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(env.queueURL), Entries: entries})
+					_ = sqsx.DeleteMessages(ctx, env.sqs, env.queueURL, handles)
 				}
 			})
 		}

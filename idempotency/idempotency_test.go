@@ -11,6 +11,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/idempotency/idempotencytest"
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // flow is a middleware on a MemoryStore with a fake clock and a counting handler.
@@ -387,7 +388,7 @@ func TestHandlerPanicReleasesRecord(t *testing.T) {
 	t.Parallel()
 	f := newFlow(t, idempotency.Config{})
 	f.result = func(context.Context, *sqsworker.Message) error { panic("bad input") }
-	err := sqsworker.CallHandler(withDeadline(t, start.Add(time.Minute)), f.handler, message("m-1", "{}"))
+	err := settle.Call(withDeadline(t, start.Add(time.Minute)), f.handler, message("m-1", "{}"))
 	panicErr, ok := errors.AsType[*sqsworker.PanicError](err)
 	if !ok {
 		t.Fatalf("CallHandler = %v; want *PanicError", err)

@@ -300,7 +300,8 @@ func TestExactRequests(t *testing.T) {
 	wantVisibility := []*sqs.ChangeMessageVisibilityBatchInput{{
 		QueueUrl: aws.String(queueURL),
 		Entries: []types.ChangeMessageVisibilityBatchRequestEntry{
-			{Id: aws.String("1"), ReceiptHandle: aws.String(receipt(t, event, m2)), VisibilityTimeout: 4},
+			// One entry-id scheme for every batch call (internal/sqsx): the entry's index in its request.
+			{Id: aws.String("0"), ReceiptHandle: aws.String(receipt(t, event, m2)), VisibilityTimeout: 4},
 		},
 	}}
 	assert.Equal(t, wantVisibility, fake.visibility, "ChangeMessageVisibilityBatch requests")
@@ -386,7 +387,7 @@ func TestEntireBatchFailureLogs(t *testing.T) {
 				if err := json.Unmarshal([]byte(line), &entry); err != nil {
 					t.Fatalf("log line %q: %v", line, err)
 				}
-				if entry["msg"] == "lambda: record failed" {
+				if entry["msg"] == "lambda: handler failed" {
 					found[entry["message_id"].(string)] = entry["receive_count"].(float64)
 				}
 			}
@@ -447,7 +448,9 @@ func TestDeadline(t *testing.T) {
 }
 
 // TestDeadlineMargin: records start only while the margin is left, and handlers'
-// contexts end margin/2 before the invocation's deadline.
+// contexts end margin before the invocation's deadline (CASES.md N01: the rest of the
+// margin is for abandoning a handler that ignores it, the visibility changes and the
+// response).
 func TestDeadlineMargin(t *testing.T) {
 	t.Parallel()
 	payload, _ := fixture(t, "sqs_event.json")
@@ -472,8 +475,8 @@ func TestDeadlineMargin(t *testing.T) {
 	if want := `{"batchItemFailures":[{"itemIdentifier":"` + m2 + `"},{"itemIdentifier":"` + m3 + `"}]}`; got != want {
 		t.Errorf("response\n got %s\nwant %s", got, want)
 	}
-	if want := deadline.Add(-time.Second); !handlerDeadline.Equal(want) {
-		t.Errorf("handler deadline %v, want the invocation's deadline minus margin/2 (%v)", handlerDeadline, want)
+	if want := deadline.Add(-2 * time.Second); !handlerDeadline.Equal(want) {
+		t.Errorf("handler deadline %v, want the invocation's deadline minus the margin (%v)", handlerDeadline, want)
 	}
 }
 

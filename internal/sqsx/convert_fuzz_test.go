@@ -1,8 +1,11 @@
-package sqsworker
+package sqsx_test
 
 import (
 	"strconv"
 	"testing"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // FuzzApplySystemAttributes checks that reading the system attributes never panics,
@@ -14,14 +17,14 @@ func FuzzApplySystemAttributes(f *testing.F) {
 	f.Add("-1", "-5", "abc", "", "")
 	f.Add("0x10", "9223372036854775807", "1", "g", "")
 	f.Fuzz(func(t *testing.T, receiveCount, sent, firstReceive, group, deduplication string) {
-		message := &Message{Attributes: map[string]string{
+		message := &sqsworker.Message{Attributes: map[string]string{
 			"ApproximateReceiveCount":          receiveCount,
 			"SentTimestamp":                    sent,
 			"ApproximateFirstReceiveTimestamp": firstReceive,
 			"MessageGroupId":                   group,
 			"MessageDeduplicationId":           deduplication,
 		}}
-		message.ApplySystemAttributes()
+		sqsx.ApplySystemAttributes(message)
 		if message.ReceiveCount < 1 {
 			t.Fatalf("ReceiveCount %d below 1 for %q", message.ReceiveCount, receiveCount)
 		}
@@ -32,7 +35,7 @@ func FuzzApplySystemAttributes(f *testing.F) {
 			t.Fatalf("group/dedup %q/%q, want %q/%q", message.GroupID, message.DeduplicationID, group, deduplication)
 		}
 		before := *message
-		message.ApplySystemAttributes()
+		sqsx.ApplySystemAttributes(message)
 		if message.ReceiveCount != before.ReceiveCount || !message.SentAt.Equal(before.SentAt) || !message.FirstReceivedAt.Equal(before.FirstReceivedAt) {
 			t.Fatalf("second application changed the message: %+v vs %+v", message, before)
 		}

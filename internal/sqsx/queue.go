@@ -1,4 +1,4 @@
-package sqsworker
+package sqsx
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// QueueAttributesAPI is the part of the SQS client that [LoadQueue] uses.
-// *sqs.Client satisfies it.
+// QueueAttributesAPI is the part of the SQS client that [LoadQueue] uses (and
+// [ResolveQueueURL]). *sqs.Client satisfies it.
 type QueueAttributesAPI interface {
 	GetQueueAttributes(ctx context.Context, input *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	GetQueueUrl(ctx context.Context, input *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
@@ -49,14 +49,14 @@ type Queue struct {
 
 // LoadQueue reads queueURL's attributes (GetQueueAttributes) and, when it has a redrive
 // policy, resolves the dead-letter queue's URL (GetQueueUrl with the name and account
-// from its ARN). Errors from SQS are returned wrapped, prefixed "sqsworker: ".
+// from its ARN). Errors from SQS are returned wrapped, prefixed "sqsx: ".
 func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Queue, error) {
 	output, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqsworker: reading attributes of queue %s: %w", queueURL, err)
+		return nil, fmt.Errorf("sqsx: reading attributes of queue %s: %w", queueURL, err)
 	}
 	attributes := output.Attributes
 	queue := &Queue{
@@ -67,14 +67,14 @@ func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Q
 	if value := attributes[string(types.QueueAttributeNameVisibilityTimeout)]; value != "" {
 		seconds, err := strconv.Atoi(value)
 		if err != nil {
-			return nil, fmt.Errorf("sqsworker: queue %s: VisibilityTimeout %q is not a number", queueURL, value)
+			return nil, fmt.Errorf("sqsx: queue %s: VisibilityTimeout %q is not a number", queueURL, value)
 		}
 		queue.VisibilityTimeout = time.Duration(seconds) * time.Second
 	}
 	if value := attributes[string(types.QueueAttributeNameMaximumMessageSize)]; value != "" {
 		size, err := strconv.Atoi(value)
 		if err != nil {
-			return nil, fmt.Errorf("sqsworker: queue %s: MaximumMessageSize %q is not a number", queueURL, value)
+			return nil, fmt.Errorf("sqsx: queue %s: MaximumMessageSize %q is not a number", queueURL, value)
 		}
 		queue.MaximumMessageSize = size
 	}
@@ -84,21 +84,22 @@ func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Q
 	}
 	queue.RedrivePolicy, err = parseRedrivePolicy(policy)
 	if err != nil {
-		return nil, fmt.Errorf("sqsworker: queue %s: %w", queueURL, err)
+		return nil, fmt.Errorf("sqsx: queue %s: %w", queueURL, err)
 	}
-	name, account, err := queueNameFromARN(queue.RedrivePolicy.DeadLetterTargetARN)
+	dlq, err := ParseQueueARN(queue.RedrivePolicy.DeadLetterTargetARN)
 	if err != nil {
-		return nil, fmt.Errorf("sqsworker: queue %s: redrive policy: %w", queueURL, err)
+		return nil, fmt.Errorf("sqsx: queue %s: redrive policy: %w", queueURL, err)
 	}
+	name, account := dlq.Name, dlq.Account
 	urlOutput, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{
 		QueueName:              aws.String(name),
 		QueueOwnerAWSAccountId: aws.String(account),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqsworker: resolving dead-letter queue %s of %s: %w", name, queueURL, err)
+		return nil, fmt.Errorf("sqsx: resolving dead-letter queue %s of %s: %w", name, queueURL, err)
 	}
 	queue.DeadLetterQueueURL = aws.ToString(urlOutput.QueueUrl)
-	queue.DeadLetterQueueFIFO = strings.HasSuffix(name, ".fifo")
+	queue.DeadLetterQueueFIFO = IsFIFOName(name)
 	return queue, nil
 }
 
@@ -119,11 +120,45 @@ func parseRedrivePolicy(text string) (*RedrivePolicy, error) {
 	return &RedrivePolicy{DeadLetterTargetARN: raw.DeadLetterTargetARN, MaxReceiveCount: count}, nil
 }
 
-// queueNameFromARN splits "arn:aws:sqs:REGION:ACCOUNT:NAME" into NAME and ACCOUNT.
-func queueNameFromARN(arn string) (name, account string, err error) {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[5] == "" {
-		return "", "", fmt.Errorf("%q is not an SQS queue ARN", arn)
+// AttributesAPI is the part of the SQS client [QueueDepth] uses.
+type AttributesAPI interface {
+	GetQueueAttributes(ctx context.Context, input *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Depth is a queue's approximate message counts, as GetQueueAttributes reports them.
+type Depth struct {
+	// Visible is ApproximateNumberOfMessages: available for receive.
+	Visible int
+	// InFlight is ApproximateNumberOfMessagesNotVisible: received, not yet deleted.
+	InFlight int
+	// Delayed is ApproximateNumberOfMessagesDelayed: sent with a delay not yet over.
+	Delayed int
+}
+
+// Total is every message the queue holds: visible, in flight and delayed.
+func (d Depth) Total() int { return d.Visible + d.InFlight + d.Delayed }
+
+// QueueDepth reads the queue's approximate counts (one GetQueueAttributes call). SQS
+// documents them as approximate: a count can lag a send or delete by a short while.
+func QueueDepth(ctx context.Context, api AttributesAPI, queueURL string) (Depth, error) {
+	output, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return Depth{}, QueueError(queueURL, err)
 	}
-	return parts[5], parts[4], nil
+	number := func(name types.QueueAttributeName) int {
+		value, _ := strconv.Atoi(output.Attributes[string(name)])
+		return value
+	}
+	return Depth{
+		Visible:  number(types.QueueAttributeNameApproximateNumberOfMessages),
+		InFlight: number(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		Delayed:  number(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+	}, nil
 }

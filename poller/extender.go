@@ -2,17 +2,14 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // heartbeatRetryDelay is how soon a heartbeat is retried after the whole
@@ -52,7 +49,7 @@ type extender struct {
 	// initial is the visibility a receive gives (Config.ReceiveVisibility).
 	initial           time.Duration
 	logger            *slog.Logger
-	stats             *counters
+	settle            *settle.Settler
 	callContext       context.Context
 	callErrorsLimiter logLimiter
 
@@ -65,12 +62,12 @@ type extender struct {
 
 type extenderParams struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
 	interval    time.Duration
 	extension   time.Duration
 	initial     time.Duration
 	logger      *slog.Logger
-	stats       *counters
+	settle      *settle.Settler
 	callContext context.Context
 }
 
@@ -82,7 +79,7 @@ func newExtender(params extenderParams) *extender {
 		extension:         params.extension,
 		initial:           params.initial,
 		logger:            params.logger,
-		stats:             params.stats,
+		settle:            params.settle,
 		callContext:       params.callContext,
 		callErrorsLimiter: logLimiter{interval: 10 * time.Second},
 		leases:            make(map[*lease]struct{}),
@@ -160,15 +157,17 @@ func (e *extender) beat(now time.Time) {
 		}
 	}
 	e.mu.Unlock()
-	inBatches(due, e.extend)
+	for _, batch := range sqsx.Chunk(due, 0, nil, 0) {
+		e.extend(batch)
+	}
 }
 
 // extend sends one ChangeMessageVisibilityBatch for batch, holding each lease's lock
-// for the duration of the call. Entry ids are indexes into sent.
+// for the duration of the call.
 func (e *extender) extend(batch []*lease) {
 	now := time.Now()
 	var sent []*lease
-	var entries []types.ChangeMessageVisibilityBatchRequestEntry
+	var changes []sqsx.VisibilityChange
 	defer func() {
 		for _, l := range sent {
 			l.mu.Unlock()
@@ -181,7 +180,7 @@ func (e *extender) extend(batch []*lease) {
 			continue
 		}
 		// Never ask for more than SQS allows: 12 h from the receive.
-		extension := sqsworker.ClampVisibility(e.extension, now.Sub(l.delivery.receivedAt))
+		extension := sqsx.ClampVisibility(e.extension, now.Sub(l.delivery.receivedAt))
 		if extension <= e.interval {
 			l.stopped = true
 			l.mu.Unlock()
@@ -189,40 +188,32 @@ func (e *extender) extend(batch []*lease) {
 			continue
 		}
 		sent = append(sent, l)
-		entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
-			Id:                aws.String(strconv.Itoa(len(sent) - 1)),
-			ReceiptHandle:     aws.String(l.delivery.message.ReceiptHandle),
-			VisibilityTimeout: sqsworker.VisibilitySeconds(extension),
-		})
+		changes = append(changes, sqsx.VisibilityChange{ReceiptHandle: l.delivery.message.ReceiptHandle, Timeout: extension})
 	}
-	if len(entries) == 0 {
+	if len(changes) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(e.callContext, max(e.interval, time.Second))
 	defer cancel()
-	output, err := e.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
-		QueueUrl: aws.String(e.queueURL),
-		Entries:  entries,
-	}, withoutRetryQuota)
-	if err != nil {
-		e.callFailed(sent, now, err)
+	results := sqsx.ChangeVisibility(ctx, e.api, e.queueURL, changes, withoutRetryQuota)
+	if callErr, ok := errors.AsType[*sqsx.CallError](results[0].Err); ok {
+		e.callFailed(sent, now, callErr.Err)
 		return
 	}
-	for _, entry := range output.Successful {
-		if index, ok := entryIndex(entry.Id, len(sent)); ok {
-			sent[index].visibleUntil = now.Add(time.Duration(entries[index].VisibilityTimeout) * time.Second)
-			sent[index].nextDue = now.Add(e.interval)
-		}
-	}
-	for _, entry := range output.Failed {
-		index, ok := entryIndex(entry.Id, len(sent))
-		if !ok {
+	for i, result := range results {
+		l := sent[i]
+		if result.Err == nil {
+			extended := time.Duration(sqsx.VisibilitySeconds(changes[i].Timeout)) * time.Second
+			l.visibleUntil = now.Add(extended)
+			l.nextDue = now.Add(e.interval)
+			e.settle.HeartbeatExtended(e.callContext, l.delivery.heldDelivery(), extended)
 			continue
 		}
-		sent[index].stopped = true
-		e.stats.heartbeat.Add(1)
-		messageLogger(e.logger, sent[index].delivery.message).Warn("poller: heartbeat failed; no further heartbeats for this message",
-			"code", aws.ToString(entry.Code), "sender_fault", entry.SenderFault, "error", aws.ToString(entry.Message))
+		l.stopped = true
+		entry, _ := errors.AsType[*sqsx.EntryError](result.Err)
+		messageLogger(e.logger, l.delivery.message).Warn("poller: heartbeat failed; no further heartbeats for this message",
+			"code", entry.Code, "sender_fault", entry.SenderFault, "error", entry.Message)
+		e.settle.HeartbeatFailed(e.callContext, l.delivery.heldDelivery(), result.Err)
 	}
 }
 
@@ -238,17 +229,10 @@ func (e *extender) callFailed(leases []*lease, now time.Time, err error) {
 		}
 		if now.After(l.visibleUntil) {
 			l.stopped = true
-			e.stats.heartbeat.Add(1)
 			messageLogger(e.logger, l.delivery.message).Warn("poller: heartbeat failed until the visibility ran out; no further heartbeats for this message", "error", err)
+			e.settle.HeartbeatFailed(e.callContext, l.delivery.heldDelivery(), err)
 			continue
 		}
 		l.nextDue = now.Add(heartbeatRetryDelay + rand.N(heartbeatRetryDelay/2))
 	}
-}
-
-// entryIndex parses a batch entry id, which is the entry's index ("0".."9"), and
-// checks it against the batch size.
-func entryIndex(id *string, size int) (int, bool) {
-	index, err := strconv.Atoi(aws.ToString(id))
-	return index, err == nil && index >= 0 && index < size
 }

@@ -1,4 +1,4 @@
-package sqsworker_test
+package settle_test
 
 import (
 	"context"
@@ -15,30 +15,32 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 // smallQueue is a test queue pair whose source and dead-letter queues accept messages
 // of at most 256 KiB (LocalStack defaults to 1 MiB, as SQS does for new queues).
-func smallQueue(t *testing.T, client *sqs.Client) (testenv.Queue, *sqsworker.Queue) {
+func smallQueue(t *testing.T, client *sqs.Client) (testenv.Queue, *sqsx.Queue) {
 	t.Helper()
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	for _, url := range []string{created.URL, created.DeadLetterQueueURL} {
 		_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{
 			QueueUrl:   aws.String(url),
-			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsworker.DefaultMaximumMessageSize)},
+			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsx.DefaultMaximumMessageSize)},
 		})
 		require.NoError(t, err)
 	}
-	queue, err := sqsworker.LoadQueue(context.Background(), client, created.URL)
+	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
 	require.NoError(t, err)
-	require.Equal(t, sqsworker.DefaultMaximumMessageSize, queue.MaximumMessageSize)
+	require.Equal(t, sqsx.DefaultMaximumMessageSize, queue.MaximumMessageSize)
 	return created, queue
 }
 
 // bodyOfSize returns a body that makes a message with attributes exactly size bytes.
 func bodyOfSize(size int, attributes map[string]sqsworker.MessageAttribute) string {
-	return strings.Repeat("b", size-sqsworker.MessageSize("", attributes))
+	return strings.Repeat("b", size-sqsx.MessageSize(&sqsworker.Message{Body: "", MessageAttributes: attributes}))
 }
 
 func TestMessageSizeCountsAsSQSDoes(t *testing.T) {
@@ -47,7 +49,7 @@ func TestMessageSizeCountsAsSQSDoes(t *testing.T) {
 		"tenant": {DataType: "String", StringValue: "acme"},       // 6 + 6 + 4
 		"blob":   {DataType: "Binary", BinaryValue: []byte{1, 2}}, // 4 + 6 + 2
 	}
-	assert.Equal(t, len("héllo")+16+12, sqsworker.MessageSize("héllo", attributes))
+	assert.Equal(t, len("héllo")+16+12, sqsx.MessageSize(&sqsworker.Message{Body: "héllo", MessageAttributes: attributes}))
 }
 
 // TestSendToDeadLetterQueueFitsTheSizeLimit: a message at exactly the queue's size limit
@@ -80,8 +82,8 @@ func TestSendToDeadLetterQueueFitsTheSizeLimit(t *testing.T) {
 			ReceiveCount:      1,
 			MessageAttributes: original,
 		}
-		require.Equal(t, queue.MaximumMessageSize-tc.room, sqsworker.MessageSize(message.Body, message.MessageAttributes))
-		require.NoError(t, sqsworker.SendToDeadLetterQueue(ctx, client, queue, message, outcome), tc.name)
+		require.Equal(t, queue.MaximumMessageSize-tc.room, sqsx.MessageSize(message))
+		require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome), tc.name)
 		received := receiveOne(t, client, created.DeadLetterQueueURL)
 		assert.Equal(t, message.Body, aws.ToString(received.Body), tc.name)
 		var names []string
@@ -106,7 +108,7 @@ func TestSendToDeadLetterQueueKeepsToTenAttributes(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	queue, err := sqsworker.LoadQueue(ctx, client, created.URL)
+	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
 	require.NoError(t, err)
 	for _, own := range []int{7, 9} {
 		attributes := map[string]sqsworker.MessageAttribute{}
@@ -115,7 +117,7 @@ func TestSendToDeadLetterQueueKeepsToTenAttributes(t *testing.T) {
 			attributes[name] = sqsworker.MessageAttribute{DataType: "String", StringValue: name}
 		}
 		message := &sqsworker.Message{ID: "m-many-" + strconv.Itoa(own), Body: "x", ReceiveCount: 1, MessageAttributes: attributes}
-		require.NoError(t, sqsworker.SendToDeadLetterQueue(ctx, client, queue, message, sqsworker.Classify(sqsworker.Permanent("X", nil))))
+		require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, sqsworker.Classify(sqsworker.Permanent("X", nil))))
 		received := receiveOne(t, client, created.DeadLetterQueueURL)
 		got := received.MessageAttributes
 		assert.Len(t, got, min(own+3, 10))
@@ -151,9 +153,9 @@ func (e *smithyError) ErrorFault() smithy.ErrorFault { return smithy.FaultClient
 func TestSendToDeadLetterQueueRetriesWithoutFailureAttributesWhenRefusedAsTooLarge(t *testing.T) {
 	t.Parallel()
 	api := &tooSmallDLQ{}
-	queue := &sqsworker.Queue{URL: "https://sqs.us-east-1.amazonaws.com/1/q", DeadLetterQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q-dlq", MaximumMessageSize: 1048576}
+	queue := &sqsx.Queue{URL: "https://sqs.us-east-1.amazonaws.com/1/q", DeadLetterQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q-dlq", MaximumMessageSize: 1048576}
 	message := &sqsworker.Message{ID: "m", Body: "x", ReceiveCount: 1, MessageAttributes: map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}}
-	require.NoError(t, sqsworker.SendToDeadLetterQueue(context.Background(), api, queue, message, sqsworker.Classify(sqsworker.Permanent("X", nil))))
+	require.NoError(t, settle.SendToDeadLetterQueue(context.Background(), api, queue, message, sqsworker.Classify(sqsworker.Permanent("X", nil))))
 	require.Len(t, api.inputs, 2)
 	assert.Equal(t, map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}, api.inputs[1].MessageAttributes)
 }

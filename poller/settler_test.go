@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 var testBackoff = sqsworker.Backoff{Base: 3 * time.Second, Cap: time.Minute, Jitter: sqsworker.JitterNone}
@@ -168,7 +169,7 @@ func TestOutcomeActions(t *testing.T) {
 // received 1 h ago is clamped below what SQS still accepts, never negative.
 func TestVisibilityClampedToTwelveHours(t *testing.T) {
 	t.Parallel()
-	limit := int32((12*time.Hour - time.Hour - sqsworker.VisibilitySafetyMargin) / time.Second)
+	limit := int32((12*time.Hour - time.Hour - sqsx.VisibilitySafetyMargin) / time.Second)
 	tests := []struct {
 		name    string
 		backoff sqsworker.Backoff

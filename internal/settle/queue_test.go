@@ -1,4 +1,4 @@
-package sqsworker_test
+package settle_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
@@ -22,7 +24,7 @@ func TestLoadQueueResolvesTheDeadLetterQueue(t *testing.T) {
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 5})
 
-	queue, err := sqsworker.LoadQueue(context.Background(), client, created.URL)
+	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
 	require.NoError(t, err)
 	assert.Equal(t, created.ARN, queue.ARN)
 	assert.False(t, queue.FIFO)
@@ -38,14 +40,14 @@ func TestLoadQueueWithoutRedrivePolicy(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
-	queue, err := sqsworker.LoadQueue(context.Background(), client, created.URL)
+	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
 	require.NoError(t, err)
 	assert.Nil(t, queue.RedrivePolicy)
 	assert.Empty(t, queue.DeadLetterQueueURL)
 
-	_, err = sqsworker.LoadQueue(context.Background(), client, created.URL+"-missing")
+	_, err = sqsx.LoadQueue(context.Background(), client, created.URL+"-missing")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "sqsworker: reading attributes of queue")
+	assert.Contains(t, err.Error(), "sqsx: reading attributes of queue")
 }
 
 func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
@@ -53,7 +55,7 @@ func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	queue, err := sqsworker.LoadQueue(ctx, client, created.URL)
+	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
 	require.NoError(t, err)
 
 	message := &sqsworker.Message{
@@ -65,7 +67,7 @@ func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
 		},
 	}
 	outcome := sqsworker.Classify(sqsworker.Permanent("HTTP410", errors.New("endpoint answered 410 Gone: "+strings.Repeat("x", 3000))))
-	require.NoError(t, sqsworker.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
+	require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
 
 	received := receiveOne(t, client, created.DeadLetterQueueURL)
 	assert.Equal(t, message.Body, aws.ToString(received.Body))
@@ -86,16 +88,16 @@ func TestSendToDeadLetterQueueKeepsTheFIFOGroup(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
-	queue, err := sqsworker.LoadQueue(ctx, client, created.URL)
+	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
 	require.NoError(t, err)
 	require.True(t, queue.FIFO)
 	require.True(t, queue.DeadLetterQueueFIFO)
 
 	message := &sqsworker.Message{ID: "m-fifo", Body: "poison", ReceiveCount: 1, GroupID: "g1"}
 	outcome := sqsworker.Classify(sqsworker.Permanent("Poison", nil))
-	require.NoError(t, sqsworker.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
+	require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
 	// A repeated send after a crash is deduplicated by the message id.
-	require.NoError(t, sqsworker.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
+	require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
 
 	received := receiveOne(t, client, created.DeadLetterQueueURL)
 	assert.Equal(t, "g1", received.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)])
