@@ -53,7 +53,8 @@ const (
 // Loading
 // ---------------------------------------------------------------------------------------
 
-// repoRoot walks up from the test's directory to the directory holding go.mod.
+// repoRoot walks up from the test's directory to the directory holding the root module's
+// go.mod (this test is a module of its own, infra/terraform/go.mod).
 func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -61,12 +62,13 @@ func repoRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.HasPrefix(string(data), "module github.com/sqsworker/sqsworker\n") {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
+			t.Fatal("no go.mod of module github.com/sqsworker/sqsworker above the test directory")
 		}
 		dir = parent
 	}
