@@ -151,7 +151,7 @@ func TestSnippetsAreCompiledExamples(t *testing.T) {
 		code, _, _ := strings.Cut(block, "```")
 		snippets = append(snippets, snippet{fmt.Sprintf("README.md Go block %d", i+1), code})
 	}
-	for _, file := range []string{"doc.go", "poller/doc.go", "lambda/doc.go", "idempotency/doc.go", "redrive/doc.go", "worker/worker.go"} {
+	for _, file := range []string{"doc.go", "poller/doc.go", "lambda/doc.go", "idempotency/doc.go", "redrive/doc.go", "worker/worker.go", "producer/doc.go"} {
 		text, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

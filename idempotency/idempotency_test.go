@@ -12,6 +12,7 @@ import (
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/idempotency/idempotencytest"
 	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 // flow is a middleware on a MemoryStore with a fake clock and a counting handler.
@@ -553,7 +554,7 @@ func TestReadPathDecisions(t *testing.T) {
 	wantOutcome(t, "in progress", handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{}")), outcomeDefer(15*time.Second))
 	wantOutcome(t, "mismatch in progress", handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{ }")), outcomeMismatch)
 	close(block)
-	if err := <-first; err != nil {
+	if err := testenv.Recv(t, first, testenv.WaitTimeout, "first"); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcome(t, "completed", handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{}")), outcomeDelete)

@@ -22,10 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/stretchr/testify/assert"
 )
 
 // Message ids and receipt handles of testdata/sqs_event.json (m1, m2 with
@@ -256,9 +255,7 @@ func TestBatchHandlerResponses(t *testing.T) {
 			for id, seconds := range tc.wantVisibility {
 				wantVisibility[receipt(t, event, id)] = seconds
 			}
-			if diff := cmp.Diff(wantVisibility, fake.visibilityByReceipt()); diff != "" {
-				t.Errorf("visibility timeouts by receipt handle (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, wantVisibility, fake.visibilityByReceipt(), "visibility timeouts by receipt handle")
 			if len(fake.sent) != tc.wantSent {
 				t.Errorf("dead-letter sends = %d, want %d", len(fake.sent), tc.wantSent)
 			}
@@ -272,9 +269,7 @@ func TestBatchHandlerResponses(t *testing.T) {
 			for _, id := range tc.wantDeleted {
 				wantDeleted = append(wantDeleted, receipt(t, event, id))
 			}
-			if diff := cmp.Diff(wantDeleted, deleted); diff != "" {
-				t.Errorf("deleted receipt handles (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, wantDeleted, deleted, "deleted receipt handles")
 		})
 	}
 }
@@ -302,8 +297,6 @@ func TestExactRequests(t *testing.T) {
 	if want := `{"batchItemFailures":[{"itemIdentifier":"` + m2 + `"}]}`; got != want {
 		t.Errorf("response\n got %s\nwant %s", got, want)
 	}
-	ignore := cmpopts.IgnoreUnexported(sqs.ChangeMessageVisibilityBatchInput{}, types.ChangeMessageVisibilityBatchRequestEntry{},
-		sqs.SendMessageInput{}, types.MessageAttributeValue{})
 	wantVisibility := []*sqs.ChangeMessageVisibilityBatchInput{{
 		QueueUrl: aws.String(queueURL),
 		Entries: []types.ChangeMessageVisibilityBatchRequestEntry{
@@ -311,9 +304,7 @@ func TestExactRequests(t *testing.T) {
 			{Id: aws.String("0"), ReceiptHandle: aws.String(receipt(t, event, m2)), VisibilityTimeout: 4},
 		},
 	}}
-	if diff := cmp.Diff(wantVisibility, fake.visibility, ignore); diff != "" {
-		t.Errorf("ChangeMessageVisibilityBatch requests (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, wantVisibility, fake.visibility, "ChangeMessageVisibilityBatch requests")
 	str := func(value string) types.MessageAttributeValue {
 		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(value)}
 	}
@@ -327,9 +318,7 @@ func TestExactRequests(t *testing.T) {
 			sqsworker.AttributeFailureReceiveCount: {DataType: aws.String("Number"), StringValue: aws.String("1")},
 		},
 	}}
-	if diff := cmp.Diff(wantSent, fake.sent, ignore); diff != "" {
-		t.Errorf("SendMessage requests (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, wantSent, fake.sent, "SendMessage requests")
 
 	// The redrive policy is read once per execution environment, not per invocation.
 	if _, err := invoke(context.Background(), fn, payload); err != nil {
@@ -402,9 +391,7 @@ func TestEntireBatchFailureLogs(t *testing.T) {
 					found[entry["message_id"].(string)] = entry["receive_count"].(float64)
 				}
 			}
-			if diff := cmp.Diff(map[string]float64{m1: 1, m2: 2, m3: 1}, found); diff != "" {
-				t.Errorf("per-record failure logs, message id → receive count (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, map[string]float64{m1: 1, m2: 2, m3: 1}, found, "per-record failure logs, message id → receive count")
 		})
 	}
 }
@@ -455,9 +442,7 @@ func TestDeadline(t *testing.T) {
 				t.Errorf("response\n got %s\nwant %s", got, want)
 			}
 			wantVisibility := map[string]int32{receipt(t, event, m1): 0, receipt(t, event, m2): 0, receipt(t, event, m3): 0}
-			if diff := cmp.Diff(wantVisibility, fake.visibilityByReceipt()); diff != "" {
-				t.Errorf("visibility timeouts (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, wantVisibility, fake.visibilityByReceipt(), "visibility timeouts")
 		})
 	}
 }

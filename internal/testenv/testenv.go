@@ -318,3 +318,24 @@ func RequireFIFOGroupBlocking(t testing.TB, client *sqs.Client) {
 			os.Getenv("AWS_ENDPOINT_URL_SQS"), aws.ToString(output.Messages[0].Body))
 	}
 }
+
+// WaitTimeout bounds Recv in most tests: far above what a step takes on a busy 2-core
+// machine with a serialized emulator, so reaching it means the step is not coming.
+const WaitTimeout = 2 * time.Minute
+
+// Recv returns the next value from ch, and fails the test naming what it waited for when
+// timeout passes first (a closed channel yields its zero value at once). Use it instead
+// of a bare <-ch, so a test that cannot make progress fails instead of hanging until the
+// package timeout.
+func Recv[T any](t testing.TB, ch <-chan T, timeout time.Duration, what string) T {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case value := <-ch:
+		return value
+	case <-timer.C:
+		t.Fatalf("testenv: timed out after %s waiting for: %s", timeout, what)
+		panic("unreachable")
+	}
+}

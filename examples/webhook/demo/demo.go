@@ -13,18 +13,16 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -536,75 +534,27 @@ func poll(ctx context.Context, interval time.Duration, check func() (bool, error
 	}
 }
 
-// send sends the messages with SendMessageBatch, ten at a time from a few goroutines,
-// retrying failed entries, and returns the key of each message id.
+// send sends the messages through the producer (SendMessageBatch, ten at a time, each
+// entry that failed on SQS's side sent again alone) and returns the key of each message
+// id.
 func send(ctx context.Context, client *sqs.Client, queueURL string, messages []planned) (map[string]string, error) {
-	keys := make(map[string]string, len(messages))
-	var mu sync.Mutex
-	batches := make(chan []planned)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for batch := range batches {
-				if err := sendBatch(ctx, client, queueURL, batch, func(id, key string) {
-					mu.Lock()
-					keys[id] = key
-					mu.Unlock()
-				}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	go func() {
-		defer close(batches)
-		for _, batch := range sqsx.Chunk(messages, 0, nil, 0) {
-			select {
-			case batches <- batch:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	wg.Wait()
-	close(errs)
-	for range batches { // drain after a failure
-	}
-	if err := errors.Join(<-errs, ctx.Err()); err != nil {
+	jobs, err := producer.New(client, producer.Config{})
+	if err != nil {
 		return nil, err
 	}
-	if len(keys) != len(messages) {
-		return nil, fmt.Errorf("demo: sent %d of %d messages", len(keys), len(messages))
+	batch := make([]producer.Job, len(messages))
+	for i, message := range messages {
+		batch[i] = producer.Job{Body: message.body}
+	}
+	results, err := jobs.SendBatch(ctx, queueURL, batch)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	keys := make(map[string]string, len(messages))
+	for i, result := range results {
+		keys[result.MessageID] = messages[i].key
 	}
 	return keys, nil
-}
-
-func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch []planned, sent func(id, key string)) error {
-	pending := batch
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt == 5 {
-			return fmt.Errorf("demo: %d messages still failing after 5 SendMessageBatch attempts", len(pending))
-		}
-		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(pending))
-		for i, message := range pending {
-			entries[i] = sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String(message.body)}
-		}
-		var failed []planned
-		for i, result := range sqsx.SendMessages(ctx, client, queueURL, entries, 0) {
-			if callErr, ok := errors.AsType[*sqsx.CallError](result.Err); ok {
-				return fmt.Errorf("demo: SendMessageBatch: %w", callErr.Err)
-			}
-			if result.Err != nil {
-				failed = append(failed, pending[i])
-				continue
-			}
-			sent(result.MessageID, pending[i].key)
-		}
-		pending = failed
-	}
-	return nil
 }
 
 // deadLetters is what the dead-letter queue holds.
