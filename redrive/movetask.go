@@ -9,14 +9,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // MaxMoveRate is the highest rate, in messages per second, that StartMessageMoveTask
 // accepts (MaxNumberOfMessagesPerSecond).
 const MaxMoveRate = 500
 
-// maxListedMoveTasks is the most tasks ListMessageMoveTasks returns (MaxResults 1 to 10).
-const maxListedMoveTasks = 10
+// maxListedMoveTasks is the most tasks ListMessageMoveTasks returns.
+const maxListedMoveTasks = sqsx.MaxListedMoveTasks
 
 // MoveTaskStatus is the status of a native message move task.
 type MoveTaskStatus string

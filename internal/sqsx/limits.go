@@ -31,6 +31,9 @@ const (
 	MaxBatchEntryIDLength = 80
 	// MaxDeduplicationIDLength is the longest MessageDeduplicationId and MessageGroupId.
 	MaxDeduplicationIDLength = 128
+	// MaxListedMoveTasks is the most tasks one ListMessageMoveTasks returns (MaxResults
+	// 1 to 10).
+	MaxListedMoveTasks = 10
 
 	// MaxVisibilityTimeout is the limit on a message's visibility timeout: 12 hours from
 	// the receive; ChangeMessageVisibility rejects more ("Visibility timeout" in the

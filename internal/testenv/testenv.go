@@ -248,7 +248,7 @@ const ReceiveTimeout = 30 * time.Second
 func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, want int, timeout time.Duration) []sqstypes.Message {
 	t.Helper()
 	if input.MaxNumberOfMessages == 0 {
-		input.MaxNumberOfMessages = 10
+		input.MaxNumberOfMessages = sqsx.MaxBatchEntries
 	}
 	if input.WaitTimeSeconds == 0 {
 		input.WaitTimeSeconds = 1
