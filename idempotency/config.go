@@ -15,11 +15,16 @@ import (
 const (
 	// DefaultTTL is how long a completed record suppresses duplicates.
 	DefaultTTL = time.Hour
-	// DefaultInProgressTTL is the lease for a handler whose context has no deadline.
-	// Both hosts give handlers a deadline (the poller its per-message hard timeout, the
-	// Lambda adapter the invocation deadline), so it applies only to other callers. It
-	// bounds how long a crashed run blocks its duplicates.
-	DefaultInProgressTTL = 5 * time.Minute
+	// DefaultInProgressTTL is the lease of a claim between renewals: the middleware
+	// renews it every third of it while the handler runs, so a crashed run blocks its key
+	// for at most this long (plus DefaultClockSkewAllowance).
+	DefaultInProgressTTL = 10 * time.Second
+	// DefaultClockSkewAllowance is how long after its end a lease still counts as held,
+	// so a host whose clock runs ahead takes nothing over early.
+	DefaultClockSkewAllowance = 2 * time.Second
+	// DefaultDuplicateWait is how long a duplicate of a running claim waits in process
+	// (reading the record) for the original to finish before it is deferred.
+	DefaultDuplicateWait = 5 * time.Second
 	// DefaultMinRemaining is the least time the handler's context must have left for a
 	// claim; with less, the handler could not finish before its lease ends.
 	DefaultMinRemaining = time.Second
@@ -31,9 +36,8 @@ const (
 	DefaultStoreTimeout = 5 * time.Second
 )
 
-// maxKeyLength is the longest key stored as is; longer keys are stored as a SHA-256
-// digest.
-const maxKeyLength = 1024
+// minInProgressTTL is the shortest lease Config.Validate accepts.
+const minInProgressTTL = 30 * time.Millisecond
 
 // KeyFunc returns a message's idempotency key. Returning "" or an error matching
 // [ErrKeyMissing] means the message has no key; any other error is returned as the
@@ -54,13 +58,16 @@ type Config struct {
 	// id. See also [KeyFromJSONField] and [KeyFromMessageAttribute].
 	KeyFunc KeyFunc
 	// KeyPrefix specifies a namespace for keys (for example the function or worker name),
-	// stored as KeyPrefix + "#" + key; if empty, keys are stored as they are. A key longer
-	// than 1024 bytes is first replaced by "sha256:" + its hex digest (DynamoDB
-	// partition keys hold at most 2048 bytes).
+	// stored as KeyPrefix + "#" + key; if empty, keys are stored as they are. See
+	// [StoredKey] for when a key is stored as its digest (over 1024 bytes, over DynamoDB's
+	// 2048-byte partition key limit with the prefix, not UTF-8, or spelled "sha256:...").
+	// At most MaxKeyPrefixBytes (1976) bytes of UTF-8.
 	KeyPrefix string
 	// KeyOptional specifies what happens to a message without a key: if false (the
 	// default), it fails permanently with reason "IdempotencyKeyMissing" (the host sends
-	// it to the dead-letter queue); if true, its handler runs without idempotency.
+	// it to the dead-letter queue); if true, its handler runs without idempotency (no
+	// record is read or written for it; a warning "idempotency bypassed: missing key" is
+	// logged per message). A missing key is never hashed as null or "".
 	KeyOptional bool
 	// PayloadHash specifies the hash validated between a record and its duplicates; if
 	// nil, defaults to [HashBody]. See also [HashJSONFields]. An error fails the message
@@ -69,10 +76,31 @@ type Config struct {
 	// TTL specifies how long a completed record suppresses duplicates, from completion;
 	// if zero, defaults to DefaultTTL (1 h). Stored in epoch seconds, rounded up.
 	TTL time.Duration
-	// InProgressTTL specifies the lease when the handler's context has no deadline; if
-	// zero, defaults to DefaultInProgressTTL (5 min). With a deadline, the lease ends at
-	// the deadline.
+	// InProgressTTL specifies the lease of a claim between renewals; if zero, defaults
+	// to DefaultInProgressTTL (10 s). While the handler runs, a heartbeat goroutine
+	// renews the lease every InProgressTTL/3 ([Store.Renew], conditioned on the lease),
+	// never past the handler context's deadline; it stops when the handler returns. A
+	// crashed run therefore blocks its key for at most InProgressTTL +
+	// ClockSkewAllowance. When a renewal finds the lease taken over, the handler's
+	// context is cancelled with an error matching [ErrLeaseLost]. At least 30 ms.
 	InProgressTTL time.Duration
+	// ClockSkewAllowance specifies how long past its in_progress_expiry a lease still
+	// counts as held before another host may take the key over: the claim compares
+	// lease ends with now - ClockSkewAllowance, so a host whose clock runs that much
+	// ahead cannot take over a live lease. If zero, defaults to DefaultClockSkewAllowance
+	// (2 s); if negative, none.
+	ClockSkewAllowance time.Duration
+	// DuplicateWait specifies how long a duplicate whose original is running waits in
+	// process for it, reading the record with a consistent read every 20 ms to 250 ms
+	// (doubling): when the original completes, the duplicate settles as a completed
+	// duplicate without another receive; when it fails (record released) or its lease
+	// ends, the duplicate claims the key. The wait also ends at the context's deadline
+	// minus MinRemaining. If the original still runs after it, the duplicate is deferred
+	// (see [Middleware]): until the original's deadline when its lease was renewed during
+	// the wait, or only until its lease can be taken over when it was not renewed for
+	// InProgressTTL/2 (a crashed original; so keep DuplicateWait >= InProgressTTL/2). If zero, defaults to DefaultDuplicateWait (5 s); if negative,
+	// duplicates are deferred at once.
+	DuplicateWait time.Duration
 	// MinRemaining specifies the least time the handler's context must have left before
 	// its deadline for the key to be claimed; with less, nothing is written and the
 	// message fails with [ErrInsufficientTime] (retryable). If zero, defaults to
@@ -96,7 +124,8 @@ type Config struct {
 	// SystemClock. Tests inject a fake to exercise expiry without sleeping.
 	Clock Clock
 	// Random specifies the source of jitter, returning numbers in [0, 1); if nil,
-	// defaults to math/rand/v2's Float64.
+	// defaults to math/rand/v2's Float64. Calls are serialised (see
+	// [sqsworker.SerializedRandom]), so a seeded *rand.Rand's Float64 is safe.
 	Random func() float64
 	// Logger specifies where decisions and store failures are logged; if nil, logs are
 	// discarded. Message bodies are never logged.
@@ -117,6 +146,14 @@ func (c Config) withDefaults() Config {
 	if c.InProgressTTL == 0 {
 		c.InProgressTTL = DefaultInProgressTTL
 	}
+	if c.ClockSkewAllowance == 0 {
+		c.ClockSkewAllowance = DefaultClockSkewAllowance
+	}
+	c.ClockSkewAllowance = max(c.ClockSkewAllowance, 0)
+	if c.DuplicateWait == 0 {
+		c.DuplicateWait = DefaultDuplicateWait
+	}
+	c.DuplicateWait = max(c.DuplicateWait, 0)
 	if c.MinRemaining == 0 {
 		c.MinRemaining = DefaultMinRemaining
 	}
@@ -135,6 +172,8 @@ func (c Config) withDefaults() Config {
 	if c.Random == nil {
 		c.Random = rand.Float64
 	}
+	// Messages run concurrently: a seeded *rand.Rand is not safe for that.
+	c.Random = sqsworker.SerializedRandom(c.Random)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,6 +193,12 @@ func (c Config) Validate() error {
 	negative("InProgressTTL", c.InProgressTTL)
 	negative("MinRemaining", c.MinRemaining)
 	negative("StoreTimeout", c.StoreTimeout)
+	if c.InProgressTTL > 0 && c.InProgressTTL < minInProgressTTL {
+		errs = append(errs, fmt.Errorf("idempotency: Config.InProgressTTL (%s) is below %s: its renewals (every third) would flood the store", c.InProgressTTL, minInProgressTTL))
+	}
+	if err := validatePrefix(c.KeyPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("idempotency: Config.KeyPrefix: %w", err))
+	}
 	if c.TTL > 0 && c.TTL < time.Second {
 		errs = append(errs, fmt.Errorf("idempotency: Config.TTL (%s) is below one second, the precision of the expiration attribute", c.TTL))
 	}

@@ -11,21 +11,23 @@
 //
 // # Records
 //
-// Each key has one [Record]. A claim writes it IN_PROGRESS with a random lease token and
-// a lease end (the handler context's deadline); success turns it COMPLETED until its
+// Each key has one [Record]. A claim writes it IN_PROGRESS with a random lease token, a
+// short lease end (Config.InProgressTTL, 10 s, renewed by a heartbeat while the handler
+// runs, never past its context's deadline) and that deadline; success turns it COMPLETED until its
 // expiration (Config.TTL after completion); a handler error deletes it. Every update and
 // delete is conditioned on the lease token, so a run whose lease ended and was taken
 // over can no longer touch the record, and a rejected duplicate never touches it at all.
 // Expiry is computed in code at every claim (see [Record.Claimable]); DynamoDB TTL only
 // cleans up. Lease ends are absolute times compared across hosts, so keep host clocks
-// synchronised (NTP): skew lengthens or shortens leases by as much.
+// synchronised (NTP): skew beyond Config.ClockSkewAllowance (2 s) lengthens or shortens leases by as much.
 //
 // # Outcomes for duplicates
 //
 //   - COMPLETED with the same payload hash: the handler is skipped; nil (or what
 //     Config.OnCompletedDuplicate returns).
-//   - IN_PROGRESS under a live lease: [sqsworker.Defer] until the lease ends (plus up
-//     to 2 s jitter); counted as deferred, not failed.
+//   - IN_PROGRESS under a live lease: waits in process up to 5 s for the original; then
+//     [sqsworker.Defer] until the original's deadline, or until its lease can be taken
+//     over when it stopped renewing (plus up to 2 s jitter); counted as deferred.
 //   - a different payload hash, whatever the status: [sqsworker.Permanent] with reason
 //     "IdempotencyPayloadMismatch"; the message goes to the dead-letter queue.
 //
@@ -34,6 +36,6 @@
 // A table with the string partition key "id" and, preferably, TTL enabled on
 // "expiration". Attributes (names configurable with [WithAttributeNames]): "status"
 // ("IN_PROGRESS" or "COMPLETED"), "expiration" (epoch seconds), "in_progress_expiry"
-// (epoch milliseconds), "lease", "validation" (payload hash) and "data" (the result,
+// (epoch milliseconds), "in_progress_deadline" (epoch milliseconds), "lease", "validation" (payload hash) and "data" (the result,
 // binary). The store needs dynamodb:PutItem, GetItem, UpdateItem and DeleteItem.
 package idempotency

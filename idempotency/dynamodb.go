@@ -43,6 +43,9 @@ type AttributeNames struct {
 	Validation string
 	// Data holds the stored result (binary); if empty, "data".
 	Data string
+	// Deadline holds the running handler's deadline in epoch MILLISECONDS; if empty,
+	// "in_progress_deadline".
+	Deadline string
 }
 
 // Default attribute names.
@@ -54,6 +57,7 @@ const (
 	DefaultLeaseAttribute            = "lease"
 	DefaultValidationAttribute       = "validation"
 	DefaultDataAttribute             = "data"
+	DefaultDeadlineAttribute         = "in_progress_deadline"
 )
 
 func (n AttributeNames) withDefaults() AttributeNames {
@@ -69,6 +73,7 @@ func (n AttributeNames) withDefaults() AttributeNames {
 	set(&n.Lease, DefaultLeaseAttribute)
 	set(&n.Validation, DefaultValidationAttribute)
 	set(&n.Data, DefaultDataAttribute)
+	set(&n.Deadline, DefaultDeadlineAttribute)
 	return n
 }
 
@@ -125,7 +130,9 @@ const (
 	leaseCondition  = "#lease = :lease"
 	completeSet     = "SET #status = :completed, #expiration = :expiration"
 	completeSetData = "SET #status = :completed, #expiration = :expiration, #data = :data"
-	completeRemove  = " REMOVE #in_progress_expiry"
+	completeRemove  = " REMOVE #in_progress_expiry, #deadline"
+	renewCondition  = "#lease = :lease AND #status = :in_progress"
+	renewSet        = "SET #in_progress_expiry = :in_progress_expiry, #expiration = :expiration"
 )
 
 // PutInProgress implements [Store.PutInProgress] with one conditional PutItem:
@@ -204,6 +211,7 @@ func (s *DynamoDBStore) Complete(ctx context.Context, record Record) error {
 		"#status":             s.names.Status,
 		"#expiration":         s.names.Expiration,
 		"#in_progress_expiry": s.names.InProgressExpiry,
+		"#deadline":           s.names.Deadline,
 		"#lease":              s.names.Lease,
 	}
 	values := map[string]types.AttributeValue{
@@ -240,6 +248,30 @@ func (s *DynamoDBStore) Delete(ctx context.Context, key, lease string) error {
 	return s.leaseResult("delete", key, err)
 }
 
+// Renew implements [Store.Renew] with an UpdateItem conditioned on
+// "lease = :lease AND status = IN_PROGRESS".
+func (s *DynamoDBStore) Renew(ctx context.Context, record Record) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(record.Key),
+		UpdateExpression:    aws.String(renewSet),
+		ConditionExpression: aws.String(renewCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#in_progress_expiry": s.names.InProgressExpiry,
+			"#expiration":         s.names.Expiration,
+			"#lease":              s.names.Lease,
+			"#status":             s.names.Status,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":in_progress_expiry": number(record.InProgressExpiresAt.UnixMilli()),
+			":expiration":         number(record.ExpiresAt.Unix()),
+			":lease":              &types.AttributeValueMemberS{Value: record.Lease},
+			":in_progress":        &types.AttributeValueMemberS{Value: string(StatusInProgress)},
+		},
+	})
+	return s.leaseResult("renew", record.Key, err)
+}
+
 func (s *DynamoDBStore) leaseResult(op, key string, err error) error {
 	if err == nil {
 		return nil
@@ -268,6 +300,9 @@ func (s *DynamoDBStore) item(record Record) map[string]types.AttributeValue {
 	if !record.InProgressExpiresAt.IsZero() {
 		item[s.names.InProgressExpiry] = number(record.InProgressExpiresAt.UnixMilli())
 	}
+	if !record.Deadline.IsZero() {
+		item[s.names.Deadline] = number(record.Deadline.UnixMilli())
+	}
 	if record.PayloadHash != "" {
 		item[s.names.Validation] = &types.AttributeValueMemberS{Value: record.PayloadHash}
 	}
@@ -282,7 +317,7 @@ func (s *DynamoDBStore) item(record Record) map[string]types.AttributeValue {
 func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, error) {
 	var record Record
 	var status string
-	var expiration, inProgressExpiry int64
+	var expiration, inProgressExpiry, deadline int64
 	var errs []error
 	decode := func(name string, target any) {
 		if value, ok := item[name]; ok {
@@ -295,6 +330,7 @@ func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, er
 	decode(s.names.Status, &status)
 	decode(s.names.Expiration, &expiration)
 	decode(s.names.InProgressExpiry, &inProgressExpiry)
+	decode(s.names.Deadline, &deadline)
 	decode(s.names.Lease, &record.Lease)
 	decode(s.names.Validation, &record.PayloadHash)
 	decode(s.names.Data, &record.Result)
@@ -310,6 +346,9 @@ func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, er
 	}
 	if inProgressExpiry != 0 {
 		record.InProgressExpiresAt = time.UnixMilli(inProgressExpiry).UTC()
+	}
+	if deadline != 0 {
+		record.Deadline = time.UnixMilli(deadline).UTC()
 	}
 	return record, nil
 }

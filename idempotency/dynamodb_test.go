@@ -171,10 +171,10 @@ func TestDynamoDBLeaseConditionedRequests(t *testing.T) {
 		&dynamodb.UpdateItemInput{
 			TableName:           aws.String("idem"),
 			Key:                 key,
-			UpdateExpression:    aws.String("SET #status = :completed, #expiration = :expiration, #data = :data REMOVE #in_progress_expiry"),
+			UpdateExpression:    aws.String("SET #status = :completed, #expiration = :expiration, #data = :data REMOVE #in_progress_expiry, #deadline"),
 			ConditionExpression: aws.String("#lease = :lease"),
 			ExpressionAttributeNames: map[string]string{
-				"#status": "status", "#expiration": "expiration", "#in_progress_expiry": "in_progress_expiry", "#lease": "lease", "#data": "data",
+				"#status": "status", "#expiration": "expiration", "#in_progress_expiry": "in_progress_expiry", "#deadline": "in_progress_deadline", "#lease": "lease", "#data": "data",
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":completed": s("COMPLETED"), ":expiration": n("1790003600"), ":lease": s("L"), ":data": &types.AttributeValueMemberB{Value: []byte("ok")},
@@ -183,10 +183,10 @@ func TestDynamoDBLeaseConditionedRequests(t *testing.T) {
 		&dynamodb.UpdateItemInput{
 			TableName:           aws.String("idem"),
 			Key:                 key,
-			UpdateExpression:    aws.String("SET #status = :completed, #expiration = :expiration REMOVE #in_progress_expiry"),
+			UpdateExpression:    aws.String("SET #status = :completed, #expiration = :expiration REMOVE #in_progress_expiry, #deadline"),
 			ConditionExpression: aws.String("#lease = :lease"),
 			ExpressionAttributeNames: map[string]string{
-				"#status": "status", "#expiration": "expiration", "#in_progress_expiry": "in_progress_expiry", "#lease": "lease",
+				"#status": "status", "#expiration": "expiration", "#in_progress_expiry": "in_progress_expiry", "#deadline": "in_progress_deadline", "#lease": "lease",
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":completed": s("COMPLETED"), ":expiration": n("1790003600"), ":lease": s("L"),
@@ -317,7 +317,7 @@ func TestMiddlewareRequestSequences(t *testing.T) {
 			store := idempotency.NewDynamoDBStore(tc.api, "idem", idempotency.WithFastPath(tc.fastPath))
 			handler := sqsworker.Chain(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 				return tc.handlerErr
-			}), idempotency.Middleware(store, idempotency.Config{}))
+			}), idempotency.Middleware(store, idempotency.Config{DuplicateWait: -1})) // no in-process wait: one decision
 			err := handler.Handle(t.Context(), &sqsworker.Message{ID: "m-1", Body: "{}"})
 			if got := sqsworker.Classify(err).Kind; got != tc.wantKind {
 				t.Errorf("outcome = %s (%v); want %s", got, err, tc.wantKind)

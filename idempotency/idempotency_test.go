@@ -31,6 +31,14 @@ func newFlow(t *testing.T, config idempotency.Config) *flow {
 	if config.Random == nil {
 		config.Random = noJitter
 	}
+	// These tests check the lease rules without the skew allowance and the in-process
+	// wait (heartbeat_test.go covers those).
+	if config.ClockSkewAllowance == 0 {
+		config.ClockSkewAllowance = -1
+	}
+	if config.DuplicateWait == 0 {
+		config.DuplicateWait = -1
+	}
 	inner := sqsworker.HandlerFunc(func(ctx context.Context, message *sqsworker.Message) error {
 		f.calls.Add(1)
 		if f.result != nil {
@@ -286,8 +294,8 @@ func hashOf(body string) string {
 	return hash
 }
 
-// TestLeaseEnd checks the in-progress record's lease: the context deadline, or
-// InProgressTTL without one; the expiration always outlives the lease.
+// TestLeaseEnd checks the in-progress record's lease: InProgressTTL (10 s by default),
+// but never past the context deadline; the expiration always outlives the lease.
 func TestLeaseEnd(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -297,14 +305,16 @@ func TestLeaseEnd(t *testing.T) {
 		wantLeaseEnd   time.Time
 		wantExpiration time.Time
 	}{
-		{"Deadline", idempotency.Config{}, func(t *testing.T) context.Context { return withDeadline(t, start.Add(12345*time.Millisecond)) },
-			start.Add(12345 * time.Millisecond), start.Add(time.Hour)},
+		{"DeadlineBeforeTTL", idempotency.Config{}, func(t *testing.T) context.Context { return withDeadline(t, start.Add(2345*time.Millisecond)) },
+			start.Add(2345 * time.Millisecond), start.Add(time.Hour)},
+		{"DeadlineAfterTTL", idempotency.Config{}, func(t *testing.T) context.Context { return withDeadline(t, start.Add(12345*time.Millisecond)) },
+			start.Add(10 * time.Second), start.Add(time.Hour)},
 		{"NoDeadlineDefault", idempotency.Config{}, func(t *testing.T) context.Context { return t.Context() },
-			start.Add(5 * time.Minute), start.Add(time.Hour)},
+			start.Add(10 * time.Second), start.Add(time.Hour)},
 		{"NoDeadlineConfigured", idempotency.Config{InProgressTTL: 90 * time.Second}, func(t *testing.T) context.Context { return t.Context() },
 			start.Add(90 * time.Second), start.Add(time.Hour)},
-		{"DeadlineBeyondTTL", idempotency.Config{}, func(t *testing.T) context.Context {
-			return withDeadline(t, start.Add(2*time.Hour+300*time.Millisecond))
+		{"LeaseBeyondTTL", idempotency.Config{InProgressTTL: 2*time.Hour + 300*time.Millisecond}, func(t *testing.T) context.Context {
+			return withDeadline(t, start.Add(3*time.Hour))
 		},
 			start.Add(2*time.Hour + 300*time.Millisecond), start.Add(2*time.Hour + time.Second)},
 	}
@@ -534,7 +544,7 @@ func TestReadPathDecisions(t *testing.T) {
 			<-block
 		}
 		return nil
-	}), idempotency.Middleware(store, idempotency.Config{Clock: clock, Random: noJitter}))
+	}), idempotency.Middleware(store, idempotency.Config{Clock: clock, Random: noJitter, ClockSkewAllowance: -1, DuplicateWait: -1}))
 	first := make(chan error)
 	go func() { first <- handler.Handle(withDeadline(t, start.Add(20*time.Second)), message("m-1", "{}")) }()
 	awaitStart(t, started, first)

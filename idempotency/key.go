@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sqsworker/sqsworker"
 )
@@ -39,27 +41,76 @@ func KeyFromJSONField(path string) KeyFunc {
 		if err != nil {
 			return "", fmt.Errorf("%w: body is not JSON: %v", ErrKeyMissing, err)
 		}
-		value, ok := lookup(body, path)
-		if !ok || value == nil {
-			return "", fmt.Errorf("%w: no JSON field %q", ErrKeyMissing, path)
+		key, ok, err := fieldKey(body, path)
+		if err != nil {
+			return "", err
 		}
-		var key string
-		switch value := value.(type) {
-		case string:
-			key = value
-		case json.Number:
-			key = value.String()
-		default:
-			encoded, err := json.Marshal(value)
-			if err != nil {
-				return "", fmt.Errorf("idempotency: encoding JSON field %q: %w", path, err)
-			}
-			key = string(encoded)
-		}
-		if key == "" {
-			return "", fmt.Errorf("%w: JSON field %q is empty", ErrKeyMissing, path)
+		if !ok {
+			return "", fmt.Errorf("%w: expression body.%s selected no value", ErrKeyMissing, path)
 		}
 		return key, nil
+	}
+}
+
+// fieldKey renders the value at path as KeyFromJSONField does; ok is false when the
+// path is missing, null or "".
+func fieldKey(body any, path string) (key string, ok bool, err error) {
+	value, found := lookup(body, path)
+	if !found || value == nil {
+		return "", false, nil
+	}
+	switch value := value.(type) {
+	case string:
+		key = value
+	case json.Number:
+		key = value.String()
+	default:
+		encoded, err := json.Marshal(value)
+		if err != nil {
+			return "", false, fmt.Errorf("idempotency: encoding JSON field %q: %w", path, err)
+		}
+		key = string(encoded)
+	}
+	return key, key != "", nil
+}
+
+// KeyFromJSONFields returns a [KeyFunc] for a composite key: the values at paths (as in
+// [KeyFromJSONField]), as a compact JSON array of strings in the order given, with null
+// for a path that is missing, null or "" (an explicit marker: a partial key never equals
+// a key whose part is present, whatever its text). For example paths "tenant" and
+// "orderId" give ["T1","O-2"] or ["T1",null]. When every path selects nothing, the error
+// matches [ErrKeyMissing] and names the composite expression. A body that is not JSON
+// is an error matching ErrKeyMissing.
+func KeyFromJSONFields(paths ...string) KeyFunc {
+	if len(paths) == 0 || slices.Contains(paths, "") {
+		panic("idempotency: KeyFromJSONFields without paths, or with an empty one")
+	}
+	expression := "[body." + strings.Join(paths, ", body.") + "]"
+	return func(message *sqsworker.Message) (string, error) {
+		body, err := decodeJSON(message.Body)
+		if err != nil {
+			return "", fmt.Errorf("%w: body is not JSON: %v", ErrKeyMissing, err)
+		}
+		parts := make([]*string, len(paths))
+		present := 0
+		for i, path := range paths {
+			key, ok, err := fieldKey(body, path)
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				parts[i] = &key
+				present++
+			}
+		}
+		if present == 0 {
+			return "", fmt.Errorf("%w: expression %s selected no value", ErrKeyMissing, expression)
+		}
+		encoded, err := json.Marshal(parts)
+		if err != nil {
+			return "", fmt.Errorf("idempotency: encoding the composite key %s: %w", expression, err)
+		}
+		return string(encoded), nil
 	}
 }
 
@@ -159,14 +210,69 @@ func lookup(value any, path string) (any, bool) {
 	return value, true
 }
 
-// storedKey applies the length limit and the prefix to a key.
-func storedKey(prefix, key string) string {
-	if len(key) > maxKeyLength {
+// Limits of stored keys.
+const (
+	// MaxStoredKeyBytes is DynamoDB's limit on a partition key value: 2048 bytes of
+	// UTF-8 ("Constraints in Amazon DynamoDB", Partition keys and sort keys).
+	MaxStoredKeyBytes = 2048
+	// MaxKeyBytes is the longest key stored as it is (prefix not counted), when the
+	// prefix leaves room for it; longer keys are stored as their digest.
+	MaxKeyBytes = 1024
+	// MaxKeyPrefixBytes is the longest Config.KeyPrefix: a prefix, "#" and a digest
+	// ("sha256:" and 64 hex digits) must fit in MaxStoredKeyBytes.
+	MaxKeyPrefixBytes = MaxStoredKeyBytes - 1 - len(digestMarker) - 64
+)
+
+// digestMarker starts every digested key, and no key stored as it is.
+const digestMarker = "sha256:"
+
+// ErrInvalidKeyPrefix matches the error [StoredKey] and [Config.Validate] return for a
+// KeyPrefix that is longer than MaxKeyPrefixBytes or not valid UTF-8.
+var ErrInvalidKeyPrefix = errors.New("idempotency: invalid key prefix")
+
+// StoredKey returns the partition key under which the middleware stores key with
+// Config.KeyPrefix prefix: prefix + "#" + key (just key without a prefix), where key is
+// replaced by "sha256:" + the hex SHA-256 of its bytes when it
+//
+//   - is longer than MaxKeyBytes, or would make the whole stored key longer than
+//     MaxStoredKeyBytes (DynamoDB's 2048-byte partition key limit);
+//   - is not valid UTF-8 (DynamoDB strings are UTF-8: the SDK would send every invalid
+//     byte as U+FFFD, so "k\xff" and "k\xfe" would share a record); or
+//   - itself starts with "sha256:" (so it can never land on a digested key's record).
+//
+// Distinct keys therefore get distinct stored keys (up to SHA-256 collisions). The
+// middleware and `sqsworker idempotency get/delete` both use it. It returns an error
+// matching [ErrKeyMissing] for an empty key and [ErrInvalidKeyPrefix] for an invalid
+// prefix.
+func StoredKey(prefix, key string) (string, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return "", err
+	}
+	if key == "" {
+		return "", fmt.Errorf("%w: empty key", ErrKeyMissing)
+	}
+	overhead := 0
+	if prefix != "" {
+		overhead = len(prefix) + 1
+	}
+	if len(key) > MaxKeyBytes || overhead+len(key) > MaxStoredKeyBytes || !utf8.ValidString(key) ||
+		strings.HasPrefix(key, digestMarker) {
 		sum := sha256.Sum256([]byte(key))
-		key = "sha256:" + hex.EncodeToString(sum[:])
+		key = digestMarker + hex.EncodeToString(sum[:])
 	}
 	if prefix != "" {
 		key = prefix + "#" + key
 	}
-	return key
+	return key, nil
+}
+
+func validatePrefix(prefix string) error {
+	if len(prefix) > MaxKeyPrefixBytes {
+		return fmt.Errorf("%w: %d bytes, at most %d fit with a digested key in DynamoDB's %d-byte partition key",
+			ErrInvalidKeyPrefix, len(prefix), MaxKeyPrefixBytes, MaxStoredKeyBytes)
+	}
+	if !utf8.ValidString(prefix) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidKeyPrefix)
+	}
+	return nil
 }

@@ -85,6 +85,7 @@ func (s *MemoryStore) Complete(ctx context.Context, record Record) error {
 	stored.Status = StatusCompleted
 	stored.ExpiresAt = record.ExpiresAt
 	stored.InProgressExpiresAt = time.Time{}
+	stored.Deadline = time.Time{}
 	if len(record.Result) > 0 {
 		stored.Result = record.Result
 	}
@@ -104,5 +105,22 @@ func (s *MemoryStore) Delete(ctx context.Context, key, lease string) error {
 		return fmt.Errorf("%w: deleting key %q", ErrLeaseLost, key)
 	}
 	delete(s.records, key)
+	return nil
+}
+
+// Renew implements [Store.Renew].
+func (s *MemoryStore) Renew(ctx context.Context, record Record) error {
+	if err := ctx.Err(); err != nil {
+		return &StoreError{Op: "renew", Key: record.Key, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, ok := s.records[record.Key]
+	if !ok || stored.Lease != record.Lease || stored.Status != StatusInProgress {
+		return fmt.Errorf("%w: renewing key %q", ErrLeaseLost, record.Key)
+	}
+	stored.InProgressExpiresAt = record.InProgressExpiresAt
+	stored.ExpiresAt = record.ExpiresAt
+	s.records[record.Key] = stored.normalize()
 	return nil
 }

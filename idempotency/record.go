@@ -32,6 +32,11 @@ type Record struct {
 	// in epoch MILLISECONDS). Stores keep millisecond precision. Zero on completed
 	// records; never zero on in-progress records.
 	InProgressExpiresAt time.Time
+	// Deadline is the latest time the in-progress claim's handler runs: its context's
+	// deadline ("in_progress_deadline", epoch MILLISECONDS). Duplicates are deferred until
+	// then instead of for the short, renewed lease. Zero when the handler had no deadline
+	// and on completed records.
+	Deadline time.Time
 	// Lease is the random owner token of the claim that wrote the record ("lease").
 	// Every update and delete is conditioned on it.
 	Lease string
@@ -81,6 +86,9 @@ func (r Record) normalize() Record {
 	}
 	if !r.InProgressExpiresAt.IsZero() {
 		r.InProgressExpiresAt = time.UnixMilli(r.InProgressExpiresAt.UnixMilli()).UTC()
+	}
+	if !r.Deadline.IsZero() {
+		r.Deadline = time.UnixMilli(r.Deadline.UnixMilli()).UTC()
 	}
 	if len(r.Result) > 0 {
 		r.Result = append([]byte{}, r.Result...)

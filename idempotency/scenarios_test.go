@@ -134,7 +134,8 @@ func TestC06LeaseExpiryTakeover(t *testing.T) {
 		}
 		effects.add(field(t, m, "paymentId")) // the side effect commits at the end
 		return nil
-	}), idempotency.Middleware(table.store(), idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("paymentId"), Clock: clock, Random: noJitter}))
+	}), idempotency.Middleware(table.store(), idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("paymentId"), Clock: clock, Random: noJitter,
+		ClockSkewAllowance: -1, DuplicateWait: -1}))
 	m1 := jsonMessage("m1", map[string]any{"paymentId": "P-77"})
 
 	attempt1 := make(chan error, 1)
@@ -198,6 +199,7 @@ func TestC06LeaseExpiryTakeoverRealTime(t *testing.T) {
 		return nil
 	}), idempotency.Middleware(table.store(), idempotency.Config{
 		KeyFunc: idempotency.KeyFromJSONField("paymentId"), MinRemaining: 100 * time.Millisecond, MaxDeferJitter: -1,
+		ClockSkewAllowance: -1, DuplicateWait: -1,
 	}))
 	m1 := jsonMessage("m1", map[string]any{"paymentId": "P-78"})
 
@@ -264,7 +266,7 @@ func TestC07NoClaimWithoutTime(t *testing.T) {
 					map[string]types.AttributeValue{":ip": s("IN_PROGRESS"), ":e": n(fmt.Sprint(start.Add(30 * time.Second).UnixMilli()))})
 				effects.add(m.ID)
 				return nil
-			}), idempotency.Middleware(table.store(), idempotency.Config{Clock: clock}))
+			}), idempotency.Middleware(table.store(), idempotency.Config{Clock: clock, InProgressTTL: time.Hour}))
 			m := jsonMessage("m-c07", map[string]any{"job": 1})
 
 			err := handler.Handle(withDeadline(t, start.Add(tc.deadline)), m)
@@ -320,7 +322,8 @@ func TestC08RejectedDuplicatesNeverTouchTheRecord(t *testing.T) {
 		idempotency.SetResult(ctx, []byte("receipt-"+m.ID))
 		return nil
 	}), idempotency.Middleware(table.store(), idempotency.Config{
-		KeyFunc: idempotency.KeyFromJSONField("key"), Clock: clock, Random: noJitter,
+		KeyFunc: idempotency.KeyFromJSONField("key"), Clock: clock, Random: noJitter, ClockSkewAllowance: -1, DuplicateWait: -1,
+		InProgressTTL: time.Hour, // no renewal (an UpdateItem) while the duplicates are counted
 		OnCompletedDuplicate: func(_ context.Context, m *sqsworker.Message, r idempotency.Record) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -35,6 +35,12 @@ type Store interface {
 	// Delete removes the record for key provided its lease equals lease; otherwise it
 	// returns an error matching [ErrLeaseLost] and removes nothing.
 	Delete(ctx context.Context, key, lease string) error
+	// Renew extends a running claim: it sets the lease expiry of record.Key to
+	// record.InProgressExpiresAt and its expiration to record.ExpiresAt, provided the
+	// stored record is in progress under record.Lease. Otherwise (completed, taken over
+	// or gone) it returns an error matching [ErrLeaseLost] and changes nothing. The
+	// middleware calls it from its heartbeat while the handler runs.
+	Renew(ctx context.Context, record Record) error
 }
 
 var (
@@ -89,7 +95,7 @@ func (e *AlreadyExistsError) Error() string {
 // StoreError wraps a failure of the storage backend (network, throttling, permissions,
 // a malformed item). It is retryable.
 type StoreError struct {
-	// Op is the store operation: "put", "get", "complete" or "delete".
+	// Op is the store operation: "put", "get", "complete", "delete" or "renew".
 	Op string
 	// Key is the idempotency key the operation was for.
 	Key string

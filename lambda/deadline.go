@@ -31,8 +31,8 @@ func (b budget) canStart(now time.Time) bool {
 
 // handlerContext derives the handlers' context from the invocation's: same values (the
 // Lambda context included), cancelled margin/2 before the invocation's deadline. An
-// idempotency lease taken from this deadline therefore ends when the handler's context
-// does.
+// idempotency lease is never renewed past this deadline, so it ends when the handler's
+// context does at the latest.
 func (b budget) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !b.hasDeadline || b.margin == 0 {
 		return ctx, func() {}

@@ -65,7 +65,7 @@ func NewBatchHandler(handler sqsworker.Handler, options ...Option) func(context.
 		panic("lambda: NewBatchHandler: nil handler")
 	}
 	cfg := newConfig(options)
-	b := &batchHandler{handler: handler, cfg: cfg, client: cfg.client, queues: make(map[string]*sqsworker.Queue)}
+	b := &batchHandler{handler: handler, cfg: cfg, client: cfg.client, queues: make(map[string]*queueLoad)}
 	return b.handle
 }
 
@@ -77,10 +77,24 @@ type batchHandler struct {
 	client   SQSAPI
 
 	// queues caches LoadQueue per queue URL for the life of the execution environment, so
-	// the redrive policy is read once per cold start.
+	// the redrive policy is read once per cold start. queuesMu guards the map only; it is
+	// never held across a call to SQS (see queue).
 	queuesMu sync.Mutex
-	queues   map[string]*sqsworker.Queue
+	queues   map[string]*queueLoad
 }
+
+// queueLoad is one LoadQueue call shared by the invocations that need the same queue at
+// the same time. done is closed when queue and err are set.
+type queueLoad struct {
+	done  chan struct{}
+	queue *sqsworker.Queue
+	err   error
+}
+
+// queueLoadTimeout bounds a shared LoadQueue call (GetQueueAttributes and GetQueueUrl).
+// The call does not end with the invocation that started it, since other invocations may
+// be waiting for it; each waiter stops waiting at its own deadline.
+const queueLoadTimeout = 10 * time.Second
 
 // record is one record of the invocation and what became of it.
 type record struct {
@@ -281,7 +295,7 @@ func (b *batchHandler) batchByQueue(ctx context.Context, records []*record, sele
 	}
 	client, err := b.sqsClient(ctx)
 	if err != nil {
-		b.cfg.logger.LogAttrs(ctx, slog.LevelError, "lambda: "+operation+" not sent", slog.Any("error", err))
+		b.cfg.logger.LogAttrs(ctx, slog.LevelError, "lambda: "+operation+" not sent", append(requestAttrs(ctx), slog.Any("error", err))...)
 		return
 	}
 	for _, url := range order {
@@ -299,13 +313,13 @@ func (b *batchHandler) batchByQueue(ctx context.Context, records []*record, sele
 			failed, err := send(client, url, batch)
 			if err != nil {
 				b.cfg.logger.LogAttrs(ctx, slog.LevelError, "lambda: "+operation+" failed",
-					slog.String("queue", url), slog.Int("entries", len(batch)), slog.Any("error", err))
+					append(requestAttrs(ctx), slog.String("queue", url), slog.Int("entries", len(batch)), slog.Any("error", err))...)
 				continue
 			}
 			for _, entry := range failed {
 				index, _ := strconv.Atoi(aws.ToString(entry.Id))
-				attrs := []slog.Attr{slog.String("queue", url), slog.String("code", aws.ToString(entry.Code)),
-					slog.String("error", aws.ToString(entry.Message)), slog.Bool("sender_fault", entry.SenderFault)}
+				attrs := append(requestAttrs(ctx), slog.String("queue", url), slog.String("code", aws.ToString(entry.Code)),
+					slog.String("error", aws.ToString(entry.Message)), slog.Bool("sender_fault", entry.SenderFault))
 				if index >= 0 && index < len(records) {
 					attrs = append(attrs, slog.String("message_id", records[index].message.ID))
 				}
@@ -346,7 +360,7 @@ func (b *batchHandler) respond(ctx context.Context, records []*record) (events.S
 		b.deleteSucceeded(ctx, records)
 	}
 	err := &BatchError{Err: reason, Failed: failed, Total: len(records)}
-	b.cfg.logger.LogAttrs(ctx, slog.LevelError, "lambda: failing the whole invocation", slog.Any("error", err))
+	b.cfg.logger.LogAttrs(ctx, slog.LevelError, "lambda: failing the whole invocation", append(requestAttrs(ctx), slog.Any("error", err))...)
 	return response, err
 }
 
@@ -366,22 +380,42 @@ func (b *batchHandler) sqsClient(ctx context.Context) (SQSAPI, error) {
 }
 
 // queue returns the queue's description (with its dead-letter queue), loading it on
-// first use. A failure is not cached.
+// first use. Concurrent invocations (Lambda Managed Instances run several in one process)
+// share one load; each waits at most until its own ctx ends. A failure is not cached: the
+// next call loads again.
 func (b *batchHandler) queue(ctx context.Context, client SQSAPI, url string) (*sqsworker.Queue, error) {
 	if url == "" {
 		return nil, errors.New("lambda: no queue URL for the record's eventSourceARN")
 	}
 	b.queuesMu.Lock()
-	defer b.queuesMu.Unlock()
-	if queue, ok := b.queues[url]; ok {
-		return queue, nil
+	load, ok := b.queues[url]
+	if !ok {
+		load = &queueLoad{done: make(chan struct{})}
+		b.queues[url] = load
+		go b.loadQueue(context.WithoutCancel(ctx), client, url, load)
 	}
+	b.queuesMu.Unlock()
+	select {
+	case <-load.done:
+		return load.queue, load.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lambda: waiting for the attributes of queue %s: %w", url, context.Cause(ctx))
+	}
+}
+
+// loadQueue runs one shared LoadQueue call, bounded by queueLoadTimeout, and publishes
+// its result. A failed load is removed from the cache so that the next call retries.
+func (b *batchHandler) loadQueue(ctx context.Context, client SQSAPI, url string, load *queueLoad) {
+	ctx, cancel := context.WithTimeout(ctx, queueLoadTimeout)
+	defer cancel()
 	queue, err := sqsworker.LoadQueue(ctx, client, url)
+	b.queuesMu.Lock()
+	load.queue, load.err = queue, err
 	if err != nil {
-		return nil, err
+		delete(b.queues, url)
 	}
-	b.queues[url] = queue
-	return queue, nil
+	b.queuesMu.Unlock()
+	close(load.done)
 }
 
 // recordAttrs are the log attributes every record log line carries.
@@ -394,8 +428,14 @@ func (b *batchHandler) recordAttrs(ctx context.Context, r *record) []slog.Attr {
 	if r.message.GroupID != "" {
 		attrs = append(attrs, slog.String("message_group_id", r.message.GroupID))
 	}
+	return append(attrs, requestAttrs(ctx)...)
+}
+
+// requestAttrs is the Lambda request id of the invocation, when ctx carries one
+// (lambdacontext), as a log attribute list; every log line of an invocation carries it.
+func requestAttrs(ctx context.Context) []slog.Attr {
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		attrs = append(attrs, slog.String("aws_request_id", lc.AwsRequestID))
+		return []slog.Attr{slog.String("aws_request_id", lc.AwsRequestID)}
 	}
-	return attrs
+	return nil
 }

@@ -76,11 +76,14 @@ func newConfig(options []Option) config {
 		concurrency:             DefaultConcurrency,
 		deadlineMargin:          DefaultDeadlineMargin,
 		reportBatchItemFailures: true,
-		logger:                  slog.New(slog.DiscardHandler),
+		logger:                  slog.Default(),
 	}
 	for _, option := range options {
 		option(&cfg)
 	}
+	// Records run concurrently and each failure draws a delay: a seeded *rand.Rand
+	// passed as Backoff.Random is not safe for that, so calls are serialised.
+	cfg.backoff.Random = sqsworker.SerializedRandom(cfg.backoff.Random)
 	return cfg
 }
 
@@ -135,13 +138,17 @@ func WithReportBatchItemFailures(enabled bool) Option {
 }
 
 // WithBackoff sets the retry policy for failed records; if not given, the zero
-// sqsworker.Backoff (exponential from 2 s, capped at 10 min, full jitter).
+// sqsworker.Backoff (exponential from 2 s, capped at 10 min, full jitter). Records run
+// concurrently; the adapter serialises calls to backoff.Random (see
+// [sqsworker.SerializedRandom]), so a seeded *rand.Rand's Float64 is safe here.
 func WithBackoff(backoff sqsworker.Backoff) Option {
 	return func(c *config) { c.backoff = backoff }
 }
 
 // WithLogger sets the logger for per-record failures, dead-letter sends and failed SQS
-// calls; if not given or nil, logs are discarded.
+// calls; if not given or nil, slog.Default() (read when NewBatchHandler is called). Pass
+// slog.New(slog.DiscardHandler) to discard them. Every line of an invocation carries its
+// Lambda request id (aws_request_id) when the context has one.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) {
 		if logger != nil {

@@ -2,7 +2,9 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,8 +118,9 @@ func TestDeleteBatchSenderFaultIsNotRetried(t *testing.T) {
 	logs := newLogRecorder()
 	server := startServer(t, api, Config{DeleteFlushInterval: 300 * time.Millisecond, Logger: slog.New(logs)}, handler)
 	eventually(t, "the delete failure is counted", func() bool { return server.Stats().DeleteFailures == 1 })
-	if err := server.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	// Issue 9: the unconfirmed delete is reported to the caller, with its count.
+	if err := server.Shutdown(context.Background()); !errors.Is(err, ErrDeletesNotConfirmed) || !strings.Contains(err.Error(), "1 handled message(s)") {
+		t.Fatalf("Shutdown = %v; want ErrDeletesNotConfirmed with the count 1", err)
 	}
 
 	deletes, _, _, _ := api.recorded()
@@ -140,7 +143,8 @@ func TestDeleteRetriesStopWhenReceiptExpires(t *testing.T) {
 	t.Parallel()
 	messages, handler := handleFiveTogether()
 	api := newFakeAPI(messages)
-	api.attributes["VisibilityTimeout"] = "2"
+	// 3 s: retries are at least 200 ms apart, doubling, with jitter (N12).
+	api.attributes["VisibilityTimeout"] = "3"
 	api.onDelete = func(_ int, input *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
 		return failEntry(input, "rh-m3", "InternalError", false), nil
 	}
@@ -159,8 +163,8 @@ func TestDeleteRetriesStopWhenReceiptExpires(t *testing.T) {
 			t.Errorf("retry deleted %v, want exactly [rh-m3]", got)
 		}
 	}
-	if gaveUpAfter > 2*time.Second {
-		t.Errorf("gave up after %s, after the 2s visibility ran out", gaveUpAfter)
+	if gaveUpAfter > 3*time.Second {
+		t.Errorf("gave up after %s, after the 3s visibility ran out", gaveUpAfter)
 	}
 	if got := logs.find(slog.LevelError, "poller: delete failed until the receipt handle expired; the message will be delivered again"); len(got) != 1 || got[0].attrs["code"] != "InternalError" {
 		t.Errorf("error logs = %+v", got)

@@ -35,8 +35,11 @@ func newIdempotencyCommand(a *app) *cobra.Command {
 		Short: "Show an idempotency record: status, expiry, lease, payload hash, stored result",
 		Long: `Show the idempotency record of KEY in the DynamoDB table TABLE (a consistent read), as
 the idempotency package stores it: status IN_PROGRESS or COMPLETED, expiration, in-progress
-lease end, lease token, payload hash and stored result. With --prefix P the stored key is
-"P#KEY", as Config.KeyPrefix makes it.`,
+lease end, lease token, payload hash and stored result. KEY is the idempotency key as the
+key function returns it; the stored key is derived from it as the middleware does
+(idempotency.StoredKey): "P#KEY" with --prefix P, and "sha256:<hex>" in place of KEY for a
+key over 1024 bytes, one that would exceed DynamoDB's 2048-byte key limit, one that is not
+UTF-8, or one that itself starts with "sha256:".`,
 		Example: `  sqsworker idempotency get 7f3a --table webhook-idempotency --prefix webhook`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -95,7 +98,7 @@ claimed again in between is never deleted.`,
 	remove.Flags().BoolVar(&force, "force", false, "delete a COMPLETED record too")
 	for _, cmd := range []*cobra.Command{get, remove} {
 		cmd.Flags().StringVar(&flags.table, "table", "", "DynamoDB table of the idempotency records (required)")
-		cmd.Flags().StringVar(&flags.prefix, "prefix", "", `key prefix (Config.KeyPrefix): the stored key is "PREFIX#KEY"`)
+		cmd.Flags().StringVar(&flags.prefix, "prefix", "", `key prefix (Config.KeyPrefix): the stored key is "PREFIX#KEY" (see idempotency.StoredKey)`)
 		_ = cmd.MarkFlagRequired("table")
 	}
 	return newGroup("idempotency", "Inspect or release idempotency records (get, delete)", get, remove)
@@ -108,8 +111,9 @@ type idempotencyFlags struct {
 
 // load reads the record of key with the idempotency package's DynamoDB store.
 func (f *idempotencyFlags) load(ctx context.Context, a *app, key string) (*recordView, *idempotency.DynamoDBStore, error) {
-	if f.prefix != "" {
-		key = f.prefix + "#" + key
+	key, err := idempotency.StoredKey(f.prefix, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqsworker: %w", err)
 	}
 	cfg, err := a.awsConfig(ctx)
 	if err != nil {

@@ -65,6 +65,8 @@ var storeTests = []storeTest{
 	{"ConcurrentClaimsOneWinner", testConcurrentClaims},
 	{"BinaryResultRoundTrip", testBinaryResult},
 	{"ClaimReplacesExpiredRecordWhole", testClaimReplacesWhole},
+	{"RenewExtendsTheLease", testRenew},
+	{"RenewRejectedForOtherLeaseOrCompleted", testRenewRejected},
 }
 
 // base is the suite's "now": a whole second, a day ahead of the wall clock, so records
@@ -94,6 +96,7 @@ func completed(record idempotency.Record, expiresAt time.Time, result []byte) id
 	record.Status = idempotency.StatusCompleted
 	record.ExpiresAt = expiresAt
 	record.InProgressExpiresAt = time.Time{}
+	record.Deadline = time.Time{}
 	record.Result = result
 	return record
 }
@@ -387,6 +390,47 @@ func testClaimReplacesWhole(t *testing.T, store idempotency.Store) {
 	wantRecord(t, store, second) // no old result, no old hash
 }
 
+func testRenew(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	first.Deadline = now.Add(time.Minute)
+	mustPut(t, store, first, now)
+	renewed := first
+	renewed.InProgressExpiresAt = now.Add(20 * time.Second)
+	renewed.ExpiresAt = now.Add(2 * time.Hour)
+	if err := store.Renew(ctx(t), renewed); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	wantRecord(t, store, renewed)
+	// The renewed lease blocks a claim the old lease end would have allowed.
+	at := now.Add(15 * time.Second)
+	wantConflict(t, store, claim(first.Key, at, 10*time.Second, time.Hour), at, renewed)
+}
+
+func testRenewRejected(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	other := first
+	other.Lease = rand.Text()
+	other.InProgressExpiresAt = now.Add(time.Minute)
+	if err := store.Renew(ctx(t), other); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Renew with another lease = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantRecord(t, store, first)
+	done := completed(first, now.Add(time.Hour), []byte("r"))
+	mustComplete(t, store, done)
+	late := first
+	late.InProgressExpiresAt = now.Add(time.Minute)
+	if err := store.Renew(ctx(t), late); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Renew of a completed record = %v; want an error matching ErrLeaseLost", err)
+	}
+	wantRecord(t, store, done)
+	if err := store.Renew(ctx(t), claim(newKey(t), now, time.Second, time.Hour)); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Renew of a missing key = %v; want an error matching ErrLeaseLost", err)
+	}
+}
+
 // RecordDiff describes how got differs from want, field by field, after truncating
 // times to the precision stores keep (seconds for ExpiresAt, milliseconds for
 // InProgressExpiresAt); "" when they are equal. An empty Result equals a nil one.
@@ -414,6 +458,8 @@ func RecordDiff(want, got idempotency.Record) string {
 	field("ExpiresAt (epoch s)", seconds(want.ExpiresAt) == seconds(got.ExpiresAt), seconds(want.ExpiresAt), seconds(got.ExpiresAt))
 	field("InProgressExpiresAt (epoch ms)", milliseconds(want.InProgressExpiresAt) == milliseconds(got.InProgressExpiresAt),
 		milliseconds(want.InProgressExpiresAt), milliseconds(got.InProgressExpiresAt))
+	field("Deadline (epoch ms)", milliseconds(want.Deadline) == milliseconds(got.Deadline),
+		milliseconds(want.Deadline), milliseconds(got.Deadline))
 	field("Lease", want.Lease == got.Lease, want.Lease, got.Lease)
 	field("PayloadHash", want.PayloadHash == got.PayloadHash, want.PayloadHash, got.PayloadHash)
 	field("Result", bytes.Equal(want.Result, got.Result), fmt.Sprintf("%q", want.Result), fmt.Sprintf("%q", got.Result))
