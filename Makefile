@@ -16,9 +16,10 @@ IMAGE ?= sqsworker-webhook:dev
 
 .PHONY: up down test demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
-## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
+## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433)
 up:
 	localstack/up
+	localstack/postgres-up
 
 ## down: stop the emulator started by up
 down:
