@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go bench-outbox fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433)
 up:
@@ -80,6 +80,11 @@ bench-ci: up
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem . ./poller ./idempotency ./lambda
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
+
+OUTBOX_BENCH_N ?= 2000
+## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry
+bench-outbox: up
+	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox
 
 FUZZTIME ?= 20s
 FUZZ_TARGETS = .:FuzzBackoffDelay .:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \

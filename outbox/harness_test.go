@@ -239,3 +239,10 @@ func (h *postgresHarness) failed(t *testing.T) []Entry {
 func (h *postgresHarness) processEnv() []string {
 	return []string{envRelayProcess + "=postgres", envPgURL + "=" + h.url}
 }
+
+// dynamodbTransact builds a TransactWriteItems input.
+type dynamodbTransact struct{ items []dynamodbtypes.TransactWriteItem }
+
+func (d dynamodbTransact) input() *dynamodb.TransactWriteItemsInput {
+	return &dynamodb.TransactWriteItemsInput{TransactItems: d.items}
+}
