@@ -241,7 +241,9 @@ func (h *postgresHarness) processEnv() []string {
 }
 
 // dynamodbTransact builds a TransactWriteItems input.
-type dynamodbTransact struct{ items []dynamodbtypes.TransactWriteItem }
+type dynamodbTransact struct {
+	items []dynamodbtypes.TransactWriteItem
+}
 
 func (d dynamodbTransact) input() *dynamodb.TransactWriteItemsInput {
 	return &dynamodb.TransactWriteItemsInput{TransactItems: d.items}
