@@ -29,9 +29,10 @@ down:
 test: up
 	$(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) ./...
 
-## demo: the webhook-delivery worker end to end on the emulator; prints the summary line
+## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL); prints the summary line
+DEMO_STORE ?= dynamodb
 demo: up
-	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo
+	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
 vet:
 	$(GO) vet ./...
