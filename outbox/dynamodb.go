@@ -443,3 +443,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Backlog returns the number of unpublished entries and the age of the oldest (by its
+// creation time on the writer's clock; 0 when none), from Select COUNT queries of the
+// index's pending partitions.
+func (o *DynamoDB) Backlog(ctx context.Context, api DynamoDBAPI) (int, time.Duration, error) {
+	count, oldest, err := o.countPending(ctx, api)
+	if err != nil || oldest.IsZero() {
+		return count, 0, err
+	}
+	return count, max(time.Since(oldest), 0), nil
+}

@@ -86,11 +86,7 @@ func (s *dynamoStore) fresh(entries []Entry) []Entry {
 // backlog counts the unpublished entries; the lag is measured from the entry's
 // creation time on the writer's clock.
 func (s *dynamoStore) backlog(ctx context.Context) (int, time.Duration, error) {
-	count, oldest, err := s.outbox.countPending(ctx, s.api)
-	if err != nil || oldest.IsZero() {
-		return count, 0, err
-	}
-	return count, time.Since(oldest), nil
+	return s.outbox.Backlog(ctx, s.api)
 }
 
 func (s *dynamoStore) wait(ctx context.Context, d time.Duration) { _ = sleep(ctx, d) }

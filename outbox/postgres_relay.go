@@ -171,13 +171,20 @@ func mergeBySeq(a, b []postgresRow) []postgresRow {
 	return append(append(out, a...), b...)
 }
 
-// backlog counts the unpublished rows and the oldest one's age, both by the database
-// (its clock, through the partial index).
 func (s *postgresStore) backlog(ctx context.Context) (int, time.Duration, error) {
+	return s.outbox.Backlog(ctx, s.pool)
+}
+
+// Backlog returns the number of unpublished entries and the age of the oldest (0 when
+// none), both by the database (its clock; through the partial index).
+func (o *Postgres) Backlog(ctx context.Context, db Querier) (int, time.Duration, error) {
 	var count int
 	var lag *time.Duration
-	err := s.pool.QueryRow(ctx, `SELECT count(*), clock_timestamp() - min(created_at)
-		FROM sqsworker_outbox WHERE `+pendingRow).Scan(&count, &lag)
+	rows, err := db.Query(ctx, `SELECT count(*), clock_timestamp() - min(created_at)
+		FROM sqsworker_outbox WHERE `+pendingRow)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&count, &lag}, func() error { return nil })
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("outbox: counting unpublished entries: %w", err)
 	}
