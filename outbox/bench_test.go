@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,17 +40,24 @@ func (c *callCounter) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAt
 // entries/s and SQS calls per entry (SendMessageBatch, SendMessage retries and the one
 // GetQueueAttributes). Run it with a fixed count, for example:
 //
-//	eval "$(localstack/env)" && go test -run '^$' -bench BenchmarkRelay -benchtime 5000x ./outbox
+//	make bench-outbox   (eval "$(localstack/env)" && go test -run '^$' -bench BenchmarkRelay -benchtime 2000x ./outbox)
+//
+// The "-fifo" variant sends to a FIFO queue, the entries spread over 20 message groups
+// (a call carries at most one entry per group).
 func BenchmarkRelay(b *testing.B) {
-	for _, store := range []string{"dynamodb", "postgres"} {
-		b.Run(store, func(b *testing.B) {
+	for _, name := range []string{"dynamodb", "postgres", "postgres-fifo"} {
+		b.Run(name, func(b *testing.B) {
+			store, fifo := strings.CutSuffix(name, "-fifo")
 			client := testenv.SQS(b)
-			queue := testenv.NewQueue(b, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+			queue := testenv.NewQueue(b, client, testenv.QueueOptions{NoDeadLetterQueue: true, FIFO: fifo})
 			write, relay := benchStore(b, store)
 			for start := 0; start < b.N; start += 100 {
 				jobs := make([]producer.Job, min(100, b.N-start))
 				for i := range jobs {
 					jobs[i] = webhookJob(start + i)
+					if fifo {
+						jobs[i].GroupID = "customer-" + strconv.Itoa((start+i)%20)
+					}
 				}
 				write(queue.URL, jobs)
 			}
