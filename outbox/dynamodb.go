@@ -68,8 +68,8 @@ type DynamoDBConfig struct {
 	// Shards spreads unpublished entries over this many index partitions
 	// ("pending#0"...); if zero, 1. One partition serves about 1,000 writes per second;
 	// raise it above that rate. A message group always lands on one shard (its order is
-	// kept). Changing it later strands nothing only if the relay reads the old shards
-	// too: only raise it together with the relays' Shards.
+	// kept). Writers and relays must use the same value; it may be raised later, never
+	// lowered (entries on a shard at or above a lowered Shards would not be read).
 	Shards int
 	// Now is the clock of entry ids and creation times; if nil, time.Now.
 	Now func() time.Time

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 // streamEvent reads every record of the outbox table's stream (moto serves DynamoDB
@@ -137,4 +138,40 @@ func TestStreamHandlerReportsUnsentRecordsAsBatchItemFailures(t *testing.T) {
 	assert.Empty(t, response.BatchItemFailures)
 	drainQueue(t, client, queue.URL, 2, 20*time.Second)
 	assert.Empty(t, h.pending(t))
+}
+
+// A sharded index: the relay reads every shard, and the backlog counts them all.
+func TestDynamoDBRelayReadsEveryShard(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	db := testenv.DynamoDB(t)
+	o := newOutboxTable(t, db, DynamoDBConfig{Shards: 4})
+	jobs := make([]producer.Job, 40)
+	for i := range jobs {
+		jobs[i] = webhookJob(i)
+	}
+	items, entries, err := o.TransactItems(nil, queue.URL, jobs...)
+	require.NoError(t, err)
+	_, err = db.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	require.NoError(t, err)
+	backlog, lag, err := o.Backlog(context.Background(), db)
+	require.NoError(t, err)
+	assert.Equal(t, 40, backlog)
+	assert.Positive(t, lag)
+
+	r, err := NewDynamoDBRelay(db, o, newTestProducer(t, client), RelayConfig{PollInterval: 50 * time.Millisecond, BatchSize: 15})
+	require.NoError(t, err)
+	startRelay(t, r)
+	got := drainQueue(t, client, queue.URL, 40, 30*time.Second)
+	var published []string
+	for _, m := range got {
+		published = append(published, outboxID(m))
+	}
+	assert.ElementsMatch(t, ids(entries), published)
+	publishedExactly(t, 40, r)
+	testenv.Eventually(t, 10*time.Second, "backlog 0", func() bool {
+		n, _, err := o.Backlog(context.Background(), db)
+		return err == nil && n == 0
+	})
 }

@@ -152,3 +152,20 @@ func TestRefusedTellsTheEntrysFaultFromTransientOnes(t *testing.T) {
 	assert.True(t, refused(errors.New("producer: the job has 11 message attributes")))
 	assert.False(t, refused(context.DeadlineExceeded))
 }
+
+func TestShardsKeepAGroupOnOneShard(t *testing.T) {
+	o, err := NewDynamoDB(DynamoDBConfig{Table: "outbox", Shards: 8})
+	require.NoError(t, err)
+	shards := map[string]bool{}
+	for _, e := range fifoEntries(t, "a", "a", "a", "a") {
+		shards[o.shardOf(e)] = true
+	}
+	assert.Len(t, shards, 1, "one group, one shard")
+	spread := map[string]bool{}
+	for i := range 200 {
+		e, err := newEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
+		require.NoError(t, err)
+		spread[o.shardOf(e)] = true
+	}
+	assert.Len(t, spread, 8, "entries without a group spread over every shard")
+}
