@@ -22,7 +22,8 @@ import (
 // (the business items and the outbox entries together), from the DynamoDB API
 // Reference ("TransactWriteItems": "up to 100 action requests"). Beyond it DynamoDB
 // rejects the whole call with a ValidationException; [DynamoDB.TransactItems] refuses
-// first, with [ErrTooManyItems].
+// first, with [ErrTooManyItems]. DynamoDB also limits a transaction to 4 MB in all and
+// an item to 400 KB (checked per entry by [DynamoDB.Put]).
 const MaxTransactItems = 100
 
 // ErrTooManyItems is returned (wrapped) by [DynamoDB.TransactItems] when the business

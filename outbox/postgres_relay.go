@@ -37,6 +37,10 @@ type PostgresRelayConfig struct {
 // its locks with its connection: the rows are claimed again, and sent again if they
 // were sent (the FIFO deduplication id and the consumer's idempotency absorb it).
 //
+// A refused row (marked failed) no longer holds its group back: like a FIFO message moved
+// to a dead-letter queue, it is set aside and the group's next row goes out; it stays
+// listed by [Postgres.Failed].
+//
 // The relay holds one pooled connection to LISTEN on the "sqsworker_outbox" channel
 // (the schema's trigger NOTIFYs it when entries commit) and polls every PollInterval as
 // the fallback (a lost notification, a broken listening connection).
