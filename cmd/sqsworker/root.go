@@ -56,6 +56,7 @@ Exit codes:
 		newIdempotencyCommand(a),
 		newESMCommand(a),
 		newCreateCommand(a),
+		newOutboxCommand(a),
 	)
 	return root
 }
