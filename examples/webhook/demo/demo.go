@@ -508,7 +508,7 @@ func (d *demoRun) printDetails(s summary, lost, both, crashedKeys []string) {
 		d.printf("note: dead-lettered more than once: %s%s", strings.Join(again, " "), where)
 	}
 	if s.DuplicatesSuppressed != s.Sent-s.Unique {
-		d.printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed)",
+		d.printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed, and entries the killed relay sent but had not marked are sent again)",
 			s.Sent-s.Unique, s.DuplicatesSuppressed, d.h.unit())
 	}
 	if len(lost) > 0 {
