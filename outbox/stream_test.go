@@ -79,8 +79,8 @@ func TestStreamHandlerPublishesNewEntriesAndRemovesThem(t *testing.T) {
 	event := streamEvent(t, h.outbox.Table(), 3)
 	require.Len(t, event.Records, 3, "the rolled-back transaction wrote no record")
 
-	events := &recorder{}
-	handler, err := NewStreamHandler(h.client, h.outbox, newTestProducer(t, client), events)
+	observed := &recorder{}
+	handler, err := NewStreamHandler(h.client, h.outbox, newTestProducer(t, client), observed)
 	require.NoError(t, err)
 	response, err := handler.Handle(context.Background(), event)
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestStreamHandlerPublishesNewEntriesAndRemovesThem(t *testing.T) {
 	got := drainQueue(t, client, queue.URL, 3, 20*time.Second)
 	assert.ElementsMatch(t, ids(entries), []string{outboxID(got[0]), outboxID(got[1]), outboxID(got[2])})
 	assert.Empty(t, h.pending(t), "published entries are deleted")
-	assert.Len(t, events.kinds(EventPublished), 3)
+	assert.Len(t, observed.kinds(EventPublished), 3)
 
 	// The deletes appear in the stream as REMOVE records; a batch of them publishes nothing.
 	all := streamEvent(t, h.outbox.Table(), 6)
@@ -102,7 +102,7 @@ func TestStreamHandlerPublishesNewEntriesAndRemovesThem(t *testing.T) {
 	response, err = handler.Handle(context.Background(), events2(removes))
 	require.NoError(t, err)
 	assert.Empty(t, response.BatchItemFailures)
-	assert.Len(t, events.kinds(EventPublished), 3)
+	assert.Len(t, observed.kinds(EventPublished), 3)
 	queueEmpty(t, client, queue.URL)
 }
 
