@@ -152,12 +152,10 @@ func (o *DynamoDB) Put(queueURL string, job producer.Job) (types.TransactWriteIt
 	if err != nil {
 		return types.TransactWriteItem{}, Entry{}, err
 	}
-	return types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(o.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": dynamoKey},
-	}}, entry, nil
+	// No condition: the id is random (80 bits past the millisecond), and an
+	// unconditional Put keeps a retried TransactWriteItems harmless where the store does
+	// not honour its ClientRequestToken.
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(o.table), Item: item}}, entry, nil
 }
 
 // TransactItems returns items followed by one outbox entry per job (all bound for
