@@ -3,7 +3,10 @@ package terraform_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -64,7 +67,8 @@ var startsWithFunc = function.New(&function.Spec{
 var alarmResourceTypes = []string{"aws_cloudwatch_metric_alarm", "aws_cloudwatch_composite_alarm", "aws_sns_topic", "aws_cloudwatch_dashboard"}
 
 // One place per alarm kind: no module but modules/alarms declares an alarm, a topic or a
-// dashboard; the modules that watch something call it with inputs it declares (there is no
+// dashboard; the modules that watch something (worker-queue, lambda-consumer,
+// eventbridge-schedules' dead-letter queue) call it with inputs it declares (there is no
 // provider here for `terraform validate` to catch a misspelt argument), of the same type
 // as their own pass-through variable; and worker-queue's moved blocks point at resources
 // that exist, so upgrading keeps the existing alarms.
@@ -84,7 +88,7 @@ func TestAlarmsAreWrittenOnce(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"worker-queue", "lambda-consumer"} {
+	for _, name := range []string{"worker-queue", "lambda-consumer", "eventbridge-schedules"} {
 		module := loadModule(t, name)
 		own := map[string]*variable{}
 		for _, v := range module.variables {
@@ -262,6 +266,15 @@ func evalAlarmLocals(t *testing.T, c *config, values map[string]any, alarmARNs [
 	return locals
 }
 
+// dashboardInputs watch one of everything.
+var dashboardInputs = map[string]any{
+	"queue_name": "jobs", "dlq_name": "jobs-dlq", "function_name": "jobs-consumer",
+	"dashboard_function_names":    []string{"jobs-consumer", "jobs-replay"},
+	"outbox_lag_metric_namespace": "sqsworker", "outbox_lag_metric_name": "outbox.lag",
+}
+
+const dashboardAlarmARN = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:jobs-dlq-messages-visible"
+
 type dashboardWidget struct {
 	Type       string `json:"type"`
 	Width      int    `json:"width"`
@@ -294,12 +307,8 @@ func TestDashboardBody(t *testing.T) {
 	if got := decode(nil, nil); len(got) != 0 {
 		t.Errorf("nothing watched: %d widgets, want 0", len(got))
 	}
-	arn := "arn:aws:cloudwatch:us-east-1:123456789012:alarm:jobs-dlq-messages-visible"
-	widgets := decode(map[string]any{
-		"queue_name": "jobs", "dlq_name": "jobs-dlq", "function_name": "jobs-consumer",
-		"dashboard_function_names":    []string{"jobs-consumer", "jobs-replay"},
-		"outbox_lag_metric_namespace": "sqsworker", "outbox_lag_metric_name": "outbox.lag",
-	}, []string{arn})
+	arn := dashboardAlarmARN
+	widgets := decode(dashboardInputs, []string{arn})
 	var titles []string
 	for _, w := range widgets {
 		titles = append(titles, w.Properties.Title)
@@ -341,5 +350,90 @@ func TestDashboardBody(t *testing.T) {
 	outbox := widgets[len(widgets)-1].Properties.Metrics[0]
 	if fmt.Sprint(outbox) != "[sqsworker outbox.lag]" {
 		t.Errorf("outbox metric row = %v", outbox)
+	}
+}
+
+// When terraform or tofu is installed, the real CLI evaluates dashboard.tf (with
+// variables.tf and a stub for local.region and local.alarm_arns, so no provider is needed)
+// to the same body as the offline evaluation above: jsonencode, the for expressions and the
+// conditionals behave in Terraform as the tests assume.
+func TestDashboardBodyAgreesWithTerraformCLI(t *testing.T) {
+	binary := ""
+	for _, name := range []string{"terraform", "tofu"} {
+		if path, err := exec.LookPath(name); err == nil {
+			binary = path
+			break
+		}
+	}
+	if binary == "" {
+		t.Skip("neither terraform nor tofu is installed")
+	}
+	alarms := loadModule(t, "alarms")
+	dir := t.TempDir()
+	for _, name := range []string{"variables.tf", "dashboard.tf"} {
+		src, err := os.ReadFile(filepath.Join(alarms.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stub := fmt.Sprintf(`locals {
+  region     = "us-east-1"
+  alarm_arns = [%q]
+}
+
+output "dashboard_body" {
+  value = local.dashboard_body
+}
+`, dashboardAlarmARN)
+	if err := os.WriteFile(filepath.Join(dir, "stub.tf"), []byte(stub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE=/dev/null")
+	run := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.Output()
+		if err != nil {
+			stderr := ""
+			if exit, ok := err.(*exec.ExitError); ok {
+				stderr = string(exit.Stderr)
+			}
+			t.Fatalf("%s %v: %v\n%s%s", binary, args, err, out, stderr)
+		}
+		return out
+	}
+	args := []string{"plan", "-input=false", "-no-color", "-lock=false", "-out=plan.bin"}
+	for name, value := range dashboardInputs {
+		if list, ok := value.([]string); ok {
+			encoded, _ := json.Marshal(list)
+			value = string(encoded)
+		}
+		args = append(args, "-var", fmt.Sprintf("%s=%v", name, value))
+	}
+	run(args...)
+	var plan struct {
+		PlannedValues struct {
+			Outputs map[string]struct {
+				Value string `json:"value"`
+			} `json:"outputs"`
+		} `json:"planned_values"`
+	}
+	if err := json.Unmarshal(run("show", "-json", "plan.bin"), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var cli, offline any
+	if err := json.Unmarshal([]byte(plan.PlannedValues.Outputs["dashboard_body"].Value), &cli); err != nil {
+		t.Fatalf("%s: dashboard body is not JSON: %v", binary, err)
+	}
+	body := evalAlarmLocals(t, alarms, dashboardInputs, []string{dashboardAlarmARN})["dashboard_body"].AsString()
+	if err := json.Unmarshal([]byte(body), &offline); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cli, offline) {
+		t.Errorf("%s evaluates the dashboard body to\n%v\noffline:\n%v", binary, cli, offline)
 	}
 }

@@ -1,20 +1,10 @@
-# The dashboard body and the failure-rate expression, kept apart from the resources so the
-# offline tests can evaluate them (infra/terraform/alarms_test.go).
+# The dashboard body and the failure-rate expression. They refer only to variables and to
+# local.region and local.alarm_arns (main.tf), so the tests can evaluate this file without
+# a provider, offline and with the terraform CLI (infra/terraform/alarms_test.go).
 
 locals {
-  region = try(data.aws_region.current[0].region, "")
-
   # 100 x (receives not followed by a delete) / receives, 0 in quiet periods.
   failure_rate_expression = "IF(received >= ${var.failure_rate_min_received}, 100 * (received - deleted) / received, 0)"
-
-  alarm_arns = concat(
-    aws_cloudwatch_metric_alarm.dlq_messages_visible[*].arn,
-    aws_cloudwatch_metric_alarm.oldest_message_age[*].arn,
-    aws_cloudwatch_metric_alarm.failure_rate[*].arn,
-    aws_cloudwatch_metric_alarm.lambda_errors[*].arn,
-    aws_cloudwatch_metric_alarm.lambda_throttles[*].arn,
-    aws_cloudwatch_metric_alarm.outbox_lag[*].arn,
-  )
 
   dashboard_functions = distinct(concat(var.function_name == null ? [] : [var.function_name], var.dashboard_function_names))
 

@@ -1,5 +1,5 @@
-# One place for every alarm kind of the sqsworker modules: worker-queue and lambda-consumer
-# call this module with the names they own, so each alarm is written once.
+# One place for every alarm kind of the sqsworker modules: worker-queue, lambda-consumer and
+# eventbridge-schedules call this module with the names they own, so each alarm is written once.
 
 locals {
   alarms = var.create && var.create_alarms
@@ -11,6 +11,18 @@ locals {
   failure_rate_alarm = local.queue_alarms && var.failure_rate_threshold_percent != null
   lambda_alarms      = local.alarms && var.function_name != null
   outbox_lag_alarm   = local.alarms && var.outbox_lag_metric_namespace != null
+
+  # What dashboard.tf needs from the provider.
+  region = try(data.aws_region.current[0].region, "")
+
+  alarm_arns = concat(
+    aws_cloudwatch_metric_alarm.dlq_messages_visible[*].arn,
+    aws_cloudwatch_metric_alarm.oldest_message_age[*].arn,
+    aws_cloudwatch_metric_alarm.failure_rate[*].arn,
+    aws_cloudwatch_metric_alarm.lambda_errors[*].arn,
+    aws_cloudwatch_metric_alarm.lambda_throttles[*].arn,
+    aws_cloudwatch_metric_alarm.outbox_lag[*].arn,
+  )
 }
 
 ################################################################################
