@@ -206,6 +206,7 @@ func TestStartChecksQueue(t *testing.T) {
 		{"no redrive policy, unbounded retries allowed", noRedrive(), Config{AllowUnboundedRetries: true}, ""},
 		{"heartbeat not shorter than the queue's visibility", newFakeAPI(), Config{HeartbeatInterval: 30 * time.Second}, "Config.HeartbeatInterval"},
 		{"bad health address", newFakeAPI(), Config{HealthCheckAddress: "256.0.0.1:x"}, "Config.HealthCheckAddress"},
+		{"metrics handler without a health address", newFakeAPI(), Config{MetricsHandler: http.NotFoundHandler()}, "Config.MetricsHandler"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
