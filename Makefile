@@ -19,6 +19,7 @@ IMAGE ?= sqsworker-webhook:dev
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
 	localstack/up
+	localstack/prometheus-up
 
 ## down: stop the emulator started by up
 down:
@@ -35,6 +36,7 @@ $(TESTSUMMARY): $(wildcard internal/tools/testsummary/*.go)
 ## test: start the emulator when needed, then run every test (unit and emulator)
 test: up $(TESTSUMMARY)
 	$(EMULATOR_ENV) && set -o pipefail && $(GO) test -json $(GOTESTFLAGS) ./... 2>&1 | $(TESTSUMMARY)
+	$(EMULATOR_ENV) && set -o pipefail && cd otelsqsworker && $(GO) test -json $(GOTESTFLAGS) ./... 2>&1 | $(CURDIR)/$(TESTSUMMARY)
 
 # test-stress repeats the suite to find flaky tests (issue 9), then prints
 # "test-stress: P of N runs passed" and fails unless all did:

@@ -84,20 +84,19 @@ func TestMetricsCountsByOutcome(t *testing.T) {
 	got := sums(t, reader)
 	q := "messaging.destination.name=orders"
 	require.Equal(t, map[string]int64{
-		"sqsworker.messages.received{" + q + "}": 4,
-		"sqsworker.messages.in_flight{" + q + "}": 0,
-		"sqsworker.deletes{" + q + "}": 3,
-		"sqsworker.dead_letter.sends{" + q + "}": 1,
+		"sqsworker.messages.received{" + q + "}":                                                   4,
+		"sqsworker.messages.in_flight{" + q + "}":                                                  0,
+		"sqsworker.deletes{" + q + "}":                                                             3,
+		"sqsworker.dead_letter.sends{" + q + "}":                                                   1,
 		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=email,sqsworker.outcome=delete}": 2,
 		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=email,sqsworker.outcome=dead-letter,sqsworker.reason=BadAddress}": 1,
-		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=,sqsworker.outcome=retry,sqsworker.reason=HandlerError}": 1,
-		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=email,sqsworker.outcome=delete}": 2,
-		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=email,sqsworker.outcome=dead-letter}": 1,
-		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=,sqsworker.outcome=retry}": 1,
-		"sqsworker.receive.lag.count{" + q + "}": 4,
+		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=,sqsworker.outcome=retry,sqsworker.reason=HandlerError}":          1,
+		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=email,sqsworker.outcome=delete}":                             2,
+		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=email,sqsworker.outcome=dead-letter}":                        1,
+		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=,sqsworker.outcome=retry}":                                   1,
+		"sqsworker.receive.lag.count{" + q + "}":           4,
 		"sqsworker.queue.oldest_message.age.ms{" + q + "}": 1500,
 	}, got)
 	// The age estimate is the largest lag since the previous collection.
 	require.Equal(t, int64(0), sums(t, reader)["sqsworker.queue.oldest_message.age.ms{"+q+"}"])
 }
-
