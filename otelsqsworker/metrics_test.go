@@ -60,6 +60,10 @@ func sums(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 				for _, p := range d.DataPoints {
 					out[m.Name+".count{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = int64(p.Count)
 				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+".g{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = p.Value
+				}
 			case metricdata.Gauge[float64]:
 				for _, p := range d.DataPoints {
 					out[m.Name+".ms{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = int64(p.Value * 1000)
