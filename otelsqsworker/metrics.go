@@ -84,21 +84,31 @@ type Metrics struct {
 	queues                                  sync.Map // queue name → *queueAge
 }
 
-type setKey struct {
-	queue, jobType, reason string
-	outcome                sqsworker.OutcomeKind
-	withOutcome            bool
+// queueEntry holds one queue's attribute sets, built once, and its largest receive lag
+// since the previous collection.
+type queueEntry struct {
+	queue    string
+	base     *measurement // the queue alone
+	maxLag   atomic.Int64 // nanoseconds
+	mu       sync.RWMutex
+	outcomes map[outcomeKey]*measurement
+}
+
+type outcomeKey struct {
+	jobType, reason string
+	outcome         sqsworker.OutcomeKind
 }
 
 // measurement holds the options of one attribute set, built once.
 type measurement struct {
+	set    attribute.Set
 	add    []metric.AddOption
 	record []metric.RecordOption
 }
 
-type queueAge struct {
-	maxLag atomic.Int64 // nanoseconds
-	set    attribute.Set
+func newMeasurement(attrs ...attribute.KeyValue) *measurement {
+	set := attribute.NewSet(attrs...)
+	return &measurement{set: set, add: []metric.AddOption{metric.WithAttributeSet(set)}, record: []metric.RecordOption{metric.WithAttributeSet(set)}}
 }
 
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
@@ -158,92 +168,92 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 	if ev.Message == nil {
 		return
 	}
-	queue := QueueName(ev.Message.QueueURL)
+	q := m.queue(QueueName(ev.Message.QueueURL))
+	base := q.base
 	switch ev.Kind {
 	case sqsworker.EventReceived:
-		opts := m.options(setKey{queue: queue})
-		m.received.Add(ctx, 1, opts.add...)
-		m.inFlight.Add(ctx, 1, opts.add...)
+		m.received.Add(ctx, 1, base.add...)
+		m.inFlight.Add(ctx, 1, base.add...)
 		if ev.ReceiveLag > 0 {
-			m.receiveLag.Record(ctx, ev.ReceiveLag.Seconds(), opts.record...)
-			m.noteLag(queue, ev.ReceiveLag)
+			m.receiveLag.Record(ctx, ev.ReceiveLag.Seconds(), base.record...)
+			q.noteLag(ev.ReceiveLag)
 		}
 	case sqsworker.EventFinished:
-		key := setKey{queue: queue, jobType: m.jobType(ev.Message), outcome: ev.Outcome.Kind, withOutcome: true}
-		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), m.options(key).record...)
+		key := outcomeKey{jobType: m.jobType(ev.Message), outcome: ev.Outcome.Kind}
+		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), m.outcome(q, key).record...)
 		key.reason = ev.Outcome.Reason
-		m.finished.Add(ctx, 1, m.options(key).add...)
+		m.finished.Add(ctx, 1, m.outcome(q, key).add...)
 	case sqsworker.EventHeartbeatExtended:
-		m.heartbeats.Add(ctx, 1, m.options(setKey{queue: queue}).add...)
+		m.heartbeats.Add(ctx, 1, base.add...)
 	case sqsworker.EventHeartbeatFailed:
-		m.heartbeatFailures.Add(ctx, 1, m.options(setKey{queue: queue}).add...)
+		m.heartbeatFailures.Add(ctx, 1, base.add...)
 	case sqsworker.EventDeleted:
-		opts := m.options(setKey{queue: queue})
-		m.deletes.Add(ctx, 1, opts.add...)
-		m.inFlight.Add(ctx, -1, opts.add...)
+		m.deletes.Add(ctx, 1, base.add...)
+		m.inFlight.Add(ctx, -1, base.add...)
 	case sqsworker.EventDeleteFailed:
-		opts := m.options(setKey{queue: queue})
-		m.deleteFailures.Add(ctx, 1, opts.add...)
-		m.inFlight.Add(ctx, -1, opts.add...)
+		m.deleteFailures.Add(ctx, 1, base.add...)
+		m.inFlight.Add(ctx, -1, base.add...)
 	case sqsworker.EventDeadLettered:
-		m.deadLetters.Add(ctx, 1, m.options(setKey{queue: queue}).add...)
+		m.deadLetters.Add(ctx, 1, base.add...)
 	case sqsworker.EventDeadLetterFailed:
-		m.deadLetterFailures.Add(ctx, 1, m.options(setKey{queue: queue}).add...)
+		m.deadLetterFailures.Add(ctx, 1, base.add...)
 	case sqsworker.EventRescheduled:
-		m.inFlight.Add(ctx, -1, m.options(setKey{queue: queue}).add...)
+		m.inFlight.Add(ctx, -1, base.add...)
 	case sqsworker.EventRescheduleFailed:
-		opts := m.options(setKey{queue: queue})
-		m.rescheduleFailures.Add(ctx, 1, opts.add...)
-		m.inFlight.Add(ctx, -1, opts.add...)
+		m.rescheduleFailures.Add(ctx, 1, base.add...)
+		m.inFlight.Add(ctx, -1, base.add...)
 	case sqsworker.EventReleased:
-		opts := m.options(setKey{queue: queue})
-		m.released.Add(ctx, 1, opts.add...)
-		m.inFlight.Add(ctx, -1, opts.add...)
+		m.released.Add(ctx, 1, base.add...)
+		m.inFlight.Add(ctx, -1, base.add...)
 	case sqsworker.EventAbandoned:
-		m.abandoned.Add(ctx, 1, m.options(setKey{queue: queue}).add...)
+		m.abandoned.Add(ctx, 1, base.add...)
 	}
 }
 
-// options returns the cached options of key's attribute set, building them the first
-// time.
-func (m *Metrics) options(key setKey) *measurement {
-	if cached, ok := m.sets.Load(key); ok {
-		return cached.(*measurement)
+// queue returns the entry of the queue, making it the first time.
+func (m *Metrics) queue(name string) *queueEntry {
+	if entry, ok := m.queues.Load(name); ok {
+		return entry.(*queueEntry)
 	}
+	entry, _ := m.queues.LoadOrStore(name, &queueEntry{
+		queue:    name,
+		base:     newMeasurement(KeyQueue.String(name)),
+		outcomes: map[outcomeKey]*measurement{},
+	})
+	return entry.(*queueEntry)
+}
+
+// outcome returns the cached options of the queue's attribute set for key, building
+// them the first time. Past maxAttributeSets sets in all, new reasons become "other".
+func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *measurement {
+	q.mu.RLock()
+	cached, ok := q.outcomes[key]
+	q.mu.RUnlock()
+	if ok {
+		return cached
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if m.setCount.Load() >= maxAttributeSets && key.reason != "" {
 		key.reason = "other"
-		if cached, ok := m.sets.Load(key); ok {
-			return cached.(*measurement)
-		}
 	}
-	attrs := []attribute.KeyValue{KeyQueue.String(key.queue)}
-	if key.withOutcome {
-		attrs = append(attrs, KeyJobType.String(key.jobType), KeyOutcome.String(key.outcome.String()))
-		if key.reason != "" {
-			attrs = append(attrs, KeyReason.String(key.reason))
-		}
+	if cached, ok := q.outcomes[key]; ok {
+		return cached
 	}
-	set := attribute.NewSet(attrs...)
-	built := &measurement{
-		add:    []metric.AddOption{metric.WithAttributeSet(set)},
-		record: []metric.RecordOption{metric.WithAttributeSet(set)},
+	attrs := []attribute.KeyValue{KeyQueue.String(q.queue), KeyJobType.String(key.jobType), KeyOutcome.String(key.outcome.String())}
+	if key.reason != "" {
+		attrs = append(attrs, KeyReason.String(key.reason))
 	}
-	actual, loaded := m.sets.LoadOrStore(key, built)
-	if !loaded {
-		m.setCount.Add(1)
-	}
-	return actual.(*measurement)
+	built := newMeasurement(attrs...)
+	q.outcomes[key] = built
+	m.setCount.Add(1)
+	return built
 }
 
-func (m *Metrics) noteLag(queue string, lag time.Duration) {
-	entry, ok := m.queues.Load(queue)
-	if !ok {
-		entry, _ = m.queues.LoadOrStore(queue, &queueAge{set: attribute.NewSet(KeyQueue.String(queue))})
-	}
-	age := entry.(*queueAge)
+func (q *queueEntry) noteLag(lag time.Duration) {
 	for {
-		current := age.maxLag.Load()
-		if int64(lag) <= current || age.maxLag.CompareAndSwap(current, int64(lag)) {
+		current := q.maxLag.Load()
+		if int64(lag) <= current || q.maxLag.CompareAndSwap(current, int64(lag)) {
 			return
 		}
 	}
@@ -252,8 +262,8 @@ func (m *Metrics) noteLag(queue string, lag time.Duration) {
 // observeAges reports and resets every queue's largest receive lag.
 func (m *Metrics) observeAges(_ context.Context, observer metric.Observer) error {
 	m.queues.Range(func(_, value any) bool {
-		age := value.(*queueAge)
-		observer.ObserveFloat64(m.oldest, time.Duration(age.maxLag.Swap(0)).Seconds(), metric.WithAttributeSet(age.set))
+		q := value.(*queueEntry)
+		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), metric.WithAttributeSet(q.base.set))
 		return true
 	})
 	return nil
