@@ -67,21 +67,51 @@ type MetricsConfig struct {
 //     the previous collection, an estimate of SQS's ApproximateAgeOfOldestMessage (a
 //     CloudWatch metric only); 0 when nothing was received.
 //
-// Observe takes no lock on the hot path and allocates nothing once a queue, job type,
+// The counts by queue alone are kept in atomics and read when the metrics are
+// collected; the histograms and sqsworker.messages.finished go through the SDK.
+// Observe takes a read lock only (per queue, for the outcome sets) and allocates nothing once a queue, job type,
 // outcome and reason combination has been seen (see BenchmarkMetrics).
 type Metrics struct {
-	jobType                                 func(*sqsworker.Message) string
-	received, finished                      metric.Int64Counter
-	heartbeats, heartbeatFailures           metric.Int64Counter
-	deletes, deleteFailures                 metric.Int64Counter
-	deadLetters, deadLetterFailures         metric.Int64Counter
-	rescheduleFailures, released, abandoned metric.Int64Counter
-	inFlight                                metric.Int64UpDownCounter
-	handlerDuration, receiveLag             metric.Float64Histogram
-	oldest                                  metric.Float64ObservableGauge
-	sets                                    sync.Map // setKey → *measurement
-	setCount                                atomic.Int64
-	queues                                  sync.Map // queue name → *queueAge
+	jobType                     func(*sqsworker.Message) string
+	finished                    metric.Int64Counter
+	handlerDuration, receiveLag metric.Float64Histogram
+	counts                      [countKinds]metric.Int64Observable
+	oldest                      metric.Float64ObservableGauge
+	queues                      sync.Map // queue name → *queueEntry
+	setCount                    atomic.Int64
+}
+
+// The counts of one queue, kept in atomics and read at collection: a measurement through
+// the SDK costs far more than an atomic add.
+const (
+	countReceived = iota
+	countInFlight
+	countHeartbeats
+	countHeartbeatFailures
+	countDeletes
+	countDeleteFailures
+	countDeadLetters
+	countDeadLetterFailures
+	countRescheduleFailures
+	countReleased
+	countAbandoned
+	countKinds
+)
+
+// queueCounts names, units and describes every count; in flight is an up-down counter,
+// the rest are counters.
+var queueCounts = [countKinds]struct{ name, unit, description string }{
+	countReceived:           {"sqsworker.messages.received", "{message}", "Messages received."},
+	countInFlight:           {"sqsworker.messages.in_flight", "{message}", "Messages received and not yet settled."},
+	countHeartbeats:         {"sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages."},
+	countHeartbeatFailures:  {"sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good."},
+	countDeletes:            {"sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda)."},
+	countDeleteFailures:     {"sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again."},
+	countDeadLetters:        {"sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue."},
+	countDeadLetterFailures: {"sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried."},
+	countRescheduleFailures: {"sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed."},
+	countReleased:           {"sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end."},
+	countAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended."},
 }
 
 // queueEntry holds one queue's attribute sets, built once, and its largest receive lag
@@ -90,6 +120,7 @@ type queueEntry struct {
 	queue    string
 	base     *measurement // the queue alone
 	maxLag   atomic.Int64 // nanoseconds
+	counts   [countKinds]atomic.Int64
 	mu       sync.RWMutex
 	outcomes map[outcomeKey]*measurement
 }
@@ -126,24 +157,17 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 		}
 	}
 	var errs []error
-	counter := func(name, unit, description string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(description))
+	for kind, c := range queueCounts {
+		var err error
+		if kind == countInFlight {
+			m.counts[kind], err = meter.Int64ObservableUpDownCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
+		} else {
+			m.counts[kind], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
+		}
 		errs = append(errs, err)
-		return c
 	}
-	m.received = counter("sqsworker.messages.received", "{message}", "Messages received.")
-	m.finished = counter("sqsworker.messages.finished", "{message}", "Handler calls that returned, by outcome and reason.")
-	m.heartbeats = counter("sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages.")
-	m.heartbeatFailures = counter("sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good.")
-	m.deletes = counter("sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda).")
-	m.deleteFailures = counter("sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again.")
-	m.deadLetters = counter("sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue.")
-	m.deadLetterFailures = counter("sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried.")
-	m.rescheduleFailures = counter("sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed.")
-	m.released = counter("sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end.")
-	m.abandoned = counter("sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended.")
-	var err error
-	m.inFlight, err = meter.Int64UpDownCounter("sqsworker.messages.in_flight", metric.WithUnit("{message}"), metric.WithDescription("Messages received and not yet settled."))
+	finished, err := meter.Int64Counter("sqsworker.messages.finished", metric.WithUnit("{message}"), metric.WithDescription("Handler calls that returned, by outcome and reason."))
+	m.finished = finished
 	errs = append(errs, err)
 	m.handlerDuration, err = meter.Float64Histogram("sqsworker.handler.duration", metric.WithUnit("s"), metric.WithDescription("Handler run time."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
@@ -157,7 +181,7 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if _, err := meter.RegisterCallback(m.observeAges, m.oldest); err != nil {
+	if _, err := meter.RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest}, observables(m.counts[:])...)...); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -169,13 +193,12 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 		return
 	}
 	q := m.queue(QueueName(ev.Message.QueueURL))
-	base := q.base
 	switch ev.Kind {
 	case sqsworker.EventReceived:
-		m.received.Add(ctx, 1, base.add...)
-		m.inFlight.Add(ctx, 1, base.add...)
+		q.counts[countReceived].Add(1)
+		q.counts[countInFlight].Add(1)
 		if ev.ReceiveLag > 0 {
-			m.receiveLag.Record(ctx, ev.ReceiveLag.Seconds(), base.record...)
+			m.receiveLag.Record(ctx, ev.ReceiveLag.Seconds(), q.base.record...)
 			q.noteLag(ev.ReceiveLag)
 		}
 	case sqsworker.EventFinished:
@@ -184,30 +207,38 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 		key.reason = ev.Outcome.Reason
 		m.finished.Add(ctx, 1, m.outcome(q, key).add...)
 	case sqsworker.EventHeartbeatExtended:
-		m.heartbeats.Add(ctx, 1, base.add...)
+		q.counts[countHeartbeats].Add(1)
 	case sqsworker.EventHeartbeatFailed:
-		m.heartbeatFailures.Add(ctx, 1, base.add...)
+		q.counts[countHeartbeatFailures].Add(1)
 	case sqsworker.EventDeleted:
-		m.deletes.Add(ctx, 1, base.add...)
-		m.inFlight.Add(ctx, -1, base.add...)
+		q.counts[countDeletes].Add(1)
+		q.counts[countInFlight].Add(-1)
 	case sqsworker.EventDeleteFailed:
-		m.deleteFailures.Add(ctx, 1, base.add...)
-		m.inFlight.Add(ctx, -1, base.add...)
+		q.counts[countDeleteFailures].Add(1)
+		q.counts[countInFlight].Add(-1)
 	case sqsworker.EventDeadLettered:
-		m.deadLetters.Add(ctx, 1, base.add...)
+		q.counts[countDeadLetters].Add(1)
 	case sqsworker.EventDeadLetterFailed:
-		m.deadLetterFailures.Add(ctx, 1, base.add...)
+		q.counts[countDeadLetterFailures].Add(1)
 	case sqsworker.EventRescheduled:
-		m.inFlight.Add(ctx, -1, base.add...)
+		q.counts[countInFlight].Add(-1)
 	case sqsworker.EventRescheduleFailed:
-		m.rescheduleFailures.Add(ctx, 1, base.add...)
-		m.inFlight.Add(ctx, -1, base.add...)
+		q.counts[countRescheduleFailures].Add(1)
+		q.counts[countInFlight].Add(-1)
 	case sqsworker.EventReleased:
-		m.released.Add(ctx, 1, base.add...)
-		m.inFlight.Add(ctx, -1, base.add...)
+		q.counts[countReleased].Add(1)
+		q.counts[countInFlight].Add(-1)
 	case sqsworker.EventAbandoned:
-		m.abandoned.Add(ctx, 1, base.add...)
+		q.counts[countAbandoned].Add(1)
 	}
+}
+
+func observables(counts []metric.Int64Observable) []metric.Observable {
+	out := make([]metric.Observable, len(counts))
+	for i, c := range counts {
+		out[i] = c
+	}
+	return out
 }
 
 // queue returns the entry of the queue, making it the first time.
@@ -259,11 +290,16 @@ func (q *queueEntry) noteLag(lag time.Duration) {
 	}
 }
 
-// observeAges reports and resets every queue's largest receive lag.
-func (m *Metrics) observeAges(_ context.Context, observer metric.Observer) error {
+// observeQueues reports every queue's messages in flight, and reports and resets its
+// largest receive lag.
+func (m *Metrics) observeQueues(_ context.Context, observer metric.Observer) error {
 	m.queues.Range(func(_, value any) bool {
 		q := value.(*queueEntry)
-		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), metric.WithAttributeSet(q.base.set))
+		option := metric.WithAttributeSet(q.base.set)
+		for kind := range q.counts {
+			observer.ObserveInt64(m.counts[kind], q.counts[kind].Load(), option)
+		}
+		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), option)
 		return true
 	})
 	return nil
