@@ -43,6 +43,7 @@ func TestNewRejectsEachBadSetting(t *testing.T) {
 			c.HeartbeatInterval, c.VisibilityExtension = 30*time.Second, 30*time.Second
 		}, "Config.HeartbeatInterval"},
 		{"negative drain", func(c *Config) { c.DrainTimeout = -time.Second }, "Config.DrainTimeout"},
+		{"metrics handler without a health address", func(c *Config) { c.MetricsHandler = http.NotFoundHandler() }, "Config.MetricsHandler"},
 		{"negative backoff base", func(c *Config) { c.Backoff.Base = -time.Second }, "Config.Backoff.Base"},
 		{"negative backoff cap", func(c *Config) { c.Backoff.Cap = -time.Second }, "Config.Backoff.Cap"},
 		{"backoff base above cap", func(c *Config) { c.Backoff.Base, c.Backoff.Cap = time.Minute, time.Second }, "Config.Backoff.Base"},
@@ -206,7 +207,6 @@ func TestStartChecksQueue(t *testing.T) {
 		{"no redrive policy, unbounded retries allowed", noRedrive(), Config{AllowUnboundedRetries: true}, ""},
 		{"heartbeat not shorter than the queue's visibility", newFakeAPI(), Config{HeartbeatInterval: 30 * time.Second}, "Config.HeartbeatInterval"},
 		{"bad health address", newFakeAPI(), Config{HealthCheckAddress: "256.0.0.1:x"}, "Config.HealthCheckAddress"},
-		{"metrics handler without a health address", newFakeAPI(), Config{MetricsHandler: http.NotFoundHandler()}, "Config.MetricsHandler"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
