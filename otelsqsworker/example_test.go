@@ -16,7 +16,7 @@ import (
 
 // A container worker with Prometheus metrics on /metrics beside /healthz (one port),
 // queue gauges read every 15 s, and a consumer span per delivery attempt. The README's
-// "Metrics and traces" snippet.
+// "Metrics and traces" section in full.
 func Example() {
 	ctx := context.Background()
 	awsConfig, err := config.LoadDefaultConfig(ctx)
@@ -58,4 +58,17 @@ func Example() {
 		log.Fatal(err)
 	}
 	_ = server
+}
+
+// The README's Prometheus snippet.
+func Example_prometheus() {
+	var client *sqs.Client
+	var queueURL string
+	var handler sqsworker.Handler
+	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
+		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, handler)
+	// curl -s localhost:8080/metrics | grep sqsworker_messages_finished_total
+	_, _ = server, err
 }
