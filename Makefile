@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test test-elasticmq demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -27,6 +27,11 @@ down:
 ## test: start the emulator when needed, then run every test (unit and emulator)
 test: up
 	$(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) ./...
+
+## test-elasticmq: every test again with SQS on ElasticMQ (localstack/elasticmq-up; DynamoDB stays on moto)
+test-elasticmq: up
+	localstack/elasticmq-up
+	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) ./...
 
 ## demo: the webhook-delivery worker end to end on the emulator; prints the summary line
 demo: up

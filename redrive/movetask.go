@@ -234,10 +234,23 @@ func CancelActiveMoveTask(ctx context.Context, api MoveTaskAPI, source string) (
 	return &task, nil
 }
 
+// moveCountSettle bounds how long [WaitMoveTask] keeps polling a COMPLETED task whose
+// ApproximateNumberOfMessagesMoved is still below ApproximateNumberOfMessagesToMove: on
+// AWS the count may lag the status.
+const moveCountSettle = 30 * time.Second
+
+// ErrMoveTaskNotListed is returned (wrapped) by [WaitMoveTask] when a task it has seen
+// is no longer among the queue's listed tasks. AWS lists the 10 most recent tasks,
+// CANCELLED ones included; ElasticMQ 1.7.1 drops a cancelled task at once.
+var ErrMoveTaskNotListed = errors.New("redrive: the message move task is no longer listed by ListMessageMoveTasks")
+
 // WaitMoveTask polls ListMessageMoveTasks every interval (if zero, 1 s) until task ends,
 // calling progress (if not nil) with each new state, and returns the final state. A task
-// that FAILED or was CANCELLED is returned without error: check Status. Errors: a failed
-// ListMessageMoveTasks request, ctx's error.
+// that FAILED or was CANCELLED is returned without error: check Status. A COMPLETED task
+// is polled on, for up to 30 s, until its moved count reaches its to-move count, which
+// on AWS may lag the status. Errors: a failed ListMessageMoveTasks request,
+// [ErrMoveTaskNotListed] for a task that vanished from the list before it ended, ctx's
+// error.
 //
 // SQS lists a task's handle only while it runs, so the task is recognised by its handle
 // first and by its start time after that; a task that ended before the first poll is the
@@ -247,12 +260,20 @@ func WaitMoveTask(ctx context.Context, api MoveTaskAPI, task *MoveTask, interval
 		interval = time.Second
 	}
 	current := *task
+	seen := false
+	var settleBy time.Time
 	for {
 		tasks, err := listMoveTasks(ctx, api, current.SourceARN, maxListedMoveTasks)
 		if err != nil {
 			return &current, err
 		}
-		if found, ok := findTask(tasks, current); ok {
+		found, ok := findTask(tasks, current)
+		if !ok && seen {
+			return &current, fmt.Errorf("%w: the task started %s on %s was last seen %s (moved %d of %d); check the queues' message counts",
+				ErrMoveTaskNotListed, current.StartedAt.UTC().Format(time.RFC3339), current.SourceARN, current.Status, current.Moved, current.ToMove)
+		}
+		if ok {
+			seen = true
 			if found.Handle == "" {
 				found.Handle = current.Handle
 			}
@@ -260,6 +281,17 @@ func WaitMoveTask(ctx context.Context, api MoveTaskAPI, task *MoveTask, interval
 			current = found
 			if changed && progress != nil {
 				progress(current)
+			}
+			if current.Status == MoveTaskCompleted && current.Moved < current.ToMove {
+				if settleBy.IsZero() {
+					settleBy = time.Now().Add(moveCountSettle)
+				}
+				if time.Now().Before(settleBy) {
+					if err := sleep(ctx, interval); err != nil {
+						return &current, fmt.Errorf("redrive: waiting for move task: %w", err)
+					}
+					continue
+				}
 			}
 			if current.Status.Done() {
 				return &current, nil
