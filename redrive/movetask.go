@@ -239,6 +239,10 @@ func CancelActiveMoveTask(ctx context.Context, api MoveTaskAPI, source string) (
 // AWS the count may lag the status.
 const moveCountSettle = 30 * time.Second
 
+// moveTaskListWait bounds how long [WaitMoveTask] waits for a task it has not seen yet
+// to appear in ListMessageMoveTasks.
+const moveTaskListWait = 10 * time.Second
+
 // ErrMoveTaskNotListed is returned (wrapped) by [WaitMoveTask] when a task it has seen
 // is no longer among the queue's listed tasks. AWS lists the 10 most recent tasks,
 // CANCELLED ones included; ElasticMQ 1.7.1 drops a cancelled task at once.
@@ -249,8 +253,8 @@ var ErrMoveTaskNotListed = errors.New("redrive: the message move task is no long
 // that FAILED or was CANCELLED is returned without error: check Status. A COMPLETED task
 // is polled on, for up to 30 s, until its moved count reaches its to-move count, which
 // on AWS may lag the status. Errors: a failed ListMessageMoveTasks request,
-// [ErrMoveTaskNotListed] for a task that vanished from the list before it ended, ctx's
-// error.
+// [ErrMoveTaskNotListed] for a task that vanished from the list before it ended (or did
+// not appear in it within 10 s), ctx's error.
 //
 // SQS lists a task's handle only while it runs, so the task is recognised by its handle
 // first and by its start time after that; a task that ended before the first poll is the
@@ -260,20 +264,27 @@ func WaitMoveTask(ctx context.Context, api MoveTaskAPI, task *MoveTask, interval
 		interval = time.Second
 	}
 	current := *task
-	seen := false
-	var settleBy time.Time
+	// A task with a start time was listed before; one without (just started) may take a
+	// moment to appear.
+	seen := !current.StartedAt.IsZero()
+	var settleBy, missingSince time.Time
 	for {
 		tasks, err := listMoveTasks(ctx, api, current.SourceARN, maxListedMoveTasks)
 		if err != nil {
 			return &current, err
 		}
 		found, ok := findTask(tasks, current)
-		if !ok && seen {
-			return &current, fmt.Errorf("%w: the task started %s on %s was last seen %s (moved %d of %d); check the queues' message counts",
-				ErrMoveTaskNotListed, current.StartedAt.UTC().Format(time.RFC3339), current.SourceARN, current.Status, current.Moved, current.ToMove)
+		if !ok {
+			if missingSince.IsZero() {
+				missingSince = time.Now()
+			}
+			if seen || time.Since(missingSince) > moveTaskListWait {
+				return &current, fmt.Errorf("%w: task %s on %s, last seen %s (moved %d of %d); check the queues' message counts",
+					ErrMoveTaskNotListed, orUnknown(current.Handle), current.SourceARN, current.Status, current.Moved, current.ToMove)
+			}
 		}
 		if ok {
-			seen = true
+			seen, missingSince = true, time.Time{}
 			if found.Handle == "" {
 				found.Handle = current.Handle
 			}
@@ -316,4 +327,11 @@ func findTask(tasks []MoveTask, want MoveTask) (MoveTask, bool) {
 		return tasks[0], true
 	}
 	return MoveTask{}, false
+}
+
+func orUnknown(handle string) string {
+	if handle == "" {
+		return "(handle unknown)"
+	}
+	return handle
 }
