@@ -268,6 +268,9 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 				for name, value := range message.MessageAttributes {
 					got[name] = aws.ToString(value.StringValue)
 				}
+				if id != "big" { // big is at the limit: it moves without the redrive count
+					want[id][redrive.AttributeRedriveCount] = "1"
+				}
 				if fmt.Sprint(got) != fmt.Sprint(want[id]) {
 					t.Fatalf("message %s arrived with attributes %v, want %v", id, got, want[id])
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -298,8 +299,14 @@ or duplicated (sent but not deleted), 1 on error.`,
 				}
 			}
 			if config.Destination, err = redrive.QueueURL(ctx, client, to); err != nil {
+				if errors.Is(err, redrive.ErrQueueNotFound) {
+					return redrive.DestinationMissing(to, err)
+				}
 				return err
 			}
+			// The mover's Info logs (the redrive count of a message that moved without
+			// it); its warnings reach stderr through result.Warnings below.
+			config.Logger = slog.New(infoOnly{slog.NewTextHandler(a.stderr, nil)})
 			total := 0
 			if attributes, err := queueAttributes(ctx, client, config.Source); err == nil {
 				total = atoi(attributes["ApproximateNumberOfMessages"])
@@ -388,3 +395,17 @@ func (a *app) printMove(config redrive.Config, result *redrive.Result) {
 		fmt.Fprintf(out, "Now in both queues, delete failed: %s (%s)\n", failure.ID, failure.Error)
 	}
 }
+
+// infoOnly passes on Info records only: the mover's warnings are printed from its
+// Result, so they are not logged twice.
+type infoOnly struct{ slog.Handler }
+
+func (h infoOnly) Enabled(ctx context.Context, level slog.Level) bool {
+	return level == slog.LevelInfo && h.Handler.Enabled(ctx, level)
+}
+
+func (h infoOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return infoOnly{h.Handler.WithAttrs(attrs)}
+}
+
+func (h infoOnly) WithGroup(name string) slog.Handler { return infoOnly{h.Handler.WithGroup(name)} }
