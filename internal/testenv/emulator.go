@@ -49,6 +49,16 @@ var (
 	// ElasticMQForgetsCancelledMoveTasks: a cancelled task is no longer listed.
 	ElasticMQForgetsCancelledMoveTasks = Deviation{ElasticMQ, "ElasticMQ 1.7.1 drops a cancelled message move task from " +
 		"ListMessageMoveTasks at once; AWS lists it as CANCELLING, then CANCELLED"}
+	// ElasticMQRedrivesToOneSourceQueue: a move task without a destination sends every
+	// message to one queue.
+	ElasticMQRedrivesToOneSourceQueue = Deviation{ElasticMQ, "ElasticMQ 1.7.1 moves every message of a dead-letter queue " +
+		"shared by several source queues to one of them when StartMessageMoveTask has no DestinationArn; AWS sends each " +
+		"message back to its own source queue (its DeadLetterQueueSourceArn)"}
+	// LocalStackRedriveKeepsTheMessage: a native move keeps the message id and counts.
+	LocalStackRedriveKeepsTheMessage = Deviation{LocalStack, "LocalStack 4.14 moves a message with its message id, SentTimestamp " +
+		"and ApproximateReceiveCount (the first receive after a native redrive shows 4 after 2 failed receives, so the next " +
+		"receive sends it straight back to the dead-letter queue); AWS redrives it as a new message, with a new message id and " +
+		"enqueue time, whose first receive shows 1"}
 	// ElasticMQRejectsRepeatedDelete: a second delete of a deleted message fails.
 	ElasticMQRejectsRepeatedDelete = Deviation{ElasticMQ, "ElasticMQ 1.7.1 answers DeleteMessage with the receipt handle of a " +
 		"message that was already deleted with ReceiptHandleIsInvalid; AWS accepts it (the request succeeds)"}
