@@ -247,9 +247,11 @@ do. Each batch is received, sent to the destination, and deleted from --from onl
 confirmed the send, so an interruption can duplicate a message but never lose one.
 
 Batches hold at most 10 messages and at most the destination's MaximumMessageSize in bytes
-(body plus attribute names, types and values). Message attributes are kept. A message
-larger than the destination allows is reported and left in --from. A failed entry is
-retried alone.
+(body plus attribute names, types and values). Message attributes are kept, and
+x-redrive-count (Number: the moves so far) is added, except to a message that already has
+10 attributes or would grow too large: its count is logged instead. A message larger than
+the destination allows is reported and left in --from. A failed entry is retried alone. A
+destination that does not exist is refused before anything is received.
 
 FIFO destination: the message group is kept and the message gets a new deduplication id
 (<old>-r<n>): its old id, inside SQS's 5-minute window, would be accepted and silently
