@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test test-elasticmq demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test test-stress test-elasticmq demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -24,14 +24,50 @@ up:
 down:
 	localstack/down
 
-## test: start the emulator when needed, then run every test (unit and emulator)
-test: up
-	$(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) ./...
+# go test -json goes through internal/tools/testsummary: it prints the output of failed
+# tests, one ok/FAIL line per package and last "N passed, N failed[, N skipped]"; with
+# pipefail its exit status (1 on any failure) is make's.
+TESTSUMMARY = bin/testsummary
 
-## test-elasticmq: every test again with SQS on ElasticMQ (localstack/elasticmq-up; DynamoDB stays on moto)
-test-elasticmq: up
+$(TESTSUMMARY): $(wildcard internal/tools/testsummary/*.go)
+	$(GO) build -o $@ ./internal/tools/testsummary
+
+## test: start the emulator when needed, then run every test (unit and emulator)
+test: up $(TESTSUMMARY)
+	$(EMULATOR_ENV) && set -o pipefail && $(GO) test -json $(GOTESTFLAGS) ./... 2>&1 | $(TESTSUMMARY)
+
+# test-stress repeats the suite to find flaky tests (issue 9), then prints
+# "test-stress: P of N runs passed" and fails unless all did:
+#   1. unit level: every test that needs no emulator, $(STRESS_UNIT_FLAGS). A test is an
+#      emulator test exactly when it asks internal/testenv for a client; with
+#      SQSWORKER_TEST_UNIT_ONLY=1 (and no endpoints) those skip, so no list is kept.
+#   2. emulator packages (those whose tests import internal/testenv, from go list), run
+#      STRESS_RUNS times in a row with GOTESTFLAGS, as make test runs them.
+STRESS_UNIT_COUNT ?= 200
+STRESS_RUNS ?= 5
+STRESS_UNIT_FLAGS ?= -race -count=$(STRESS_UNIT_COUNT) -timeout 120m
+EMULATOR_PKGS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... \
+	| awk '/ github.com\/sqsworker\/sqsworker\/internal\/testenv( |$$)/ {print $$1}'
+
+## test-stress: unit tests -race -count=STRESS_UNIT_COUNT (200), emulator packages STRESS_RUNS (5) times; prints how many runs passed
+test-stress: up $(TESTSUMMARY)
+	@set -o pipefail; runs=0; passed=0; start=$$(date +%s); \
+	pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
+	echo "test-stress: unit level, $(STRESS_UNIT_FLAGS)"; runs=$$((runs + 1)); \
+	if env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB SQSWORKER_TEST_UNIT_ONLY=1 \
+		$(GO) test -json $(STRESS_UNIT_FLAGS) ./... 2>&1 | $(TESTSUMMARY); then passed=$$((passed + 1)); fi; \
+	for run in $$(seq $(STRESS_RUNS)); do \
+		echo "test-stress: emulator packages, run $$run of $(STRESS_RUNS), $(GOTESTFLAGS)"; runs=$$((runs + 1)); \
+		if ($(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)); then passed=$$((passed + 1)); fi; \
+	done; \
+	echo "test-stress: $$passed of $$runs runs passed ($$(( $$(date +%s) - start )) s)"; \
+	test $$passed -eq $$runs
+
+## test-elasticmq: the emulator packages again with SQS on ElasticMQ (localstack/elasticmq-up; DynamoDB stays on moto)
+test-elasticmq: up $(TESTSUMMARY)
 	localstack/elasticmq-up
-	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test $(GOTESTFLAGS) ./...
+	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
+	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
 ## demo: the webhook-delivery worker end to end on the emulator; prints the summary line
 demo: up

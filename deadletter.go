@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // Message attributes a host adds when it sends a message to the dead-letter queue for a
@@ -32,11 +34,35 @@ const MaxFailureErrorBytes = 1024
 // maxMessageAttributes is SQS's limit of message attributes per message.
 const maxMessageAttributes = 10
 
-// ErrDeadLetterAttributes is returned by [SendToDeadLetterQueue] when the message already
-// carries so many message attributes that the failure attributes would exceed SQS's
-// limit of 10. The host then leaves the message to the redrive policy (ordinary retry),
-// so it still reaches the dead-letter queue, without the failure attributes.
+// DefaultMaximumMessageSize is the message size limit [SendToDeadLetterQueue] fits the
+// dead-letter copy into when Queue.MaximumMessageSize is unknown (0): 256 KiB, the
+// smallest limit SQS has set by default (queues created since August 2025 default to
+// 1 MiB).
+const DefaultMaximumMessageSize = 262144
+
+// minFailureErrorBytes: a failure-error attribute shortened to fit the size limit keeps
+// at least this many bytes of text, or is dropped.
+const minFailureErrorBytes = 16
+
+// ErrDeadLetterAttributes was returned by [SendToDeadLetterQueue] when the message
+// carried too many attributes to add the failure attributes.
+//
+// Deprecated: no longer returned. SendToDeadLetterQueue now adds only the failure
+// attributes that fit (see its order), so a permanent failure never runs its handler
+// again.
 var ErrDeadLetterAttributes = errors.New("sqsworker: message has too many attributes to add the failure attributes (SQS allows 10)")
+
+// MessageSize returns a message's size as SQS counts it against the queue's
+// MaximumMessageSize: the body's bytes plus, for each message attribute, the bytes of its
+// name, its data type and its value (String or Binary). See "Amazon SQS message
+// attributes" in the Amazon SQS Developer Guide.
+func MessageSize(body string, attributes map[string]MessageAttribute) int {
+	size := len(body)
+	for name, value := range attributes {
+		size += len(name) + len(value.DataType) + len(value.StringValue) + len(value.BinaryValue)
+	}
+	return size
+}
 
 // DeadLetterAPI is the part of the SQS client that [SendToDeadLetterQueue] uses.
 type DeadLetterAPI interface {
@@ -47,43 +73,40 @@ var _ DeadLetterAPI = (*sqs.Client)(nil)
 
 // SendToDeadLetterQueue sends message, body and message attributes unchanged, to the
 // queue's dead-letter queue, adding the failure attributes (reason, truncated error text,
-// source queue, receive count) from outcome. On a FIFO dead-letter queue it keeps the
+// receive count, source queue) from outcome. On a FIFO dead-letter queue it keeps the
 // message group and uses the message id as deduplication id, so a repeated send after a
 // crash is deduplicated. The caller deletes the message from the source queue only after
 // this returns nil.
 //
-// Errors: queue has no dead-letter queue; [ErrDeadLetterAttributes]; SendMessage's error.
+// The copy always fits SQS's limits, so a message at the size limit or with many
+// attributes still goes to the dead-letter queue at once (its handler never runs
+// again): the failure attributes are added in this order, each only if it still fits
+// both the 10-attribute limit and the size limit ([MessageSize] against
+// Queue.MaximumMessageSize, or [DefaultMaximumMessageSize] when unknown):
+//
+//  1. failure-reason, whole or not at all;
+//  2. failure-error, shortened to the room left (ending in "...", at least 16 bytes of
+//     text) or dropped;
+//  3. failure-receive-count;
+//  4. failure-source-queue.
+//
+// If the dead-letter queue still refuses the copy as too large (its MaximumMessageSize
+// is below the source queue's), the send is repeated once with no failure attributes.
+//
+// Errors: queue has no dead-letter queue; SendMessage's error.
 func SendToDeadLetterQueue(ctx context.Context, api DeadLetterAPI, queue *Queue, message *Message, outcome Outcome) error {
 	if queue.DeadLetterQueueURL == "" {
 		return fmt.Errorf("sqsworker: queue %s has no dead-letter queue (no redrive policy)", queue.URL)
 	}
-	attributes := make(map[string]types.MessageAttributeValue, len(message.MessageAttributes)+4)
+	original := make(map[string]types.MessageAttributeValue, len(message.MessageAttributes))
 	for name, value := range message.MessageAttributes {
-		attributes[name] = toSDKAttribute(value)
+		original[name] = toSDKAttribute(value)
 	}
-	errorText := ""
-	if outcome.Err != nil {
-		errorText = truncateUTF8(outcome.Err.Error(), MaxFailureErrorBytes)
+	limit := queue.MaximumMessageSize
+	if limit <= 0 {
+		limit = DefaultMaximumMessageSize
 	}
-	source := queue.ARN
-	if source == "" {
-		source = queue.URL
-	}
-	failure := map[string]types.MessageAttributeValue{
-		AttributeFailureReason:       stringAttribute(outcome.Reason),
-		AttributeFailureError:        stringAttribute(errorText),
-		AttributeFailureSourceQueue:  stringAttribute(source),
-		AttributeFailureReceiveCount: {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(message.ReceiveCount))},
-	}
-	for name, value := range failure {
-		if value.StringValue != nil && *value.StringValue == "" {
-			continue // SQS rejects empty attribute values.
-		}
-		attributes[name] = value
-	}
-	if len(attributes) > maxMessageAttributes {
-		return ErrDeadLetterAttributes
-	}
+	attributes := withFailureAttributes(original, limit-MessageSize(message.Body, message.MessageAttributes), failureAttributes(queue, message, outcome))
 	input := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(queue.DeadLetterQueueURL),
 		MessageBody:       aws.String(message.Body),
@@ -97,10 +120,81 @@ func SendToDeadLetterQueue(ctx context.Context, api DeadLetterAPI, queue *Queue,
 		input.MessageGroupId = aws.String(group)
 		input.MessageDeduplicationId = aws.String(message.ID)
 	}
-	if _, err := api.SendMessage(ctx, input); err != nil {
+	_, err := api.SendMessage(ctx, input)
+	if err != nil && len(attributes) > len(original) && tooLarge(err) {
+		input.MessageAttributes = original
+		_, err = api.SendMessage(ctx, input)
+	}
+	if err != nil {
 		return fmt.Errorf("sqsworker: sending message %s to dead-letter queue %s: %w", message.ID, queue.DeadLetterQueueURL, err)
 	}
 	return nil
+}
+
+// namedAttribute is one failure attribute, in the order of preference.
+type namedAttribute struct {
+	name  string
+	value types.MessageAttributeValue
+}
+
+// failureAttributes returns the failure attributes of outcome, most wanted first.
+func failureAttributes(queue *Queue, message *Message, outcome Outcome) []namedAttribute {
+	errorText := ""
+	if outcome.Err != nil {
+		errorText = truncateUTF8(outcome.Err.Error(), MaxFailureErrorBytes)
+	}
+	source := queue.ARN
+	if source == "" {
+		source = queue.URL
+	}
+	return []namedAttribute{
+		{AttributeFailureReason, stringAttribute(outcome.Reason)},
+		{AttributeFailureError, stringAttribute(errorText)},
+		{AttributeFailureReceiveCount, types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(message.ReceiveCount))}},
+		{AttributeFailureSourceQueue, stringAttribute(source)},
+	}
+}
+
+// withFailureAttributes returns original plus those of failure that fit, in order:
+// room is how many bytes the message may still grow by. Only failure-error is
+// shortened to fit; the others are added whole or not at all.
+func withFailureAttributes(original map[string]types.MessageAttributeValue, room int, failure []namedAttribute) map[string]types.MessageAttributeValue {
+	attributes := make(map[string]types.MessageAttributeValue, len(original)+len(failure))
+	for name, value := range original {
+		attributes[name] = value
+	}
+	for _, attribute := range failure {
+		// A failure attribute the message already carries (it failed before and was
+		// redriven) is replaced by this failure's, or dropped.
+		if old, ok := attributes[attribute.name]; ok {
+			room += len(attribute.name) + len(aws.ToString(old.DataType)) + len(aws.ToString(old.StringValue)) + len(old.BinaryValue)
+			delete(attributes, attribute.name)
+		}
+	}
+	for _, attribute := range failure {
+		value := aws.ToString(attribute.value.StringValue)
+		if value == "" || len(attributes) >= maxMessageAttributes {
+			continue // SQS rejects empty attribute values and more than 10 attributes.
+		}
+		overhead := len(attribute.name) + len(aws.ToString(attribute.value.DataType))
+		if overhead+len(value) > room && attribute.name == AttributeFailureError && room-overhead >= minFailureErrorBytes+len("...") {
+			value = truncateUTF8(value, room-overhead)
+			attribute.value = stringAttribute(value)
+		}
+		if overhead+len(value) > room {
+			continue
+		}
+		room -= overhead + len(value)
+		attributes[attribute.name] = attribute.value
+	}
+	return attributes
+}
+
+// tooLarge reports whether err is SQS refusing a message over the queue's size limit
+// (InvalidParameterValue, "Message must be shorter than N bytes").
+func tooLarge(err error) bool {
+	apiErr, ok := errors.AsType[smithy.APIError](err)
+	return ok && strings.HasPrefix(apiErr.ErrorCode(), "InvalidParameterValue") && strings.Contains(apiErr.ErrorMessage(), "shorter than")
 }
 
 func stringAttribute(value string) types.MessageAttributeValue {

@@ -108,35 +108,13 @@ func TestSendToDeadLetterQueueKeepsTheFIFOGroup(t *testing.T) {
 	assert.Equal(t, 1, inFlight)
 }
 
-func TestSendToDeadLetterQueueRefusesTooManyAttributes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	client := testenv.SQS(t)
-	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	queue, err := sqsworker.LoadQueue(ctx, client, created.URL)
-	require.NoError(t, err)
-
-	attributes := map[string]sqsworker.MessageAttribute{}
-	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g"} {
-		attributes[name] = sqsworker.MessageAttribute{DataType: "String", StringValue: name}
-	}
-	message := &sqsworker.Message{ID: "m-many", Body: "x", ReceiveCount: 1, MessageAttributes: attributes}
-	err = sqsworker.SendToDeadLetterQueue(ctx, client, queue, message, sqsworker.Classify(sqsworker.Permanent("X", nil)))
-	require.ErrorIs(t, err, sqsworker.ErrDeadLetterAttributes)
-	visible, inFlight := testenv.Counts(t, client, created.DeadLetterQueueURL)
-	assert.Equal(t, 0, visible+inFlight, "nothing is sent when the attributes do not fit")
-}
-
 func receiveOne(t *testing.T, client *sqs.Client, url string) types.Message {
 	t.Helper()
-	output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+	messages := testenv.Receive(t, client, sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(url),
-		MaxNumberOfMessages:         10,
-		WaitTimeSeconds:             5,
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	require.NoError(t, err)
-	require.Len(t, output.Messages, 1)
-	return output.Messages[0]
+	}, 1, testenv.ReceiveTimeout)
+	require.Len(t, messages, 1)
+	return messages[0]
 }

@@ -168,6 +168,19 @@ func (e *emulatorTable) store(options ...idempotency.DynamoDBOption) *idempotenc
 	return idempotency.NewDynamoDBStore(e.api, e.name, options...)
 }
 
+// roundTrip measures the emulator's DynamoDB round trip on this table now: the slowest of
+// three consistent reads. Tests derive real-time leases from it.
+func (e *emulatorTable) roundTrip(t *testing.T) time.Duration {
+	t.Helper()
+	var slowest time.Duration
+	for range 3 {
+		start := time.Now()
+		e.raw(t, "round-trip-probe")
+		slowest = max(slowest, time.Since(start))
+	}
+	return slowest
+}
+
 // raw returns the item for key rendered attribute by attribute ("name=S:value",
 // "name=N:123", "name=B:hex"), sorted: a byte-for-byte view of the stored item. Empty
 // when there is no item.

@@ -15,8 +15,6 @@ import (
 const (
 	// deleteCallTimeout bounds one DeleteMessageBatch call.
 	deleteCallTimeout = 10 * time.Second
-	// maxDeleteRetryDelay caps the backoff between retries of a failed delete entry.
-	maxDeleteRetryDelay = 2 * time.Second
 	// receiptSafetyMargin: a delete is retried only while the receipt handle still has
 	// this much visibility left; later, the message may already be with another worker.
 	receiptSafetyMargin = time.Second
@@ -57,8 +55,12 @@ type acker struct {
 	sending int
 
 	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// urgent is closed by flushNow: no more deletes are coming to batch with, so each
+	// is sent at once.
+	urgent     chan struct{}
+	urgentOnce sync.Once
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 type ackerParams struct {
@@ -79,6 +81,7 @@ func newAcker(params ackerParams) *acker {
 		stats:       params.stats,
 		callContext: params.callContext,
 		wake:        make(chan struct{}, 1),
+		urgent:      make(chan struct{}),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -131,12 +134,22 @@ func (a *acker) waitForBatch() bool {
 		select {
 		case <-timer.C:
 			return true
+		case <-a.urgent:
+			return true
 		case <-a.wake:
 		case <-a.stop:
 			return false
 		}
 	}
 	return true
+}
+
+// flushNow makes every pending and later delete go out at once instead of waiting
+// DeleteFlushInterval for a batch to fill: the shutdown calls it when the last handler
+// has finished, so the final deletes do not wait for the long polls still in flight.
+func (a *acker) flushNow() {
+	a.urgentOnce.Do(func() { close(a.urgent) })
+	a.signal()
 }
 
 // shutdown flushes what is pending (retrying as usual, for at most 3 s) and stops.
@@ -231,7 +244,7 @@ func (a *acker) send(batch []*pendingDelete) {
 	output, err := a.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
 		QueueUrl: aws.String(a.queueURL),
 		Entries:  entries,
-	})
+	}, withoutRetryQuota)
 	if err != nil {
 		a.logger.Warn("poller: DeleteMessageBatch failed; retrying its entries", "error", err, "entries", len(batch))
 		for _, p := range batch {
@@ -267,14 +280,11 @@ func (a *acker) send(batch []*pendingDelete) {
 	}
 }
 
-// retry queues p again with exponential backoff, unless its receipt handle would
-// expire first.
+// retry queues p again after retryDelay (at least 200 ms, jittered, doubling up to
+// 2 s), unless its receipt handle would expire first.
 func (a *acker) retry(p *pendingDelete, code, text string) {
 	p.attempts++
-	delay := min(a.interval<<(p.attempts-1), maxDeleteRetryDelay)
-	if delay <= 0 {
-		delay = maxDeleteRetryDelay
-	}
+	delay := retryDelay(p.attempts)
 	p.notBefore = time.Now().Add(delay)
 	if p.notBefore.Add(receiptSafetyMargin).After(p.expires) {
 		a.giveUp(p, "poller: delete failed until the receipt handle expired; the message will be delivered again", code, text)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -37,6 +36,8 @@ const (
 	// defaultDrainTimeout is Config.DrainTimeout when zero: leaves 5 s of ECS's default
 	// 30 s stopTimeout for the final release and delete flush.
 	defaultDrainTimeout = 25 * time.Second
+	// maxDefaultReceiveVisibility caps Config.ReceiveVisibility's default.
+	maxDefaultReceiveVisibility = 30 * time.Second
 	// minDefaultVisibilityExtension is the smallest VisibilityExtension taken from the
 	// queue's visibility timeout when Config.VisibilityExtension is zero.
 	minDefaultVisibilityExtension = 10 * time.Second
@@ -51,6 +52,16 @@ const (
 	// maxHandlerTimeout: a handler must finish within SQS's 12-hour visibility limit
 	// (counted from the receive), less the safety margin the visibility clamp keeps.
 	maxHandlerTimeout = sqsworker.MaxVisibilityTimeout - sqsworker.VisibilitySafetyMargin
+)
+
+// MinMaxReceiveCount is the lowest redrive policy maxReceiveCount Start accepts without
+// Config.AllowLowMaxReceiveCount, and RecommendedMaxReceiveCount the lowest it accepts
+// without a warning. Every receive counts toward maxReceiveCount (a peek, a lost
+// ReceiveMessage response, a crash), so low values dead-letter messages that were
+// never handled or failed once.
+const (
+	MinMaxReceiveCount         = 3
+	RecommendedMaxReceiveCount = 5
 )
 
 // Config configures a [Server]. The zero value of every field but QueueURL is usable.
@@ -91,6 +102,27 @@ type Config struct {
 	// limit); if zero, defaults to 5 minutes.
 	HandlerTimeout time.Duration
 
+	// MaxAbandonedHandlers specifies how many abandoned handler calls (still running a
+	// second after their context was cancelled at HandlerTimeout: they ignore ctx) may
+	// run on without a Concurrency slot; if zero, defaults to Concurrency. Up to this
+	// many, an abandoned call gives its slot back at once, so receiving goes on; beyond
+	// it, an abandoned call keeps its slot until it returns, and when abandoned calls
+	// hold every slot the server cannot receive and the health endpoint answers 503.
+	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once (each is
+	// two goroutines: the call and its waiter). Stats.AbandonedHandlers counts them;
+	// each is logged when abandoned and when it finally returns. Negative values are
+	// rejected.
+	MaxAbandonedHandlers int
+
+	// ReceiveVisibility specifies the visibility timeout each ReceiveMessage call asks
+	// for (its VisibilityTimeout), whole seconds up to 12 h; heartbeats then extend it to
+	// VisibilityExtension while the message is held. If zero, defaults to the queue's
+	// VisibilityTimeout, but at most 30 s. It bounds how long a message stays hidden when
+	// the ReceiveMessage response carrying it is lost (a connection reset after SQS
+	// handed it out): at most ReceiveVisibility, not the queue's whole visibility
+	// timeout. Negative values are rejected.
+	ReceiveVisibility time.Duration
+
 	// HeartbeatInterval specifies how often the visibility of a held message is extended
 	// (ChangeMessageVisibilityBatch). It must be shorter than VisibilityExtension; if zero,
 	// defaults to VisibilityExtension / 3.
@@ -114,6 +146,15 @@ type Config struct {
 	// message that always fails is retried forever. If false, Start refuses such a queue.
 	AllowUnboundedRetries bool
 
+	// AllowLowMaxReceiveCount lets Start accept a redrive policy with maxReceiveCount 1
+	// or 2. If false, Start refuses it (see [MinMaxReceiveCount]): every receive counts
+	// toward maxReceiveCount, not only the handler's attempts (a console or CLI peek, a
+	// ReceiveMessage response lost on the network, a crash of this process while holding
+	// the message), so a message can reach the dead-letter queue without ever being
+	// handled, or after one failure. Start logs a warning for values below
+	// [RecommendedMaxReceiveCount] either way.
+	AllowLowMaxReceiveCount bool
+
 	// DisableDeadLetterSend makes permanent failures ([sqsworker.Permanent]) ordinary
 	// retries, so they reach the dead-letter queue through the redrive policy after
 	// maxReceiveCount receives instead of at once, without the failure attributes.
@@ -131,7 +172,8 @@ type Config struct {
 	DeleteFlushInterval time.Duration
 
 	// Logger receives the server's logs (each message's logs carry message_id, queue and
-	// receive_count; bodies are never logged); if nil, logs are discarded.
+	// receive_count; bodies are never logged); if nil, [slog.Default] (pass a logger
+	// with a discarding handler to silence the server).
 	Logger *slog.Logger
 
 	// ErrorHandler, if set, is called with the handler's original error after every
@@ -139,7 +181,9 @@ type Config struct {
 	ErrorHandler func(ctx context.Context, message *sqsworker.Message, err error)
 
 	// HealthCheckAddress, if set (for example "127.0.0.1:8080"), serves GET /healthz
-	// there: 200 while the server runs, 503 once it is stopping. Empty turns it off. See
+	// there: 200 while the server runs; 503 once it is stopping, or while abandoned
+	// handlers hold every concurrency slot so it cannot receive (see
+	// MaxAbandonedHandlers); the body gives the reason. Empty turns it off. See
 	// [CheckHealth].
 	HealthCheckAddress string
 }
@@ -152,6 +196,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessages == 0 {
 		c.MaxMessages = defaultMaxMessages
+	}
+	if c.MaxAbandonedHandlers == 0 {
+		c.MaxAbandonedHandlers = max(c.Concurrency, 1)
 	}
 	if c.Receivers == 0 {
 		c.Receivers = defaultReceivers(c.Concurrency, c.MaxMessages)
@@ -169,7 +216,7 @@ func (c Config) withDefaults() Config {
 		c.DeleteFlushInterval = defaultDeleteFlushInterval
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -219,6 +266,17 @@ func (c Config) validate(client API) error {
 		add("Config.HandlerTimeout %s is negative", c.HandlerTimeout)
 	case c.HandlerTimeout >= maxHandlerTimeout:
 		add("Config.HandlerTimeout %s cannot be covered by heartbeats: SQS keeps a message hidden at most 12h from its receive (limit %s)", c.HandlerTimeout, maxHandlerTimeout)
+	}
+	if c.MaxAbandonedHandlers < 0 {
+		add("Config.MaxAbandonedHandlers %d is negative", c.MaxAbandonedHandlers)
+	}
+	switch {
+	case c.ReceiveVisibility < 0:
+		add("Config.ReceiveVisibility %s is negative", c.ReceiveVisibility)
+	case c.ReceiveVisibility > sqsworker.MaxVisibilityTimeout:
+		add("Config.ReceiveVisibility %s exceeds SQS's 12h visibility limit", c.ReceiveVisibility)
+	case c.ReceiveVisibility%time.Second != 0:
+		add("Config.ReceiveVisibility %s is not a whole number of seconds (SQS VisibilityTimeout)", c.ReceiveVisibility)
 	}
 	if c.HeartbeatInterval < 0 {
 		add("Config.HeartbeatInterval %s is negative", c.HeartbeatInterval)
@@ -274,6 +332,12 @@ func (c Config) withQueue(queue *sqsworker.Queue) (Config, error) {
 	var problems []error
 	if queue.RedrivePolicy == nil && !c.AllowUnboundedRetries {
 		problems = append(problems, fmt.Errorf("poller: queue %s has no redrive policy, so a message that always fails would be retried forever; add a dead-letter queue or set Config.AllowUnboundedRetries", queue.URL))
+	}
+	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < MinMaxReceiveCount && !c.AllowLowMaxReceiveCount {
+		problems = append(problems, fmt.Errorf("poller: queue %s has maxReceiveCount %d (redrive policy), below %d: every receive counts (a peek, a lost ReceiveMessage response, a crash), so messages would reach the dead-letter queue unhandled or after one failure; raise it to %d or more, or set Config.AllowLowMaxReceiveCount", queue.URL, policy.MaxReceiveCount, MinMaxReceiveCount, RecommendedMaxReceiveCount))
+	}
+	if c.ReceiveVisibility == 0 {
+		c.ReceiveVisibility = min(queue.VisibilityTimeout, maxDefaultReceiveVisibility)
 	}
 	if c.VisibilityExtension == 0 {
 		c.VisibilityExtension = max(queue.VisibilityTimeout, minDefaultVisibilityExtension)

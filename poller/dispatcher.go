@@ -133,9 +133,17 @@ type dispatcher struct {
 	// abandon is closed at abort: stop waiting for handlers that ignore their context.
 	abandon chan struct{}
 
+	// maxAbandoned is Config.MaxAbandonedHandlers: how many abandoned handlers may run
+	// on without a concurrency slot.
+	maxAbandoned int
+	stats        *counters
+
 	mu       sync.Mutex
 	stopping bool
 	groups   map[string]*group
+	// abandonedFree counts the abandoned handlers running without a slot (at most
+	// maxAbandoned), abandonedHolding those that keep theirs. Guarded by mu.
+	abandonedFree, abandonedHolding int
 
 	wg sync.WaitGroup
 }
@@ -149,6 +157,8 @@ type dispatcherParams struct {
 	extender       *extender
 	logger         *slog.Logger
 	baseContext    context.Context
+	maxAbandoned   int
+	stats          *counters
 }
 
 func newDispatcher(params dispatcherParams) *dispatcher {
@@ -165,6 +175,8 @@ func newDispatcher(params dispatcherParams) *dispatcher {
 		abortHandlers:  abort,
 		abandon:        make(chan struct{}),
 		groups:         make(map[string]*group),
+		maxAbandoned:   params.maxAbandoned,
+		stats:          params.stats,
 	}
 }
 
@@ -184,9 +196,8 @@ func (d *dispatcher) dispatch(deliveries []*delivery) {
 	}
 	for _, delivery := range deliveries {
 		d.wg.Go(func() {
-			_, wait := d.process(delivery, nil)
-			wait()
-			d.slots.release(1)
+			_, abandoned := d.process(delivery, nil)
+			d.releaseSlot(abandoned)
 		})
 	}
 }
@@ -227,13 +238,78 @@ func (d *dispatcher) abort() {
 	close(d.abandon)
 }
 
+// abandonedHandler is a handler that still runs after its context was cancelled and
+// the grace passed; its message is already settled.
+type abandonedHandler struct {
+	message *sqsworker.Message
+	since   time.Time
+	result  <-chan error
+}
+
+// releaseSlot gives back the slot of a message whose handler finished, or, when it was
+// abandoned (still running, ignoring its cancelled context), decides what the slot
+// does until it returns: while fewer than Config.MaxAbandonedHandlers abandoned
+// handlers run without a slot, this one's slot is given back at once so receiving goes
+// on; otherwise it keeps its slot until it returns (or the shutdown gives up on it).
+// It returns when the handler has returned or been given up on.
+func (d *dispatcher) releaseSlot(abandoned *abandonedHandler) {
+	if abandoned == nil {
+		d.slots.release(1)
+		return
+	}
+	d.stats.abandoned.Add(1)
+	d.stats.abandonedRunning.Add(1)
+	defer d.stats.abandonedRunning.Add(-1)
+	d.mu.Lock()
+	free := d.abandonedFree < d.maxAbandoned
+	if free {
+		d.abandonedFree++
+	} else {
+		d.abandonedHolding++
+	}
+	holding := d.abandonedHolding
+	d.mu.Unlock()
+	logger := messageLogger(d.logger, abandoned.message)
+	if free {
+		d.slots.release(1)
+		logger.Warn("poller: handler ignores its cancelled context; abandoned, running on without its concurrency slot (Config.MaxAbandonedHandlers)",
+			"max_abandoned_handlers", d.maxAbandoned)
+	} else {
+		logger.Error("poller: handler ignores its cancelled context; abandoned, and Config.MaxAbandonedHandlers are already running, so its concurrency slot stays taken until it returns",
+			"max_abandoned_handlers", d.maxAbandoned, "slots_held_by_abandoned_handlers", holding, "concurrency", d.slots.capacity)
+	}
+	select {
+	case err := <-abandoned.result:
+		logger.Warn("poller: abandoned handler returned", "after", time.Since(abandoned.since), "error", err)
+	case <-d.abandon:
+	}
+	d.mu.Lock()
+	if free {
+		d.abandonedFree--
+	} else {
+		d.abandonedHolding--
+	}
+	d.mu.Unlock()
+	if !free {
+		d.slots.release(1)
+	}
+}
+
+// starved reports whether abandoned handlers hold every concurrency slot, so the server
+// cannot receive (for the health endpoint), and how many they hold.
+func (d *dispatcher) starved() (bool, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.abandonedHolding >= d.slots.capacity, d.abandonedHolding
+}
+
 // process runs the handler for one message under its hard timeout and settles the
 // message. It reports whether the message is done with, so a FIFO group may go on.
 // beforeSettle, if not nil, is called once the handler's result is known, just before
-// the message is settled (and so may become visible again). The returned wait blocks
-// while a handler that ignored its cancelled context is still running (until the
-// shutdown gives up on it); the message's slot must stay taken until then.
-func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, wait func()) {
+// the message is settled (and so may become visible again). abandoned is not nil when
+// the handler ignored its cancelled context and still runs: pass it to releaseSlot,
+// which gives back the message's slot.
+func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, abandoned *abandonedHandler) {
 	message := held.message
 	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
 	defer cancel()
@@ -272,13 +348,7 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, wa
 		done = d.settler.settle(held, err)
 	}
 	if returned {
-		return done, func() {}
+		return done, nil
 	}
-	messageLogger(d.logger, message).Warn("poller: handler ignores its cancelled context; its concurrency slot stays taken until it returns")
-	return done, func() {
-		select {
-		case <-result:
-		case <-d.abandon:
-		}
-	}
+	return done, &abandonedHandler{message: message, since: time.Now(), result: result}
 }

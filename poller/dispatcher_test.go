@@ -53,7 +53,10 @@ func TestHandlerTimeout(t *testing.T) {
 	causes := make(chan error, 1)
 	logs := newLogRecorder()
 	server := startServer(t, api, Config{
-		HandlerTimeout:      300 * time.Millisecond,
+		// The first heartbeat is due 50 ms after the receive; the timeout leaves the
+		// heartbeat goroutine 950 ms to run, as on a busy 2-core machine under -race
+		// (300 ms was too short in 1 of 200 runs there).
+		HandlerTimeout:      time.Second,
 		HeartbeatInterval:   50 * time.Millisecond,
 		VisibilityExtension: 2 * time.Second,
 		Backoff:             testBackoff,
@@ -378,7 +381,7 @@ func TestFIFORedeliveryWhileSettlingStartsGroupAfresh(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var handled []string
-	server := startServer(t, api, Config{}, sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
+	server := newServer(t, api, Config{}, sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
 		mu.Lock()
 		handled = append(handled, message.ReceiptHandle)
 		mu.Unlock()
@@ -387,7 +390,10 @@ func TestFIFORedeliveryWhileSettlingStartsGroupAfresh(t *testing.T) {
 		}
 		return nil
 	}))
+	// Stored before Start: the visibility hook runs on the server's goroutines and may run
+	// before Start returns.
 	started.Store(server)
+	start(t, server)
 	eventually(t, "the redelivered a1 deleted", func() bool { return server.Stats().Deleted == 1 && settled(server) })
 	mu.Lock()
 	defer mu.Unlock()

@@ -26,14 +26,21 @@
 //     for more, so no message waits received but unstarted. While one call is in
 //     flight, the others wait to ask for a full batch. After a failed call every
 //     receiver pauses (one shared back-off, 0.5 s doubling to 20 s, one probe call at a
-//     time). All system and message attributes are requested.
+//     time). All system and message attributes are requested. Each call asks for a
+//     visibility timeout of Config.ReceiveVisibility (the queue's, at most 30 s), so a
+//     message whose ReceiveMessage response is lost is hidden at most that long; once
+//     the shutdown began, no failed receive is retried by the SDK.
 //   - Handling: each message in its own goroutine (one per message group, in order, on
 //     FIFO queues), through [sqsworker.CallHandler] (a panic fails the message, not the
 //     process), with a context cancelled at Config.HandlerTimeout (cause
 //     [ErrHandlerTimeout]).
 //   - Heartbeat: while a message is held, its visibility is extended every
-//     HeartbeatInterval. The heartbeat stops when the handler returns or reaches its
-//     timeout; a failed heartbeat is logged once and ends that message's heartbeats.
+//     HeartbeatInterval (the first within half of ReceiveVisibility). The heartbeat
+//     stops when the handler returns or reaches its timeout; a failed heartbeat is
+//     logged once and ends that message's heartbeats. Heartbeats, deletes and
+//     visibility changes run without the SDK's client-side retry quota (at most 3
+//     attempts, 200 ms to 2 s apart, jittered), so a burst of errors elsewhere on the
+//     client cannot make them fail fast with "retry quota exceeded".
 //   - Settling, from [sqsworker.Classify]: success → batched DeleteMessageBatch (every
 //     entry's result is read; failed entries are retried while the receipt handle is
 //     valid); permanent failure → sent to the dead-letter queue, then deleted; retry
@@ -43,10 +50,14 @@
 //   - Shutdown: see [Server.Shutdown] for the order. On SIGTERM, Run stops receiving,
 //     lets running handlers finish within Config.DrainTimeout, then cancels the rest and
 //     releases their messages (visibility 0) so another worker gets them within
-//     seconds, and returns nil.
+//     seconds, and returns nil (or [ErrDeletesNotConfirmed] when a handled message's
+//     delete was never confirmed).
 //
 // Start refuses a queue without a redrive policy unless Config.AllowUnboundedRetries is
-// set. Handlers must honour their context: a handler still running a second after its
-// context was cancelled keeps its concurrency slot until it returns, though its message
-// has been settled.
+// set, and one whose maxReceiveCount is below 3 unless Config.AllowLowMaxReceiveCount is
+// (it warns below 5). Handlers must honour their context: a handler still running a
+// second after its context was cancelled is abandoned (its message has been settled); up
+// to Config.MaxAbandonedHandlers such handlers give their concurrency slot back, later
+// ones keep it until they return, and the health endpoint answers 503 when they hold
+// every slot.
 package poller

@@ -254,6 +254,15 @@ func (r *logRecorder) find(level slog.Level, message string) []loggedRecord {
 // startServer starts a server for the test and shuts it down when the test ends.
 func startServer(t *testing.T, api API, config Config, handler sqsworker.Handler) *Server {
 	t.Helper()
+	server := newServer(t, api, config, handler)
+	start(t, server)
+	return server
+}
+
+// newServer builds a server on the fake queue without starting it, for tests whose fake
+// needs the server (for example in a hook) before its first receive.
+func newServer(t *testing.T, api API, config Config, handler sqsworker.Handler) *Server {
+	t.Helper()
 	if config.QueueURL == "" {
 		config.QueueURL = fakeQueueURL
 	}
@@ -261,6 +270,12 @@ func startServer(t *testing.T, api API, config Config, handler sqsworker.Handler
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	return server
+}
+
+// start starts server and shuts it down when the test ends.
+func start(t *testing.T, server *Server) {
+	t.Helper()
 	if err := server.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -268,11 +283,11 @@ func startServer(t *testing.T, api API, config Config, handler sqsworker.Handler
 		// Short: an idle worker's shutdown otherwise waits for its long poll (up to 20 s).
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := server.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		// Tests about unconfirmed deletes assert ErrDeletesNotConfirmed themselves.
+		if err := server.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrDeletesNotConfirmed) {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	return server
 }
 
 // eventually is testenv.Eventually with the default timeout of these unit tests.

@@ -58,7 +58,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		g.queued = g.queued[1:]
 		d.mu.Unlock()
 
-		done, wait := d.process(next, func() {
+		done, abandoned := d.process(next, func() {
 			d.mu.Lock()
 			g.settling = true
 			d.mu.Unlock()
@@ -71,8 +71,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		if done {
 			g.queued = append(g.queued, arrived...)
 			d.mu.Unlock()
-			wait()
-			d.slots.release(1)
+			d.releaseSlot(abandoned)
 			continue
 		}
 		rest := g.queued
@@ -85,8 +84,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		}
 		d.mu.Unlock()
 		d.releaseUnstarted(rest, "an earlier message of its FIFO group was not done with")
-		wait() // a handler past its timeout must not hold the rest of the group back
-		d.slots.release(1)
+		d.releaseSlot(abandoned) // a handler past its timeout must not hold the rest of the group back
 		return
 	}
 }

@@ -20,7 +20,9 @@ const HealthCheckPath = "/healthz"
 // health server's shutdown.
 const healthCheckTimeout = 5 * time.Second
 
-// healthServer serves GET /healthz: 200 while the server runs, 503 once it is stopping.
+// healthServer serves GET /healthz: 200 while the server runs and can receive; 503,
+// with the reason as the body, once it is stopping or while abandoned handlers hold
+// every concurrency slot.
 type healthServer struct {
 	listener net.Listener
 	server   *http.Server
@@ -30,7 +32,7 @@ type healthServer struct {
 
 type healthServerParams struct {
 	address string
-	running func() bool
+	status  func() (healthy bool, reason string)
 	logger  *slog.Logger
 }
 
@@ -43,12 +45,11 @@ func newHealthServer(params healthServerParams) (*healthServer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+HealthCheckPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if params.running() {
-			_, _ = io.WriteString(w, "ok\n")
-			return
+		healthy, reason := params.status()
+		if !healthy {
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "stopping\n")
+		_, _ = io.WriteString(w, reason+"\n")
 	})
 	return &healthServer{
 		listener: listener,
@@ -83,7 +84,7 @@ func (h *healthServer) shutdown() {
 
 // CheckHealth asks the health endpoint of a server at address (host:port, as in
 // Config.HealthCheckAddress, or a full http:// URL) whether it is running. It returns
-// nil on 200 and an error otherwise, for a binary's `healthcheck` sub-command in
+// nil on 200 and an error otherwise (with the status and the server's reason), for a binary's `healthcheck` sub-command in
 // images without curl:
 //
 //	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
@@ -113,9 +114,9 @@ func CheckHealth(ctx context.Context, address string) error {
 		return fmt.Errorf("poller: health check %s: %w", address, err)
 	}
 	defer response.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(response.Body, 1024))
+	body, _ := io.ReadAll(io.LimitReader(response.Body, 1024))
 	if response.StatusCode != http.StatusOK {
-		return fmt.Errorf("poller: health check %s: status %d", address, response.StatusCode)
+		return fmt.Errorf("poller: health check %s: status %d: %s", address, response.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

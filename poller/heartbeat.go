@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -15,7 +16,8 @@ import (
 )
 
 // heartbeatRetryDelay is how soon a heartbeat is retried after the whole
-// ChangeMessageVisibilityBatch call failed (network error, throttling).
+// ChangeMessageVisibilityBatch call failed (network error, throttling), plus up to half
+// of it again at random.
 const heartbeatRetryDelay = time.Second
 
 // lease is one held message's heartbeat state.
@@ -43,11 +45,12 @@ type lease struct {
 // message itself) is logged once and ends that message's heartbeats; it never stops
 // the process.
 type extender struct {
-	api               API
-	queueURL          string
-	interval          time.Duration
-	extension         time.Duration
-	queueVisibility   time.Duration
+	api       API
+	queueURL  string
+	interval  time.Duration
+	extension time.Duration
+	// initial is the visibility a receive gives (Config.ReceiveVisibility).
+	initial           time.Duration
 	logger            *slog.Logger
 	stats             *counters
 	callContext       context.Context
@@ -65,6 +68,7 @@ type extenderParams struct {
 	queue       *sqsworker.Queue
 	interval    time.Duration
 	extension   time.Duration
+	initial     time.Duration
 	logger      *slog.Logger
 	stats       *counters
 	callContext context.Context
@@ -76,7 +80,7 @@ func newExtender(params extenderParams) *extender {
 		queueURL:          params.queue.URL,
 		interval:          params.interval,
 		extension:         params.extension,
-		queueVisibility:   params.queue.VisibilityTimeout,
+		initial:           params.initial,
 		logger:            params.logger,
 		stats:             params.stats,
 		callContext:       params.callContext,
@@ -88,12 +92,13 @@ func newExtender(params extenderParams) *extender {
 }
 
 // add starts heartbeats for a just received message. The first one is due after
-// HeartbeatInterval or half the queue's visibility timeout, whichever is sooner.
+// HeartbeatInterval or half the receive's visibility (Config.ReceiveVisibility),
+// whichever is sooner.
 func (e *extender) add(d *delivery) {
 	l := &lease{
 		delivery:     d,
-		visibleUntil: d.receivedAt.Add(e.queueVisibility),
-		nextDue:      d.receivedAt.Add(min(e.interval, e.queueVisibility/2)),
+		visibleUntil: d.receivedAt.Add(e.initial),
+		nextDue:      d.receivedAt.Add(min(e.interval, e.initial/2)),
 	}
 	d.lease = l
 	e.mu.Lock()
@@ -119,7 +124,13 @@ func (e *extender) remove(l *lease) time.Time {
 func (e *extender) start(wg *sync.WaitGroup) {
 	wg.Go(func() {
 		defer close(e.done)
-		tick := time.NewTicker(max(min(e.interval/4, time.Second), 10*time.Millisecond))
+		// Fine enough that the first heartbeat, due at half the receive's visibility,
+		// is not late by more than a sixth of it.
+		period := min(e.interval/4, time.Second)
+		if e.initial > 0 {
+			period = min(period, e.initial/6)
+		}
+		tick := time.NewTicker(max(period, 10*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
@@ -192,7 +203,7 @@ func (e *extender) extend(batch []*lease) {
 	output, err := e.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
 		QueueUrl: aws.String(e.queueURL),
 		Entries:  entries,
-	})
+	}, withoutRetryQuota)
 	if err != nil {
 		e.callFailed(sent, now, err)
 		return
@@ -231,7 +242,7 @@ func (e *extender) callFailed(leases []*lease, now time.Time, err error) {
 			messageLogger(e.logger, l.delivery.message).Warn("poller: heartbeat failed until the visibility ran out; no further heartbeats for this message", "error", err)
 			continue
 		}
-		l.nextDue = now.Add(heartbeatRetryDelay)
+		l.nextDue = now.Add(heartbeatRetryDelay + rand.N(heartbeatRetryDelay/2))
 	}
 }
 

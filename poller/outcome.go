@@ -2,11 +2,14 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -116,10 +119,38 @@ func (s *settler) settle(d *delivery, handlerErr error) bool {
 // ErrorHandler.
 func (s *settler) reportFailure(d *delivery, outcome sqsworker.Outcome, logger *slog.Logger) {
 	s.stats.failed.Add(1)
-	logger.Error("poller: handler failed", "error", outcome.Err, "outcome", outcome.Kind.String(), "reason", outcome.Reason)
+	attributes := []any{"error", outcome.Err, "outcome", outcome.Kind.String(), "reason", outcome.Reason}
+	if cause := failureCause(outcome.Err); cause != "" {
+		attributes = append(attributes, "cause", cause)
+	}
+	logger.Error("poller: handler failed", attributes...)
 	if s.errorHandler != nil {
 		s.errorHandler(s.callContext, d.message, outcome.Err)
 	}
+}
+
+// Failure causes logged with a failed attempt (the "cause" attribute).
+const (
+	// causeClientRetryQuota: an AWS SDK client in the handler ran out of its client-side
+	// retry quota (ratelimit.QuotaExceededError, "retry quota exceeded"). The service
+	// did not throttle this call; the client's token bucket, shared by all its calls,
+	// was drained by earlier retries. The attempt is retried with Backoff like any
+	// transient error.
+	causeClientRetryQuota = "client_retry_quota"
+	// causeThrottledByService: the service answered a throttling error (for example
+	// ThrottlingException, ProvisionedThroughputExceededException).
+	causeThrottledByService = "throttled_by_service"
+)
+
+// failureCause names the kind of a transient AWS failure in err, or "".
+func failureCause(err error) string {
+	if _, ok := errors.AsType[ratelimit.QuotaExceededError](err); ok {
+		return causeClientRetryQuota
+	}
+	if (retry.ThrottleErrorCode{Codes: retry.DefaultThrottleErrorCodes}).IsErrorThrottle(err) == aws.TrueTernary {
+		return causeThrottledByService
+	}
+	return ""
 }
 
 // sinceReceive is how long the message has been received, for the 12-hour visibility
@@ -143,7 +174,7 @@ func (s *settler) reschedule(d *delivery, delay time.Duration, outcome sqsworker
 		QueueUrl:          aws.String(s.queue.URL),
 		ReceiptHandle:     aws.String(d.message.ReceiptHandle),
 		VisibilityTimeout: seconds,
-	})
+	}, withoutRetryQuota)
 	if err != nil {
 		s.stats.rescheduleFailures.Add(1)
 		logger.Warn("poller: rescheduling the message failed; it returns after its current visibility timeout",
@@ -174,7 +205,7 @@ func (s *settler) release(deliveries []*delivery, why string) {
 		output, err := s.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
 			QueueUrl: aws.String(s.queue.URL),
 			Entries:  entries,
-		})
+		}, withoutRetryQuota)
 		cancel()
 		if err != nil {
 			for _, d := range batch {

@@ -35,6 +35,7 @@ type receiver struct {
 	maxMessages int
 	loops       int
 	waitTime    time.Duration
+	visibility  time.Duration
 	slots       *slots
 	extender    *extender
 	dispatcher  *dispatcher
@@ -61,6 +62,7 @@ type receiverParams struct {
 	maxMessages int
 	receivers   int
 	waitTime    time.Duration
+	visibility  time.Duration
 	slots       *slots
 	extender    *extender
 	dispatcher  *dispatcher
@@ -77,6 +79,7 @@ func newReceiver(params receiverParams) *receiver {
 		maxMessages: params.maxMessages,
 		loops:       max(params.receivers, 1),
 		waitTime:    params.waitTime,
+		visibility:  params.visibility,
 		slots:       params.slots,
 		extender:    params.extender,
 		dispatcher:  params.dispatcher,
@@ -146,9 +149,10 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		QueueUrl:                    aws.String(r.queue.URL),
 		MaxNumberOfMessages:         int32(count),
 		WaitTimeSeconds:             int32(r.waitTime / time.Second),
+		VisibilityTimeout:           sqsworker.VisibilitySeconds(r.visibility),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
-	})
+	}, r.noRetryOnceStopping)
 	if err != nil {
 		r.slots.received(count, 0)
 		if r.pollContext.Err() == nil {
@@ -178,6 +182,15 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		r.dispatcher.settler.release(extra, "more messages received than asked for")
 	}
 	return deliveries, nil
+}
+
+// noRetryOnceStopping is a per-call option of ReceiveMessage: once the receiver is
+// stopping, the SDK's retryer retries no failed attempt, so no new long poll starts
+// after a shutdown began (a retry of a reset connection would be a fresh WaitTime poll).
+func (r *receiver) noRetryOnceStopping(options *sqs.Options) {
+	if options.Retryer != nil {
+		options.Retryer = &stopRetrying{RetryerV2: asRetryerV2(options.Retryer), stopping: r.stopping}
+	}
 }
 
 func (r *receiver) stopped() bool {

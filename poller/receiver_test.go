@@ -376,9 +376,22 @@ type slowFailingReceiveAPI struct {
 func (f *slowFailingReceiveAPI) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	f.mu.Lock()
 	f.calls++
+	first := f.calls <= 2
 	f.inFlight++
 	f.most = max(f.most, f.inFlight)
 	f.mu.Unlock()
+	if first {
+		// The two receivers' first calls fail only once both are in flight: on a busy
+		// machine the second receiver may start later than 200 ms after the first.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			f.mu.Lock()
+			both := f.most == 2
+			f.mu.Unlock()
+			if both {
+				break
+			}
+		}
+	}
 	time.Sleep(200 * time.Millisecond)
 	f.mu.Lock()
 	f.inFlight--
@@ -449,14 +462,12 @@ func TestReceiveBackoff(t *testing.T) {
 	b.mu.Lock()
 	b.broadcast()
 	b.mu.Unlock()
-	// The blocked waiter above now holds the probe; a second one waits for its result.
-	time.Sleep(50 * time.Millisecond)
-	b.mu.Lock()
-	probing := b.probing
-	b.mu.Unlock()
-	if !probing {
-		t.Fatal("no probe after the pause")
-	}
+	// The blocked waiter above now takes the probe; a second one waits for its result.
+	eventually(t, "the blocked waiter takes the probe after the pause", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.probing
+	})
 	second := waitAsync()
 	blocked(second, "a probe is in flight")
 	b.failed(true, time.Now())

@@ -72,7 +72,8 @@ func New(client API, config Config, handler sqsworker.Handler) (*Server, error) 
 
 // Start reads the queue's attributes, checks the settings that depend on them, and
 // starts receiving. It fails, receiving nothing, when the queue has no redrive policy
-// and Config.AllowUnboundedRetries is false, when the heartbeat interval is not shorter
+// and Config.AllowUnboundedRetries is false, when its maxReceiveCount is below
+// [MinMaxReceiveCount] and Config.AllowLowMaxReceiveCount is false, when the heartbeat interval is not shorter
 // than the visibility extension defaulted from the queue, or when the health endpoint
 // cannot listen. ctx bounds these start-up calls; handler contexts keep its values but
 // not its cancellation: stop the server with Shutdown.
@@ -95,11 +96,15 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < RecommendedMaxReceiveCount {
+		s.logger.Warn("poller: low maxReceiveCount: every receive counts toward it (a peek, a lost ReceiveMessage response, a crash), not only handler attempts, so a message may reach the dead-letter queue unhandled",
+			"max_receive_count", policy.MaxReceiveCount, "recommended_min", RecommendedMaxReceiveCount)
+	}
 	base := context.WithoutCancel(ctx)
 	if config.HealthCheckAddress != "" {
 		s.health, err = newHealthServer(healthServerParams{
 			address: config.HealthCheckAddress,
-			running: s.running,
+			status:  s.healthStatus,
 			logger:  s.logger,
 		})
 		if err != nil {
@@ -112,6 +117,7 @@ func (s *Server) Start(ctx context.Context) error {
 		queue:       queue,
 		interval:    config.HeartbeatInterval,
 		extension:   config.VisibilityExtension,
+		initial:     config.ReceiveVisibility,
 		logger:      s.logger,
 		stats:       &s.stats,
 		callContext: base,
@@ -145,6 +151,8 @@ func (s *Server) Start(ctx context.Context) error {
 		extender:       s.extender,
 		logger:         s.logger,
 		baseContext:    base,
+		maxAbandoned:   config.MaxAbandonedHandlers,
+		stats:          &s.stats,
 	})
 	s.receiver = newReceiver(receiverParams{
 		api:         s.api,
@@ -152,6 +160,7 @@ func (s *Server) Start(ctx context.Context) error {
 		maxMessages: config.MaxMessages,
 		receivers:   config.Receivers,
 		waitTime:    config.WaitTime,
+		visibility:  config.ReceiveVisibility,
 		slots:       concurrency,
 		extender:    s.extender,
 		dispatcher:  s.dispatcher,
@@ -173,6 +182,7 @@ func (s *Server) Start(ctx context.Context) error {
 		"receivers", config.Receivers,
 		"wait_time", config.WaitTime,
 		"handler_timeout", config.HandlerTimeout,
+		"receive_visibility", config.ReceiveVisibility,
 		"heartbeat_interval", config.HeartbeatInterval,
 		"visibility_extension", config.VisibilityExtension,
 		"drain_timeout", config.DrainTimeout)
@@ -182,7 +192,8 @@ func (s *Server) Start(ctx context.Context) error {
 // Run starts the server, waits until ctx is done or the process gets SIGTERM or
 // SIGINT, then shuts down gracefully (see [Server.Shutdown]); a second signal cuts the
 // drain short. It returns nil after a graceful stop, so the process can exit with code
-// 0, and Start's error when the server could not start.
+// 0; Start's error when the server could not start; and an error wrapping
+// [ErrDeletesNotConfirmed] (with the count) when deletes were never confirmed.
 func (s *Server) Run(ctx context.Context) error {
 	signals, stopSignals := shutdownSignals()
 	defer stopSignals()
@@ -205,7 +216,8 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-shutdownContext.Done():
 		}
 	}()
-	if err := s.Shutdown(shutdownContext); err != nil && !errors.Is(err, context.Canceled) {
+	err := s.Shutdown(shutdownContext)
+	if err != nil && (!errors.Is(err, context.Canceled) || errors.Is(err, ErrDeletesNotConfirmed)) {
 		return err
 	}
 	return nil
@@ -231,11 +243,15 @@ func (s *Server) Run(ctx context.Context) error {
 //     worker gets them within seconds.
 //  4. Extender: heartbeats stop (no message is held any more).
 //  5. Acker: the final DeleteMessageBatch flush, retrying failed entries (up to 3 s).
+//     Deletes are sent as soon as the last handler is done (no DeleteFlushInterval
+//     wait), before the long polls in flight end.
 //  6. The health endpoint closes.
 //
 // Shutdown before Start just closes the server; calling it again waits for the first
-// call. It returns nil, or ctx's error when ctx ended the drain before DrainTimeout (the
-// shutdown is still completed as above).
+// call. It returns nil, or (joined) ctx's error when ctx ended the drain before
+// DrainTimeout (the shutdown is still completed as above) and an error wrapping
+// [ErrDeletesNotConfirmed] that gives the count when the delete of any handled message
+// was never confirmed (Stats.DeleteFailures > 0).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	switch s.state {
@@ -279,6 +295,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			receiverDone = nil
 		case <-dispatcherDone:
 			dispatcherDone = nil
+			// Every handler is done: send their deletes now, not after the long polls.
+			s.acker.flushNow()
 		case <-expired:
 			expired = nil
 			abortHandlers()
@@ -303,11 +321,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	stats := s.Stats()
 	s.logger.Info("poller: stopped", "received", stats.Received, "deleted", stats.Deleted,
 		"failed", stats.Failed, "released", stats.Released, "delete_failures", stats.DeleteFailures)
+	var problems []error
 	if cutShort != nil {
-		return fmt.Errorf("poller: shutdown: drain cut short: %w", cutShort)
+		problems = append(problems, fmt.Errorf("poller: shutdown: drain cut short: %w", cutShort))
 	}
-	return nil
+	if stats.DeleteFailures > 0 {
+		problems = append(problems, fmt.Errorf("poller: %d handled message(s) whose delete SQS never confirmed will be delivered again: %w", stats.DeleteFailures, ErrDeletesNotConfirmed))
+	}
+	return errors.Join(problems...)
 }
+
+// ErrDeletesNotConfirmed is returned (wrapped, with the count; test with errors.Is) by
+// [Server.Shutdown] and [Server.Run] when the delete of one or more handled messages was
+// never confirmed by SQS during the server's life (a sender fault, or failures until the
+// receipt handle expired or the final flush ended; see Stats.DeleteFailures). Those
+// messages will be delivered again, so their handlers run again: exit non-zero, alert,
+// or check that the handler is idempotent.
+var ErrDeletesNotConfirmed = errors.New("poller: deletes not confirmed")
 
 // abortHandlers ends the drain at its deadline: running handlers are cancelled and
 // their messages released. Long polls still in flight are not cancelled: SQS would go on
@@ -324,7 +354,19 @@ func (s *Server) Stats() Stats {
 	return s.stats.snapshot()
 }
 
-// running reports whether the server is active (for the health endpoint).
+// healthStatus is the health endpoint's answer: healthy while the server is active and
+// can receive, else the reason.
+func (s *Server) healthStatus() (healthy bool, reason string) {
+	if !s.running() {
+		return false, "stopping"
+	}
+	if starved, holding := s.dispatcher.starved(); starved {
+		return false, fmt.Sprintf("cannot receive: abandoned handlers (ignoring their cancelled context) hold all %d concurrency slots", holding)
+	}
+	return true, "ok"
+}
+
+// running reports whether the server is active.
 func (s *Server) running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -36,6 +36,12 @@ type Stats struct {
 	// HeartbeatFailures is the number of messages whose visibility heartbeat failed and
 	// stopped.
 	HeartbeatFailures int64
+	// AbandonedHandlers is the number of handler calls abandoned: still running a second
+	// after their context was cancelled (hard timeout or drain deadline), their message
+	// already settled. See Config.MaxAbandonedHandlers.
+	AbandonedHandlers int64
+	// AbandonedRunning is the number of abandoned handler calls still running now.
+	AbandonedRunning int64
 }
 
 // counters holds the live values behind [Stats].
@@ -43,6 +49,7 @@ type counters struct {
 	receiveCalls, receiveErrors, received, inFlight       atomic.Int64
 	deleted, deleteFailures, failed, deferred             atomic.Int64
 	deadLettered, rescheduleFailures, released, heartbeat atomic.Int64
+	abandoned, abandonedRunning                           atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -59,5 +66,7 @@ func (c *counters) snapshot() Stats {
 		RescheduleFailures: c.rescheduleFailures.Load(),
 		Released:           c.released.Load(),
 		HeartbeatFailures:  c.heartbeat.Load(),
+		AbandonedHandlers:  c.abandoned.Load(),
+		AbandonedRunning:   c.abandonedRunning.Load(),
 	}
 }

@@ -118,31 +118,21 @@ func release(t testing.TB, client *sqs.Client, url string, messages []types.Mess
 	}
 }
 
-// drain receives every message of url (hiding each for a minute) until a receive
-// returns nothing, and returns them.
-func drain(t testing.TB, client *sqs.Client, url string) []types.Message {
+// drain receives the want messages url should hold (hiding each for a minute), failing
+// the test if they do not all arrive, and returns them with any extra message.
+func drain(t testing.TB, client *sqs.Client, url string, want int) []types.Message {
 	t.Helper()
-	var messages []types.Message
-	for {
-		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			t.Fatalf("receiving from %s: %v", url, err)
-		}
-		if len(output.Messages) == 0 {
-			return messages
-		}
-		messages = append(messages, output.Messages...)
-	}
+	return testenv.Receive(t, client, sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), VisibilityTimeout: 60,
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	}, want, testenv.ReceiveTimeout)
 }
 
-// snapshot counts url's messages by body id, then releases them all (visibility 0).
-func snapshot(t testing.TB, client *sqs.Client, url string) map[string]int {
+// snapshot counts url's want messages by body id, then releases them all (visibility 0).
+func snapshot(t testing.TB, client *sqs.Client, url string, want int) map[string]int {
 	t.Helper()
-	messages := drain(t, client, url)
+	messages := drain(t, client, url, want)
 	for start := 0; start < len(messages); start += 10 {
 		release(t, client, url, messages[start:min(start+10, len(messages))])
 	}

@@ -84,8 +84,8 @@ func TestMoverFilter(t *testing.T) {
 			if result.Moved != len(tc.want) || result.Partial() {
 				t.Fatalf("move = %+v, want %d moved", result, len(tc.want))
 			}
-			moved := countIDs(t, drain(t, client, destination.URL))
-			left := countIDs(t, drain(t, client, queue.DeadLetterQueueURL))
+			moved := countIDs(t, drain(t, client, destination.URL, len(tc.want)))
+			left := countIDs(t, drain(t, client, queue.DeadLetterQueueURL, len(tc.bodies)-len(tc.want)))
 			for id := range tc.bodies {
 				wantMoved := contains(tc.want, id)
 				if (wantMoved && (moved[id] != 1 || left[id] != 0)) || (!wantMoved && (moved[id] != 0 || left[id] != 1)) {
@@ -154,9 +154,9 @@ func TestMoverCrashBetweenSendAndDelete(t *testing.T) {
 		visible, inFlight := testenv.Counts(t, client, queue.DeadLetterQueueURL)
 		return visible == len(bodies) && inFlight == 0
 	})
-	inDLQ := snapshot(t, client, queue.DeadLetterQueueURL)
-	inDestination := snapshot(t, client, destination.URL)
 	sent := crashing.requests[0].ids
+	inDLQ := snapshot(t, client, queue.DeadLetterQueueURL, len(bodies))
+	inDestination := snapshot(t, client, destination.URL, len(sent))
 	for _, text := range bodies {
 		id := idOf(t, text)
 		if inDLQ[id] != 1 {
@@ -173,7 +173,7 @@ func TestMoverCrashBetweenSendAndDelete(t *testing.T) {
 		t.Fatalf("second run moved %d, want %d", again.Moved, len(bodies))
 	}
 	assertEmpty(t, client, queue.DeadLetterQueueURL)
-	final := countIDs(t, drain(t, client, destination.URL))
+	final := countIDs(t, drain(t, client, destination.URL, len(bodies)+len(sent)))
 	for _, text := range bodies {
 		id := idOf(t, text)
 		if want := map[bool]int{true: 2, false: 1}[contains(sent, id)]; final[id] != want {
@@ -257,7 +257,7 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 			}
 			recorder.assertDeletesFollowConfirmedSends(t)
 
-			arrived := drain(t, client, queue.URL)
+			arrived := drain(t, client, queue.URL, 11)
 			counts := countIDs(t, arrived)
 			if len(arrived) != 11 || len(counts) != 11 {
 				t.Fatalf("destination received %d messages (%d distinct), want 11 exactly once: %v", len(arrived), len(counts), counts)
@@ -294,7 +294,7 @@ func TestMoverTooLargeStays(t *testing.T) {
 	if result.Moved != 1 || len(result.TooLarge) != 1 || !result.Partial() {
 		t.Fatalf("result = %+v, want 1 moved and 1 too large", result)
 	}
-	if left := countIDs(t, drain(t, client, dlq.URL)); left["large"] != 1 || len(left) != 1 {
+	if left := countIDs(t, drain(t, client, dlq.URL, 1)); left["large"] != 1 || len(left) != 1 {
 		t.Fatalf("DLQ holds %v, want only the large message", left)
 	}
 }

@@ -44,7 +44,7 @@ func TestMoveTaskRedrivesToSource(t *testing.T) {
 		t.Fatal("progress was never reported")
 	}
 
-	counts := countIDs(t, drain(t, client, queue.URL))
+	counts := countIDs(t, drain(t, client, queue.URL, len(bodies)))
 	if len(counts) != len(bodies) {
 		t.Fatalf("source queue holds %d distinct messages, want %d", len(counts), len(bodies))
 	}

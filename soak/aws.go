@@ -120,15 +120,35 @@ type deadLetter struct {
 	hasFailureAttributes bool
 }
 
+// readDeadLetterTimeout bounds readDeadLetters: far above what reading a few thousand
+// messages takes on the emulator, so reaching it means the queue's count was wrong.
+const readDeadLetterTimeout = 2 * time.Minute
+
 // readDeadLetters receives every message of the dead-letter queue once (a long
-// visibility timeout keeps read messages hidden) until three receives come back empty.
+// visibility timeout keeps read messages hidden): as many as the queue counts (the workers
+// are stopped, so the count is final), then until a receive with no wait finds nothing
+// more. An empty long poll short of the count is not the end: the emulator can return one
+// under load while messages are visible.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string) ([]deadLetter, error) {
 	var out []deadLetter
-	for empty := 0; empty < 3; {
+	_, expected, err := queueDepth(ctx, client, url)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(readDeadLetterTimeout)
+	for {
+		reached := len(out) >= expected
+		if !reached && time.Now().After(deadline) {
+			return out, fmt.Errorf("read %d of the %d messages the dead-letter queue counts in %s", len(out), expected, readDeadLetterTimeout)
+		}
+		wait := int32(1)
+		if reached {
+			wait = 0
+		}
 		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(url),
 			MaxNumberOfMessages:         10,
-			WaitTimeSeconds:             1,
+			WaitTimeSeconds:             wait,
 			VisibilityTimeout:           600,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
@@ -137,10 +157,11 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string) ([]dea
 			return out, err
 		}
 		if len(output.Messages) == 0 {
-			empty++
+			if reached {
+				return out, nil
+			}
 			continue
 		}
-		empty = 0
 		for _, message := range output.Messages {
 			var job struct{ Key, Fault string }
 			_ = json.Unmarshal([]byte(aws.ToString(message.Body)), &job)
@@ -157,5 +178,4 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string) ([]dea
 			out = append(out, letter)
 		}
 	}
-	return out, nil
 }

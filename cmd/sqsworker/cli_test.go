@@ -94,10 +94,11 @@ func decode[T any](t *testing.T, r result) T {
 func TestCLIUsageAndHelp(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string
+		name     string
+		args     []string
+		code     int
+		stderr   string
+		emulator bool
 	}{
 		{name: "unknown flag", args: []string{"stats", "q", "--bogus"}, code: exitUsage, stderr: "unknown flag: --bogus"},
 		{name: "unknown command", args: []string{"bogus"}, code: exitUsage, stderr: `unknown command "bogus"`},
@@ -110,11 +111,14 @@ func TestCLIUsageAndHelp(t *testing.T) {
 		{name: "rate above 500", args: []string{"redrive", "start", "x", "--rate", "501"}, code: exitUsage, stderr: "1 to 500"},
 		{name: "send without body", args: []string{"send", "q"}, code: exitUsage, stderr: "--body and --file"},
 		{name: "table missing", args: []string{"idempotency", "get", "k"}, code: exitUsage, stderr: `"table" not set`},
-		{name: "unknown queue", args: []string{"stats", "no-such-queue-" + testenv.UniqueName(t)}, code: exitError, stderr: "queue does not exist"},
+		{name: "unknown queue", args: []string{"stats", "no-such-queue-" + testenv.UniqueName(t)}, code: exitError, stderr: "queue does not exist", emulator: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if tc.emulator {
+				testenv.AWSConfig(t) // asks the emulator, so it needs one
+			}
 			r := want(t, tc.code, tc.args...)
 			if !strings.Contains(r.stderr, tc.stderr) || !strings.HasPrefix(r.stderr, "sqsworker: ") {
 				t.Fatalf("stderr = %q, want it to start with sqsworker: and contain %q", r.stderr, tc.stderr)

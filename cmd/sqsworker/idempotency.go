@@ -82,10 +82,16 @@ claimed again in between is never deleted.`,
 					view.Key, view.InProgressExpiresAt.Sub(now).Round(time.Second))
 			}
 			if err := store.Delete(ctx, view.Key, view.Lease); err != nil {
-				if errors.Is(err, idempotency.ErrLeaseLost) {
-					return fmt.Errorf("sqsworker: record %q changed since it was read (claimed again or deleted); nothing deleted: %w", view.Key, err)
+				if !errors.Is(err, idempotency.ErrLeaseLost) {
+					return fmt.Errorf("sqsworker: %w", err)
 				}
-				return fmt.Errorf("sqsworker: %w", err)
+				// The lease condition failed. Either the record was claimed again (it is
+				// there under another lease) or it is gone: deleted by someone else, or by
+				// this very call when the SDK retried a DeleteItem whose response was lost.
+				// Only the first is a failure; the record the user asked to delete is absent.
+				if _, getErr := store.Get(ctx, view.Key); !errors.Is(getErr, idempotency.ErrNotFound) {
+					return fmt.Errorf("sqsworker: record %q changed since it was read (claimed again); nothing deleted: %w", view.Key, err)
+				}
 			}
 			view.Deleted = true
 			if a.json() {

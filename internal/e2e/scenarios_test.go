@@ -68,14 +68,12 @@ func TestC10DuplicateWhileOriginalRunsIsDeferred(t *testing.T) {
 
 	// W1 receives m1 and runs the idempotent handler with an 8 s deadline; its handler
 	// hangs and never commits, like a process about to be killed.
-	received, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	received := testenv.Receive(t, sqsClient, sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(queue.URL),
-		WaitTimeSeconds:             5,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	require.NoError(t, err)
-	require.Len(t, received.Messages, 1)
-	w1Message := sqsworker.MessageFromSQS(received.Messages[0], queue.URL, queue.ARN)
+	}, 1, testenv.ReceiveTimeout)
+	require.Len(t, received, 1)
+	w1Message := sqsworker.MessageFromSQS(received[0], queue.URL, queue.ARN)
 	started, hung := make(chan struct{}), make(chan struct{})
 	w1 := idempotent(t, table, "invoice", sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		close(started)
@@ -97,8 +95,8 @@ func TestC10DuplicateWhileOriginalRunsIsDeferred(t *testing.T) {
 	leaseEnd := epochMilliseconds(t, stringAttribute(record(t, dynamoClient, table, "I-5"), "in_progress_expiry"))
 
 	// The harness makes m1 visible at once, so W2 receives it while W1 still holds it.
-	_, err = sqsClient.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(queue.URL), ReceiptHandle: received.Messages[0].ReceiptHandle, VisibilityTimeout: 0,
+	_, err := sqsClient.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(queue.URL), ReceiptHandle: received[0].ReceiptHandle, VisibilityTimeout: 0,
 	})
 	require.NoError(t, err)
 

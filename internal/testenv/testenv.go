@@ -29,10 +29,20 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
+// UnitOnlyVariable names the environment variable that, set to 1, makes every test that
+// asks testenv for an emulator client skip. Only `make test-stress` sets it, for its
+// unit-level stage (-race -count=200 of the tests that need no emulator); its emulator
+// stage runs these tests with the variable unset. A test is an emulator test exactly when
+// it gets its clients from testenv, so the split needs no list to keep up to date.
+const UnitOnlyVariable = "SQSWORKER_TEST_UNIT_ONLY"
+
 // AWSConfig loads the default AWS configuration and fails the test when the emulator
-// endpoints are not set.
+// endpoints are not set (it skips the test when UnitOnlyVariable is 1).
 func AWSConfig(t testing.TB) aws.Config {
 	t.Helper()
+	if os.Getenv(UnitOnlyVariable) == "1" {
+		t.Skipf("testenv: emulator test, skipped because %s=1 (the unit-level stage of make test-stress)", UnitOnlyVariable)
+	}
 	for _, name := range []string{"AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION"} {
 		if os.Getenv(name) == "" {
 			t.Fatalf("testenv: %s is not set; run the tests with `make test`, which starts the emulator (localstack/up) and sets it", name)
@@ -220,4 +230,44 @@ func Eventually(t testing.TB, timeout time.Duration, message string, condition f
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// ReceiveTimeout bounds Receive in most tests: far above what a receive takes on a busy
+// 2-core machine, so reaching it means the messages are not there.
+const ReceiveTimeout = 30 * time.Second
+
+// Receive receives from input.QueueUrl until want messages have arrived, and fails the
+// test when timeout passes first. An empty receive is never taken to mean "nothing left":
+// under load the emulator can return an empty long poll while messages are visible (and
+// SQS samples its servers on a short poll). Set input.VisibilityTimeout so received
+// messages stay hidden while the rest arrive. Once want messages have arrived, one more
+// receive with no wait collects any extra message, so a caller that asserts an exact count
+// sees duplicates.
+func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, want int, timeout time.Duration) []sqstypes.Message {
+	t.Helper()
+	if input.MaxNumberOfMessages == 0 {
+		input.MaxNumberOfMessages = 10
+	}
+	if input.WaitTimeSeconds == 0 {
+		input.WaitTimeSeconds = 1
+	}
+	var messages []sqstypes.Message
+	deadline := time.Now().Add(timeout)
+	for len(messages) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: timed out after %s waiting for %d messages from %s; received %d", timeout, want, aws.ToString(input.QueueUrl), len(messages))
+		}
+		output, err := client.ReceiveMessage(context.Background(), &input)
+		if err != nil {
+			t.Fatalf("testenv: receiving from %s: %v", aws.ToString(input.QueueUrl), err)
+		}
+		messages = append(messages, output.Messages...)
+	}
+	extra := input
+	extra.WaitTimeSeconds = 0
+	output, err := client.ReceiveMessage(context.Background(), &extra)
+	if err != nil {
+		t.Fatalf("testenv: receiving from %s: %v", aws.ToString(input.QueueUrl), err)
+	}
+	return append(messages, output.Messages...)
 }

@@ -579,6 +579,10 @@ type deadLetters struct {
 	byKey    map[string][]string // unique delivery key → the reason of each of its messages
 }
 
+// readDeadLettersTimeout bounds readDeadLetters: far above what reading the demo's dead
+// letters takes, so reaching it means the queue's count was wrong.
+const readDeadLettersTimeout = time.Minute
+
 // readDeadLetters receives every message of the dead-letter queue, keys it by its body
 // (the malformed ones) or its deliveryId, then makes them all visible again, so the
 // redrive tooling can inspect them. It also counts the failure-reason attributes.
@@ -601,10 +605,15 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 	if err != nil {
 		return dead, err
 	}
-	// Receive until the count read above is reached and a short poll finds nothing more,
-	// or, short of it, until two 1 s long polls find nothing.
-	for empty := 0; empty < 2; {
+	// Receive until the count read above is reached and a short poll finds nothing more.
+	// An empty long poll short of the count is not the end: the emulator can return one
+	// under load while messages are visible.
+	deadline := time.Now().Add(readDeadLettersTimeout)
+	for {
 		reached := len(handles) >= expected
+		if !reached && time.Now().After(deadline) {
+			return dead, fmt.Errorf("demo: read %d of the %d messages the dead-letter queue counts in %s", len(handles), expected, readDeadLettersTimeout)
+		}
 		wait := int32(1)
 		if reached {
 			wait = 0
@@ -623,10 +632,8 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 			if reached {
 				break
 			}
-			empty++
 			continue
 		}
-		empty = 0
 		for _, message := range output.Messages {
 			handles = append(handles, aws.ToString(message.ReceiptHandle))
 			body := aws.ToString(message.Body)

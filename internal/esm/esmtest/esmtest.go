@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,10 +90,24 @@ func Start(t testing.TB, client *sqs.Client, options Options) *Harness {
 	return h
 }
 
+// HarnessWaitTime is the mapping's long-poll wait when cfg.WaitTime is zero. The emulator
+// can, rarely and under load, keep a long poll empty for its whole wait while messages are
+// visible (localstack/README.md): with the mapping's default of 20 s one such poll alone
+// outlasts a test's wait for an invocation, so the harness polls for 1 s at a time.
+const HarnessWaitTime = time.Second
+
 // Run starts a mapping with cfg, records its batches (after cfg.OnBatch, if set), and
-// stops it when the test ends. The returned function lists the batches so far.
+// stops it when the test ends. The returned function lists the batches so far. Unless
+// set, cfg.WaitTime is HarnessWaitTime and cfg.Logger writes to the test's log (shown
+// when the test fails).
 func Run(t testing.TB, client esm.SQSAPI, cfg esm.Config) (*esm.Mapping, func() []esm.Batch) {
 	t.Helper()
+	if cfg.WaitTime == 0 {
+		cfg.WaitTime = HarnessWaitTime
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	}
 	var mu sync.Mutex
 	var batches []esm.Batch
 	onBatch := cfg.OnBatch

@@ -1,0 +1,177 @@
+// Command testsummary reads `go test -json` on stdin and prints a short report: one
+// ok/FAIL line per package as each finishes, then the output of every failed test (and
+// of a package that failed outside its tests), the failed packages again, and a last line
+// of the form
+//
+//	N passed, N failed, N skipped
+//
+// (", N skipped" only when some were). It exits 1 when any test or package failed or the
+// input held no test event, so `set -o pipefail; go test -json ./... | testsummary` keeps
+// make's exit status. Only the standard library is used.
+//
+// Usage: go test -json ./... | go run ./internal/tools/testsummary
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+	// ImportPath names the package of a "build-output" event.
+	ImportPath string
+}
+
+// key names a test in a package; Test is "" for the package itself.
+type key struct{ pkg, test string }
+
+type summary struct {
+	output   map[key]*strings.Builder
+	failed   []key // failed tests and packages, in the order they finished
+	packages []string
+	result   map[string]event // each package's final pass/fail/skip event
+	passed   int
+	failures int
+	skipped  int
+	other    []string // lines that were not JSON (build errors print so)
+	w        io.Writer
+}
+
+func main() {
+	s := &summary{output: map[key]*strings.Builder{}, result: map[string]event{}, w: os.Stdout}
+	if err := s.read(os.Stdin); err != nil {
+		fmt.Fprintf(os.Stderr, "testsummary: %v\n", err)
+		os.Exit(2)
+	}
+	if !s.report() {
+		os.Exit(1)
+	}
+}
+
+func (s *summary) read(r io.Reader) error {
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for scanner.Scan() {
+		line := scanner.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			s.other = append(s.other, string(line))
+			continue
+		}
+		s.add(e)
+	}
+	return scanner.Err()
+}
+
+func (s *summary) add(e event) {
+	k := key{e.Package, e.Test}
+	switch e.Action {
+	case "build-output":
+		s.other = append(s.other, strings.TrimSuffix(e.Output, "\n"))
+	case "start":
+		s.packages = append(s.packages, e.Package)
+	case "output":
+		b := s.output[k]
+		if b == nil {
+			b = &strings.Builder{}
+			s.output[k] = b
+		}
+		b.WriteString(e.Output)
+	case "pass", "fail", "skip":
+		if e.Test == "" {
+			s.result[e.Package] = e
+			s.packageLine(e)
+			if e.Action == "fail" {
+				s.failed = append(s.failed, k)
+			}
+			return
+		}
+		switch e.Action {
+		case "pass":
+			s.passed++
+			delete(s.output, k) // a passed test's output is not shown
+		case "fail":
+			s.failures++
+			s.failed = append(s.failed, k)
+		case "skip":
+			s.skipped++
+			delete(s.output, k)
+		}
+	}
+}
+
+// packageLine prints a package's result as go test does, as soon as it is known.
+func (s *summary) packageLine(e event) {
+	switch e.Action {
+	case "fail":
+		fmt.Fprintf(s.w, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+	case "skip":
+		fmt.Fprintf(s.w, "?   \t%s\t[no test files]\n", e.Package)
+	default:
+		fmt.Fprintf(s.w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
+	}
+}
+
+// report prints, after the package lines, the output of what failed and the summary
+// line, and returns whether everything passed.
+func (s *summary) report() bool {
+	w := s.w
+	failed := s.failures
+	var failedPackages []string
+	for _, pkg := range s.packages {
+		if _, done := s.result[pkg]; !done {
+			fmt.Fprintf(w, "FAIL\t%s\t(no result: the test binary did not finish)\n", pkg)
+			failedPackages = append(failedPackages, pkg)
+			failed++
+		}
+	}
+	for _, line := range s.other {
+		fmt.Fprintln(w, line)
+	}
+	// Failed tests' output, then that of packages that failed outside a test (a build
+	// error, a panic, a timeout, TestMain), which count as one failure each, so the line
+	// never says "0 failed" for a failed run.
+	for _, k := range s.failed {
+		if k.test == "" {
+			failedPackages = append(failedPackages, k.pkg)
+			if s.failedTestIn(k.pkg) {
+				continue
+			}
+			failed++
+			fmt.Fprintf(w, "--- output of %s\n", k.pkg)
+		} else {
+			fmt.Fprintf(w, "--- output of %s %s\n", k.pkg, k.test)
+		}
+		if b := s.output[k]; b != nil {
+			fmt.Fprint(w, b.String())
+		}
+	}
+	for _, pkg := range failedPackages {
+		fmt.Fprintf(w, "FAIL\t%s\n", pkg)
+	}
+	line := fmt.Sprintf("%d passed, %d failed", s.passed, failed)
+	if s.skipped > 0 {
+		line += fmt.Sprintf(", %d skipped", s.skipped)
+	}
+	fmt.Fprintln(w, line)
+	return failed == 0 && len(s.result) > 0
+}
+
+func (s *summary) failedTestIn(pkg string) bool {
+	for _, k := range s.failed {
+		if k.pkg == pkg && k.test != "" {
+			return true
+		}
+	}
+	return false
+}
