@@ -393,3 +393,26 @@ func TestMoverC18FIFODeduplication(t *testing.T) {
 	}
 	assertEmpty(t, client, queue.DeadLetterQueueURL)
 }
+
+// A message moved before carries x-redrive-count; the next move counts on from it
+// (1 becomes 2), replacing the attribute rather than adding one.
+func TestMoverRedriveCountCountsOn(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	sendOne(t, client, &sqs.SendMessageInput{
+		QueueUrl: aws.String(queue.DeadLetterQueueURL), MessageBody: aws.String(body("again", 0)),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			redrive.AttributeRedriveCount: {DataType: aws.String("Number"), StringValue: aws.String("1")},
+			"tenant":                      stringAttribute("T1"),
+		},
+	})
+	if result := run(t, client, redrive.Config{Source: queue.DeadLetterQueueURL, Destination: queue.URL}); result.Moved != 1 {
+		t.Fatalf("result = %+v, want 1 moved", result)
+	}
+	moved := drain(t, client, queue.URL, 1)[0]
+	if len(moved.MessageAttributes) != 2 || aws.ToString(moved.MessageAttributes[redrive.AttributeRedriveCount].StringValue) != "2" ||
+		aws.ToString(moved.MessageAttributes["tenant"].StringValue) != "T1" {
+		t.Fatalf("moved with attributes %+v, want tenant=T1 and %s=2", moved.MessageAttributes, redrive.AttributeRedriveCount)
+	}
+}
