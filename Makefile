@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test test-stress test-elasticmq demo vet lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
 up:
@@ -33,8 +33,10 @@ $(TESTSUMMARY): $(wildcard internal/tools/testsummary/*.go)
 	$(GO) build -o $@ ./internal/tools/testsummary
 
 ## test: start the emulator when needed, then run every test (unit and emulator)
+# `work` is every package of every module in go.work (./... would stop at the nested go.mod
+# files of cmd/sqsworker, infra/terraform and bench).
 test: up $(TESTSUMMARY)
-	$(EMULATOR_ENV) && set -o pipefail && $(GO) test -json $(GOTESTFLAGS) ./... 2>&1 | $(TESTSUMMARY)
+	$(EMULATOR_ENV) && set -o pipefail && $(GO) test -json $(GOTESTFLAGS) work 2>&1 | $(TESTSUMMARY)
 
 # test-stress repeats the suite to find flaky tests (issue 9), then prints
 # "test-stress: P of N runs passed" and fails unless all did:
@@ -46,7 +48,7 @@ test: up $(TESTSUMMARY)
 STRESS_UNIT_COUNT ?= 200
 STRESS_RUNS ?= 5
 STRESS_UNIT_FLAGS ?= -race -count=$(STRESS_UNIT_COUNT) -timeout 120m
-EMULATOR_PKGS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... \
+EMULATOR_PKGS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' work \
 	| awk '/ github.com\/sqsworker\/sqsworker\/internal\/testenv( |$$)/ {print $$1}'
 
 ## test-stress: unit tests -race -count=STRESS_UNIT_COUNT (200), emulator packages STRESS_RUNS (5) times; prints how many runs passed
@@ -55,7 +57,7 @@ test-stress: up $(TESTSUMMARY)
 	pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
 	echo "test-stress: unit level, $(STRESS_UNIT_FLAGS)"; runs=$$((runs + 1)); \
 	if env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB SQSWORKER_TEST_UNIT_ONLY=1 \
-		$(GO) test -json $(STRESS_UNIT_FLAGS) ./... 2>&1 | $(TESTSUMMARY); then passed=$$((passed + 1)); fi; \
+		$(GO) test -json $(STRESS_UNIT_FLAGS) work 2>&1 | $(TESTSUMMARY); then passed=$$((passed + 1)); fi; \
 	for run in $$(seq $(STRESS_RUNS)); do \
 		echo "test-stress: emulator packages, run $$run of $(STRESS_RUNS), $(GOTESTFLAGS)"; runs=$$((runs + 1)); \
 		if ($(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)); then passed=$$((passed + 1)); fi; \
@@ -73,8 +75,22 @@ test-elasticmq: up $(TESTSUMMARY)
 demo: up
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo
 
+## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere)
 vet:
-	$(GO) vet ./...
+	$(GO) vet work
+	GOOS=windows $(GO) vet work
+
+## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
+tidy:
+	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
+		echo "go mod tidy: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy); \
+	done
+
+## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum
+tidy-check:
+	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
+		echo "go mod tidy -diff: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy -diff); \
+	done
 
 ## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
 lambda:
@@ -118,11 +134,12 @@ bench-ci: up
 
 ## bench-go: in-process micro-benchmarks (ns/op, allocs/op)
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem . ./poller ./idempotency ./lambda
+	$(GO) test -run '^$$' -bench . -benchmem . ./internal/settle ./poller ./idempotency ./lambda
+	$(GO) test -run '^$$' -bench 'BenchmarkSend$$|BenchmarkBatcherParallel$$' -benchmem ./producer
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
 
 FUZZTIME ?= 20s
-FUZZ_TARGETS = .:FuzzBackoffDelay .:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \
+FUZZ_TARGETS = .:FuzzBackoffDelay ./internal/sqsx:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \
 	./lambda:FuzzToMessageJSON ./lambda:FuzzQueueURLFromARN ./idempotency:FuzzKeyFromJSONField \
 	./idempotency:FuzzHashJSONFields ./idempotency:FuzzJSONBodyStrictness ./redrive:FuzzParseFilter
 

@@ -7,15 +7,6 @@ import (
 	"time"
 )
 
-// MaxVisibilityTimeout is SQS's limit on a message's visibility timeout: 12 hours from
-// the receive (ChangeMessageVisibility rejects more; see "Visibility timeout" in the SQS
-// developer guide).
-const MaxVisibilityTimeout = 12 * time.Hour
-
-// VisibilitySafetyMargin is kept free below [MaxVisibilityTimeout] when a delay is clamped,
-// so clock skew between this process and SQS never pushes a request over the limit.
-const VisibilitySafetyMargin = 30 * time.Second
-
 const (
 	// DefaultBackoffBase is the delay before the second attempt when Backoff.Base is zero.
 	DefaultBackoffBase = 2 * time.Second
@@ -35,14 +26,15 @@ const (
 )
 
 // Backoff is the retry policy for failed messages: exponential in the receive count,
-// with jitter, capped, and never past SQS's 12-hour visibility limit.
+// with jitter and capped. The hosts never set a visibility past what SQS's 12-hour limit
+// leaves of the message's time since its first receive, whatever Delay returns.
 //
 // The exponential delay for receive count n (n >= 1) is min(Cap, Base * 2^(n-1)).
 type Backoff struct {
 	// Base is the delay after the first failed receive; if zero, DefaultBackoffBase.
 	Base time.Duration
-	// Cap is the largest delay; if zero, DefaultBackoffCap. Values above
-	// MaxVisibilityTimeout are treated as MaxVisibilityTimeout.
+	// Cap is the largest delay; if zero, DefaultBackoffCap. The hosts clamp any delay to
+	// SQS's 12-hour visibility limit.
 	Cap time.Duration
 	// Jitter selects the randomisation; the zero value is JitterFull.
 	Jitter Jitter
@@ -69,10 +61,9 @@ func SerializedRandom(random func() float64) func() float64 {
 }
 
 // Delay returns how long a message that failed on receive number receiveCount should
-// stay invisible. sinceFirstReceive is the time since the message was first received:
-// the result never exceeds what is left of the 12-hour visibility limit (see
-// [ClampVisibility]) and is never negative. A receiveCount below 1 counts as 1.
-func (b Backoff) Delay(receiveCount int, sinceFirstReceive time.Duration) time.Duration {
+// stay invisible, before the hosts clamp it to SQS's visibility limit: never negative,
+// at most Cap. A receiveCount below 1 counts as 1.
+func (b Backoff) Delay(receiveCount int) time.Duration {
 	base, limit := b.Base, b.Cap
 	if base <= 0 {
 		base = DefaultBackoffBase
@@ -80,7 +71,6 @@ func (b Backoff) Delay(receiveCount int, sinceFirstReceive time.Duration) time.D
 	if limit <= 0 {
 		limit = DefaultBackoffCap
 	}
-	limit = min(limit, MaxVisibilityTimeout)
 	exponent := max(receiveCount, 1) - 1
 	delay := limit
 	// base * 2^exponent, computed in float64 to avoid overflow on large receive counts.
@@ -94,19 +84,5 @@ func (b Backoff) Delay(receiveCount int, sinceFirstReceive time.Duration) time.D
 		}
 		delay = time.Duration(random() * float64(delay))
 	}
-	return ClampVisibility(delay, sinceFirstReceive)
-}
-
-// ClampVisibility bounds a requested visibility delay to [0, 12 h - sinceReceive -
-// VisibilitySafetyMargin]: what SQS still accepts for a message received sinceReceive ago.
-func ClampVisibility(delay, sinceReceive time.Duration) time.Duration {
-	remaining := MaxVisibilityTimeout - max(sinceReceive, 0) - VisibilitySafetyMargin
-	return max(min(delay, remaining), 0)
-}
-
-// VisibilitySeconds converts a delay to the whole seconds SQS's VisibilityTimeout takes,
-// rounding up (a 1.2 s delay becomes 2 s) and bounding to [0, 43200].
-func VisibilitySeconds(delay time.Duration) int32 {
-	seconds := math.Ceil(delay.Seconds())
-	return int32(max(min(seconds, MaxVisibilityTimeout.Seconds()), 0))
+	return max(delay, 0)
 }

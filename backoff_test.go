@@ -11,18 +11,18 @@ import (
 func TestBackoffWithoutJitterIsExponentialAndCapped(t *testing.T) {
 	backoff := Backoff{Base: 2 * time.Second, Cap: 4 * time.Second, Jitter: JitterNone}
 	// C14: base 2 s, cap 4 s gives 2, 4, 4 between the four attempts.
-	assert.Equal(t, 2*time.Second, backoff.Delay(1, 0))
-	assert.Equal(t, 4*time.Second, backoff.Delay(2, 0))
-	assert.Equal(t, 4*time.Second, backoff.Delay(3, 0))
-	assert.Equal(t, 4*time.Second, backoff.Delay(1000, 0), "large receive counts must not overflow")
-	assert.Equal(t, 2*time.Second, backoff.Delay(0, 0), "receive count below 1 counts as 1")
-	assert.Equal(t, 2*time.Second, backoff.Delay(-5, 0))
+	assert.Equal(t, 2*time.Second, backoff.Delay(1))
+	assert.Equal(t, 4*time.Second, backoff.Delay(2))
+	assert.Equal(t, 4*time.Second, backoff.Delay(3))
+	assert.Equal(t, 4*time.Second, backoff.Delay(1000), "large receive counts must not overflow")
+	assert.Equal(t, 2*time.Second, backoff.Delay(0), "receive count below 1 counts as 1")
+	assert.Equal(t, 2*time.Second, backoff.Delay(-5))
 }
 
 func TestBackoffDefaults(t *testing.T) {
 	backoff := Backoff{Jitter: JitterNone}
-	assert.Equal(t, DefaultBackoffBase, backoff.Delay(1, 0))
-	assert.Equal(t, DefaultBackoffCap, backoff.Delay(60, 0))
+	assert.Equal(t, DefaultBackoffBase, backoff.Delay(1))
+	assert.Equal(t, DefaultBackoffCap, backoff.Delay(60))
 }
 
 func TestBackoffFullJitterStaysInRange(t *testing.T) {
@@ -32,7 +32,7 @@ func TestBackoffFullJitterStaysInRange(t *testing.T) {
 		ceiling := min(time.Second<<(receiveCount-1), 30*time.Second)
 		var smallest, largest time.Duration = ceiling, 0
 		for range 200 {
-			delay := backoff.Delay(receiveCount, 0)
+			delay := backoff.Delay(receiveCount)
 			assert.GreaterOrEqual(t, delay, time.Duration(0))
 			assert.LessOrEqual(t, delay, ceiling)
 			smallest, largest = min(smallest, delay), max(largest, delay)
@@ -42,51 +42,27 @@ func TestBackoffFullJitterStaysInRange(t *testing.T) {
 		assert.Greater(t, largest, ceiling*3/4, "receive count %d", receiveCount)
 	}
 	// The edges of the random source map to the edges of the range.
-	assert.Equal(t, time.Duration(0), Backoff{Base: time.Second, Random: func() float64 { return 0 }}.Delay(1, 0))
-	assert.Equal(t, time.Second*99/100, Backoff{Base: time.Second, Random: func() float64 { return 0.99 }}.Delay(1, 0))
-}
-
-func TestBackoffNeverPassesTheTwelveHourLimit(t *testing.T) {
-	// C14(b): a computed delay of 13 h for a message first received 1 h ago.
-	backoff := Backoff{Base: 13 * time.Hour, Cap: 13 * time.Hour, Jitter: JitterNone}
-	delay := backoff.Delay(1, time.Hour)
-	assert.Equal(t, 11*time.Hour-VisibilitySafetyMargin, delay)
-	assert.LessOrEqual(t, VisibilitySeconds(delay), int32(43200-3600))
-
-	// Received almost 12 h ago, or longer: nothing is left, never negative.
-	assert.Equal(t, time.Duration(0), backoff.Delay(1, 12*time.Hour-time.Second))
-	assert.Equal(t, time.Duration(0), backoff.Delay(1, 20*time.Hour))
-	assert.Equal(t, time.Duration(0), ClampVisibility(-time.Minute, 0))
-	assert.Equal(t, time.Minute, ClampVisibility(time.Minute, -time.Hour), "a negative elapsed time counts as zero")
-}
-
-func TestVisibilitySecondsRoundsUpAndBounds(t *testing.T) {
-	assert.Equal(t, int32(0), VisibilitySeconds(0))
-	assert.Equal(t, int32(2), VisibilitySeconds(1200*time.Millisecond))
-	assert.Equal(t, int32(2), VisibilitySeconds(2*time.Second))
-	assert.Equal(t, int32(43200), VisibilitySeconds(48*time.Hour))
-	assert.Equal(t, int32(0), VisibilitySeconds(-time.Second))
+	assert.Equal(t, time.Duration(0), Backoff{Base: time.Second, Random: func() float64 { return 0 }}.Delay(1))
+	assert.Equal(t, time.Second*99/100, Backoff{Base: time.Second, Random: func() float64 { return 0.99 }}.Delay(1))
 }
 
 func FuzzBackoffDelay(f *testing.F) {
 	f.Add(int64(time.Second), int64(time.Minute), 3, int64(0), 0.5)
 	f.Add(int64(13*time.Hour), int64(13*time.Hour), 1, int64(time.Hour), 0.99)
 	f.Add(int64(-1), int64(-1), -7, int64(-time.Hour), 0.0)
-	f.Fuzz(func(t *testing.T, base, limit int64, receiveCount int, since int64, random float64) {
+	f.Fuzz(func(t *testing.T, base, limit int64, receiveCount int, _ int64, random float64) {
 		if random < 0 || random >= 1 || random != random {
 			random = 0.5
 		}
 		backoff := Backoff{Base: time.Duration(base), Cap: time.Duration(limit), Random: func() float64 { return random }}
-		delay := backoff.Delay(receiveCount, time.Duration(since))
-		if delay < 0 || delay > MaxVisibilityTimeout {
-			t.Fatalf("delay %s outside [0, 12h]", delay)
+		capped := time.Duration(limit)
+		if capped <= 0 {
+			capped = DefaultBackoffCap
 		}
-		if time.Duration(since) > 0 && delay > MaxVisibilityTimeout-time.Duration(since) {
-			t.Fatalf("delay %s passes the 12 h limit %s after the first receive", delay, time.Duration(since))
-		}
-		seconds := VisibilitySeconds(delay)
-		if seconds < 0 || seconds > 43200 {
-			t.Fatalf("visibility %d s outside SQS's range", seconds)
+		// The hosts clamp to SQS's limit (internal/settle's TestPlanNeverPassesTheTwelveHourLimit);
+		// Delay itself stays in [0, Cap].
+		if delay := backoff.Delay(receiveCount); delay < 0 || delay > capped {
+			t.Fatalf("delay %s outside [0, %s]", delay, capped)
 		}
 	})
 }

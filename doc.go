@@ -18,6 +18,12 @@
 //     message's visibility timeout, until the queue's redrive policy moves it to the
 //     dead-letter queue after maxReceiveCount receives.
 //
+// Both hosts report every step of a message's life to an [Observer] (events as values:
+// received, started, finished, heartbeats, deleted, dead-lettered, rescheduled,
+// released, abandoned): metrics, traces and operations pages plug in there, and
+// [Counter] counts the events into the [Stats] both hosts report. Package sqsworkertest
+// runs a handler in-process and returns what the hosts would do with the message.
+//
 // A minimal container worker:
 //
 //	h := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,25 @@ func Example_lambdaFunction() {
 	_ = main
 }
 
+// The README's observer: a Counter and a log of dead letters, on the poller (or Lambda).
+func Example_observer() {
+	sqsClient := sqs.New(sqs.Options{Region: "us-east-1"}) // nothing is called before Start
+	url := "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
+	handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil })
+	counter := &sqsworker.Counter{}
+	deadLetters := sqsworker.ObserverFunc(func(ctx context.Context, ev sqsworker.Event) {
+		if ev.Kind == sqsworker.EventDeadLettered {
+			slog.WarnContext(ctx, "dead-lettered", "message_id", ev.Message.ID, "reason", ev.Outcome.Reason)
+		}
+	})
+	observer := sqsworker.Observers(counter, deadLetters)
+	server, err := poller.New(sqsClient, poller.Config{QueueURL: url, Observer: observer}, handler)
+	// or, on Lambda: lambda.NewBatchHandler(handler, lambda.WithObserver(observer))
+	_ = lambda.NewBatchHandler(handler, lambda.WithObserver(observer))
+	fmt.Println(server != nil, err, counter.Stats().Received)
+	// Output: true <nil> 0
+}
+
 // TestSnippetsAreCompiledExamples keeps every Go snippet of README.md and of the package
 // comments in a compiled example_test.go: each must appear there, line for line
 // (indentation and blank lines aside), so a snippet cannot go stale.
@@ -131,7 +151,7 @@ func TestSnippetsAreCompiledExamples(t *testing.T) {
 		code, _, _ := strings.Cut(block, "```")
 		snippets = append(snippets, snippet{fmt.Sprintf("README.md Go block %d", i+1), code})
 	}
-	for _, file := range []string{"doc.go", "poller/doc.go", "lambda/doc.go", "idempotency/doc.go", "redrive/doc.go", "worker/worker.go"} {
+	for _, file := range []string{"doc.go", "poller/doc.go", "lambda/doc.go", "idempotency/doc.go", "redrive/doc.go", "worker/worker.go", "producer/doc.go"} {
 		text, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

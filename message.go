@@ -1,9 +1,6 @@
 package sqsworker
 
-import (
-	"strconv"
-	"time"
-)
+import "time"
 
 // Message is one SQS message as a handler sees it, whichever host received it.
 //
@@ -59,52 +56,10 @@ func (m *Message) StringAttribute(name string) (string, bool) {
 	return attribute.StringValue, true
 }
 
-// SQS system attribute names that [Message.ApplySystemAttributes] reads.
-const (
-	attributeReceiveCount     = "ApproximateReceiveCount"
-	attributeSentTimestamp    = "SentTimestamp"
-	attributeFirstReceiveTime = "ApproximateFirstReceiveTimestamp"
-	attributeMessageGroupID   = "MessageGroupId"
-	attributeDeduplicationID  = "MessageDeduplicationId"
-)
-
-// ApplySystemAttributes fills ReceiveCount, SentAt, FirstReceivedAt, GroupID and
-// DeduplicationID from m.Attributes (timestamps are epoch milliseconds, as SQS sends
-// them). Missing or malformed values leave the field as it was; a missing receive count
-// becomes 1, since the message has been received at least once.
-func (m *Message) ApplySystemAttributes() {
-	if count, err := strconv.Atoi(m.Attributes[attributeReceiveCount]); err == nil {
-		m.ReceiveCount = count
-	}
-	if m.ReceiveCount < 1 {
-		m.ReceiveCount = 1
-	}
-	if at, ok := epochMilliseconds(m.Attributes[attributeSentTimestamp]); ok {
-		m.SentAt = at
-	}
-	if at, ok := epochMilliseconds(m.Attributes[attributeFirstReceiveTime]); ok {
-		m.FirstReceivedAt = at
-	}
-	if group := m.Attributes[attributeMessageGroupID]; group != "" {
-		m.GroupID = group
-	}
-	if id := m.Attributes[attributeDeduplicationID]; id != "" {
-		m.DeduplicationID = id
-	}
-}
-
 // SinceFirstReceive returns how long ago the message was first received, or 0 when unknown.
 func (m *Message) SinceFirstReceive(now time.Time) time.Duration {
 	if m.FirstReceivedAt.IsZero() {
 		return 0
 	}
 	return max(now.Sub(m.FirstReceivedAt), 0)
-}
-
-func epochMilliseconds(text string) (time.Time, bool) {
-	milliseconds, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || milliseconds <= 0 {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(milliseconds), true
 }

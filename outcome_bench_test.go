@@ -1,7 +1,6 @@
 package sqsworker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -36,25 +35,4 @@ func BenchmarkClassify(b *testing.B) {
 			_ = outcome
 		})
 	}
-}
-
-// BenchmarkCallHandler measures the panic-recovering call both hosts make per message,
-// for a handler that returns and one that panics.
-func BenchmarkCallHandler(b *testing.B) {
-	ctx := context.Background()
-	message := &Message{ID: "m", Body: "{}"}
-	ok := HandlerFunc(func(context.Context, *Message) error { return nil })
-	panics := HandlerFunc(func(context.Context, *Message) error { panic("boom") })
-	b.Run("returns", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = CallHandler(ctx, ok, message)
-		}
-	})
-	b.Run("panics", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = CallHandler(ctx, panics, message)
-		}
-	})
 }

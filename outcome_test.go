@@ -49,21 +49,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestCallHandlerTurnsPanicIntoError(t *testing.T) {
-	handler := HandlerFunc(func(context.Context, *Message) error {
-		var body map[string]any
-		_ = body["x"].(string) // panics: interface conversion
-		return nil
-	})
-	err := CallHandler(context.Background(), handler, &Message{ID: "m1"})
-	require.Error(t, err)
-	assert.True(t, IsPanicError(err))
-	panicError, ok := errors.AsType[*PanicError](err)
-	require.True(t, ok)
-	assert.Contains(t, panicError.Location, "outcome_test.go:")
-	assert.Equal(t, OutcomeRetry, Classify(err).Kind)
-}
-
 func TestChainRunsFirstMiddlewareOutermost(t *testing.T) {
 	var calls []string
 	wrap := func(name string) Middleware {
@@ -82,26 +67,4 @@ func TestChainRunsFirstMiddlewareOutermost(t *testing.T) {
 	}), wrap("a"), wrap("b"))
 	require.NoError(t, handler.Handle(context.Background(), &Message{}))
 	assert.Equal(t, []string{"a>", "b>", "handler", "<b", "<a"}, calls)
-}
-
-func TestApplySystemAttributes(t *testing.T) {
-	message := &Message{Attributes: map[string]string{
-		"ApproximateReceiveCount":          "3",
-		"SentTimestamp":                    "1700000000000",
-		"ApproximateFirstReceiveTimestamp": "1700000001500",
-		"MessageGroupId":                   "g1",
-		"MessageDeduplicationId":           "d1",
-	}}
-	message.ApplySystemAttributes()
-	assert.Equal(t, 3, message.ReceiveCount)
-	assert.Equal(t, time.UnixMilli(1700000000000), message.SentAt)
-	assert.Equal(t, time.UnixMilli(1700000001500), message.FirstReceivedAt)
-	assert.Equal(t, "g1", message.GroupID)
-	assert.Equal(t, "d1", message.DeduplicationID)
-	assert.Equal(t, 2*time.Second, message.SinceFirstReceive(time.UnixMilli(1700000003500)))
-
-	empty := &Message{}
-	empty.ApplySystemAttributes()
-	assert.Equal(t, 1, empty.ReceiveCount, "a received message has been received at least once")
-	assert.Zero(t, empty.SinceFirstReceive(time.Now()))
 }

@@ -16,16 +16,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/poller"
 )
 
@@ -83,20 +82,20 @@ var ceiling = contender{
 				for ctx.Err() == nil {
 					output, err := env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 						QueueUrl:            aws.String(env.queueURL),
-						MaxNumberOfMessages: 10,
-						WaitTimeSeconds:     20,
+						MaxNumberOfMessages: sqsx.MaxBatchEntries,
+						WaitTimeSeconds:     sqsx.WaitSeconds(sqsx.MaxWaitTime),
 					})
 					if err != nil || len(output.Messages) == 0 {
 						continue
 					}
-					entries := make([]types.DeleteMessageBatchRequestEntry, len(output.Messages))
+					handles := make([]string, len(output.Messages))
 					var batch sync.WaitGroup
 					for i, message := range output.Messages {
-						entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: message.ReceiptHandle}
+						handles[i] = aws.ToString(message.ReceiptHandle)
 						batch.Go(func() { _ = job(ctx, aws.ToString(message.Body)) })
 					}
 					batch.Wait()
-					_, _ = env.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(env.queueURL), Entries: entries})
+					_ = sqsx.DeleteMessages(ctx, env.sqs, env.queueURL, handles)
 				}
 			})
 		}
@@ -138,54 +137,6 @@ func pollerContender(idempotent bool) contender {
 		}, nil
 	}
 	return c
-}
-
-// process runs a command in its own process group until stopped with SIGTERM (then
-// SIGKILL after 5 s).
-func startProcess(name string, args []string, dir string, env []string, logs io.Writer) (func(), error) {
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	return func() {
-		pid := cmd.Process.Pid
-		children := childPIDs(pid)
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-done
-		}
-		for _, child := range children {
-			_ = syscall.Kill(-child, syscall.SIGKILL)
-			_ = syscall.Kill(child, syscall.SIGKILL)
-		}
-	}, nil
-}
-
-// childPIDs lists pid's direct children (Linux /proc).
-func childPIDs(pid int) []int {
-	var children []int
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(data)) {
-			if child, err := strconv.Atoi(field); err == nil {
-				children = append(children, child)
-			}
-		}
-	}
-	return children
 }
 
 func sqsConsumerContender(nodeDir string) contender {

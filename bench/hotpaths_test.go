@@ -5,6 +5,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -82,6 +83,6 @@ func BenchmarkApplySystemAttributes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		message := sqsworker.Message{Attributes: attributes}
-		message.ApplySystemAttributes()
+		sqsx.ApplySystemAttributes(&message)
 	}
 }

@@ -132,6 +132,26 @@ func (r result) perSecond(m int) float64 {
 	return float64(m) / r.elapsed.Seconds()
 }
 
+// session is what one bench run sets up once: its log, the clients (direct, and through
+// the counting proxies) and what to close at the end.
+type session struct {
+	logPath            string
+	logWriter          io.Writer
+	loader             *sqs.Client
+	admin              *dynamodb.Client
+	sqsClient          *sqs.Client
+	ddbClient          *dynamodb.Client
+	sqsProxy, ddbProxy *countingProxy
+	processEnv         []string
+	cleanups           []func()
+}
+
+func (s *session) close() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+}
+
 func run(ctx context.Context, opts options) error {
 	for _, name := range []string{"AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
 		if os.Getenv(name) == "" {
@@ -142,42 +162,75 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	var logs io.Writer
-	logPath := opts.logFile
-	if logPath == "" {
-		logPath = filepath.Join(os.TempDir(), fmt.Sprintf("sqsworker-bench-%d.log", os.Getpid()))
+	s := &session{}
+	defer s.close()
+	if err := s.openLog(opts); err != nil {
+		return err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	fmt.Printf("bench: M=%d concurrency=%d repeats=%d contenders=%s modes=%s logs=%s\n",
+		opts.m, opts.concurrency, opts.repeats, strings.Join(opts.contenders, ","), strings.Join(opts.modes, ","), s.logPath)
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	info := machineInfo(ctx, root)
+	all, notes, err := s.contenders(opts, root, info)
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	logs = &lockedWriter{w: logFile}
-	fmt.Printf("bench: M=%d concurrency=%d repeats=%d contenders=%s modes=%s logs=%s\n",
-		opts.m, opts.concurrency, opts.repeats, strings.Join(opts.contenders, ","), strings.Join(opts.modes, ","), logPath)
+	began := time.Now()
+	results, err := s.measureAll(ctx, opts, all)
+	if err != nil {
+		return err
+	}
+	summary := summarize(opts, all, results)
+	summary.duration = time.Since(began)
+	summary.info = info
+	summary.notes = notes
+	return s.report(opts, summary, results)
+}
 
+// openLog opens the log every contender's output goes to.
+func (s *session) openLog(opts options) error {
+	s.logPath = opts.logFile
+	if s.logPath == "" {
+		s.logPath = filepath.Join(os.TempDir(), fmt.Sprintf("sqsworker-bench-%d.log", os.Getpid()))
+	}
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	s.cleanups = append(s.cleanups, func() { logFile.Close() })
+	s.logWriter = &lockedWriter{w: logFile}
+	return nil
+}
+
+// connect makes the direct clients (loading, administration) and the proxied ones the
+// contenders use, so that their calls are counted.
+func (s *session) connect(ctx context.Context) error {
 	direct, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return err
 	}
-	loader := sqs.NewFromConfig(direct)
-	admin := dynamodb.NewFromConfig(direct)
-	sqsProxy, err := startProxy(os.Getenv("AWS_ENDPOINT_URL_SQS"))
-	if err != nil {
+	s.loader = sqs.NewFromConfig(direct)
+	s.admin = dynamodb.NewFromConfig(direct)
+	if s.sqsProxy, err = startProxy(os.Getenv("AWS_ENDPOINT_URL_SQS")); err != nil {
 		return err
 	}
-	defer sqsProxy.close()
-	ddbProxy, err := startProxy(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"))
-	if err != nil {
+	s.cleanups = append(s.cleanups, s.sqsProxy.close)
+	if s.ddbProxy, err = startProxy(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")); err != nil {
 		return err
 	}
-	defer ddbProxy.close()
+	s.cleanups = append(s.cleanups, s.ddbProxy.close)
 	proxied := direct.Copy()
-	sqsClient := sqs.NewFromConfig(proxied, func(o *sqs.Options) { o.BaseEndpoint = aws.String(sqsProxy.URL) })
-	ddbClient := dynamodb.NewFromConfig(proxied, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ddbProxy.URL) })
-	processEnv := append(os.Environ(), "AWS_ENDPOINT_URL_SQS="+sqsProxy.URL, "AWS_ENDPOINT_URL_DYNAMODB="+ddbProxy.URL)
+	s.sqsClient = sqs.NewFromConfig(proxied, func(o *sqs.Options) { o.BaseEndpoint = aws.String(s.sqsProxy.URL) })
+	s.ddbClient = dynamodb.NewFromConfig(proxied, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(s.ddbProxy.URL) })
+	s.processEnv = append(os.Environ(), "AWS_ENDPOINT_URL_SQS="+s.sqsProxy.URL, "AWS_ENDPOINT_URL_DYNAMODB="+s.ddbProxy.URL)
+	return nil
+}
 
-	info := machineInfo(ctx, root)
+// contenders builds the contenders asked for; one that cannot run here (no Node.js, no
+// Lambda build) is left out with a note.
+func (s *session) contenders(opts options, root string, info info) ([]contender, []string, error) {
 	var all []contender
 	var notes []string
 	for _, name := range opts.contenders {
@@ -190,7 +243,7 @@ func run(ctx context.Context, opts options) error {
 			all = append(all, pollerContender(true))
 		case "sqs_consumer":
 			nodeDir := filepath.Join(root, "scripts", "bench-node")
-			versions, err := ensureNode(nodeDir, logs)
+			versions, err := ensureNode(nodeDir, s.logWriter)
 			if err != nil {
 				notes = append(notes, fmt.Sprintf("sqs-consumer not run: %v", err))
 				fmt.Println("bench: sqs-consumer not run:", err)
@@ -203,40 +256,42 @@ func run(ctx context.Context, opts options) error {
 		case "lambda_esm":
 			binDir, err := os.MkdirTemp("", "sqsworker-bench-bin-")
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			defer os.RemoveAll(binDir)
-			path, err := buildLambdaPath(root, binDir, opts.concurrency, processEnv, logs)
+			s.cleanups = append(s.cleanups, func() { os.RemoveAll(binDir) })
+			path, err := buildLambdaPath(root, binDir, opts.concurrency, s.processEnv, s.logWriter)
 			if err != nil {
 				notes = append(notes, fmt.Sprintf("Lambda path not run: %v", err))
 				fmt.Println("bench: Lambda path not run:", err)
 				continue
 			}
-			defer path.close()
+			s.cleanups = append(s.cleanups, path.close)
 			all = append(all, path.contender())
 		default:
-			return fmt.Errorf("unknown contender %q", name)
+			return nil, nil, fmt.Errorf("unknown contender %q", name)
 		}
 	}
+	return all, notes, nil
+}
 
+// measureAll runs every contender in every mode, opts.repeats times, rotating the order.
+func (s *session) measureAll(ctx context.Context, opts options, all []contender) ([]result, error) {
 	// The same delays for every contender: drawn once, carried in the bodies.
 	rng := rand.New(rand.NewPCG(opts.seed, opts.seed+1))
 	delays := make([]int, opts.m)
 	for i := range delays {
 		delays[i] = 10 + rng.IntN(191)
 	}
-
 	var profile *os.File
 	if opts.cpuprofile != "" {
+		var err error
 		if profile, err = os.Create(opts.cpuprofile); err != nil {
-			return err
+			return nil, err
 		}
 		defer profile.Close()
 	}
 	profiled := false
-
 	var results []result
-	began := time.Now()
 	for repeat := range opts.repeats {
 		for _, mode := range opts.modes {
 			order := slices.Clone(all)
@@ -247,38 +302,45 @@ func run(ctx context.Context, opts options) error {
 			}
 			for _, c := range order {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, ctx.Err()
 				}
 				env := runEnv{
-					concurrency: opts.concurrency, sqs: sqsClient, ddb: ddbClient,
-					sqsEndpoint: sqsProxy.URL, env: processEnv, logs: logs,
+					concurrency: opts.concurrency, sqs: s.sqsClient, ddb: s.ddbClient,
+					sqsEndpoint: s.sqsProxy.URL, env: s.processEnv, logs: s.logWriter,
 				}
 				bodies := makeBodies(opts.m, mode, delays)
 				profileThis := profile != nil && !profiled && c.name == "poller" && mode == "noop"
-				r := measure(ctx, opts, c, mode, bodies, env, loader, admin, sqsProxy, ddbProxy, profileThis, profile)
+				r := measure(ctx, opts, c, mode, bodies, env, s.loader, s.admin, s.sqsProxy, s.ddbProxy, profileThis, profile)
 				if profileThis {
 					profiled = true
 				}
 				r.repeat = repeat + 1
 				results = append(results, r)
-				status := fmt.Sprintf("%.0f msg/s, %.3f SQS calls/msg", r.perSecond(opts.m), float64(sum(r.sqsCalls))/float64(opts.m))
-				if c.idempotent {
-					status += fmt.Sprintf(", %.2f DynamoDB writes/msg", float64(ddbWrites(r.ddbCalls))/float64(opts.m))
-					if r.dupDDBCalls != nil {
-						status += fmt.Sprintf(", %.2f per duplicate", float64(ddbWrites(r.dupDDBCalls))/float64(opts.m))
-					}
-				}
-				if r.err != nil {
-					status = "FAILED: " + r.err.Error()
-				}
-				fmt.Printf("bench: repeat %d %-6s %-20s %s\n", repeat+1, mode, c.name, status)
+				fmt.Printf("bench: repeat %d %-6s %-20s %s\n", repeat+1, mode, c.name, r.status(opts.m, c.idempotent))
 			}
 		}
 	}
-	summary := summarize(opts, all, results)
-	summary.duration = time.Since(began)
-	summary.info = info
-	summary.notes = notes
+	return results, nil
+}
+
+// status is one run's progress line.
+func (r result) status(m int, idempotent bool) string {
+	if r.err != nil {
+		return "FAILED: " + r.err.Error()
+	}
+	status := fmt.Sprintf("%.0f msg/s, %.3f SQS calls/msg", r.perSecond(m), float64(sum(r.sqsCalls))/float64(m))
+	if idempotent {
+		status += fmt.Sprintf(", %.2f DynamoDB writes/msg", float64(ddbWrites(r.ddbCalls))/float64(m))
+		if r.dupDDBCalls != nil {
+			status += fmt.Sprintf(", %.2f per duplicate", float64(ddbWrites(r.dupDDBCalls))/float64(m))
+		}
+	}
+	return status
+}
+
+// report prints the table and the bench line, writes the chart and the docs, and
+// fails when a run did.
+func (s *session) report(opts options, summary *summary, results []result) error {
 	fmt.Print(summary.table())
 	if opts.chart != "" {
 		if err := summary.writeChart(opts.chart); err != nil {
@@ -298,7 +360,7 @@ func run(ctx context.Context, opts options) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed (see above and %s)", failed, len(results), logPath)
+		return fmt.Errorf("%d of %d runs failed (see above and %s)", failed, len(results), s.logPath)
 	}
 	return nil
 }

@@ -49,11 +49,13 @@ type KeyFunc func(message *sqsworker.Message) (string, error)
 // disables validation for that message.
 type PayloadHashFunc func(message *sqsworker.Message) (string, error)
 
-// Config configures [Middleware]. The zero value is usable: message id as key, the
-// whole body validated, completed records kept for one hour.
+// Config configures [Middleware]. The zero value is usable: the producer's idempotency
+// key attribute (else the message id) as key, the whole body validated, completed
+// records kept for one hour.
 type Config struct {
 	// KeyFunc specifies the idempotency key of a message; if nil, defaults to
-	// [KeyFromMessageID]. See also [KeyFromJSONField] and [KeyFromMessageAttribute].
+	// [KeyFromProducer]: the "idempotency-key" attribute when present, else the message
+	// id. See also [KeyFromJSONField] and [KeyFromMessageAttribute].
 	KeyFunc KeyFunc
 	// KeyPrefix specifies a namespace for keys (for example the function or worker name),
 	// stored as KeyPrefix + "#" + key; if empty, keys are stored as they are. See
@@ -133,7 +135,7 @@ type Config struct {
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	if c.KeyFunc == nil {
-		c.KeyFunc = KeyFromMessageID
+		c.KeyFunc = KeyFromProducer
 	}
 	if c.PayloadHash == nil {
 		c.PayloadHash = HashBody

@@ -10,8 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
@@ -55,11 +54,6 @@ func (r *recordingAPI) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInpu
 	r.record(in)
 	return &dynamodb.DeleteItemOutput{}, r.deleteErr
 }
-
-var requestOptions = cmpopts.IgnoreUnexported(
-	dynamodb.PutItemInput{}, dynamodb.GetItemInput{}, dynamodb.UpdateItemInput{}, dynamodb.DeleteItemInput{},
-	types.AttributeValueMemberS{}, types.AttributeValueMemberN{}, types.AttributeValueMemberB{},
-)
 
 func s(value string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: value} }
 func n(value string) *types.AttributeValueMemberN { return &types.AttributeValueMemberN{Value: value} }
@@ -139,9 +133,7 @@ func TestDynamoDBClaimRequest(t *testing.T) {
 			if err := store.PutInProgress(t.Context(), record, now); err != nil {
 				t.Fatalf("PutInProgress: %v", err)
 			}
-			if diff := cmp.Diff([]any{tc.want}, api.requests, requestOptions); diff != "" {
-				t.Errorf("requests mismatch (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, []any{tc.want}, api.requests, "requests mismatch")
 		})
 	}
 }
@@ -201,9 +193,7 @@ func TestDynamoDBLeaseConditionedRequests(t *testing.T) {
 		},
 		&dynamodb.GetItemInput{TableName: aws.String("idem"), Key: key, ConsistentRead: aws.Bool(true)},
 	}
-	if diff := cmp.Diff(want, api.requests, requestOptions); diff != "" {
-		t.Errorf("requests mismatch (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, want, api.requests, "requests mismatch")
 }
 
 // TestDynamoDBErrorMapping checks how backend errors become store errors.
@@ -335,9 +325,7 @@ func TestMiddlewareRequestSequences(t *testing.T) {
 					got = append(got, "DeleteItem")
 				}
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("requests mismatch (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, tc.want, got, "requests mismatch")
 		})
 	}
 }

@@ -37,7 +37,7 @@ func TestDuplicateSettlesSoonAfterTheOriginalCompletes(t *testing.T) {
 		}
 		original <- time.Now()
 	}()
-	<-started
+	testenv.Recv(t, started, testenv.WaitTimeout, "started")
 	gets := table.api.gets.Load()
 	duplicate := make(chan error, 1)
 	var settled atomic.Int64
@@ -51,8 +51,8 @@ func TestDuplicateSettlesSoonAfterTheOriginalCompletes(t *testing.T) {
 		return table.api.gets.Load() > gets
 	})
 	close(finish)
-	completedAt := <-original
-	err := <-duplicate
+	completedAt := testenv.Recv(t, original, testenv.WaitTimeout, "original")
+	err := testenv.Recv(t, duplicate, testenv.WaitTimeout, "duplicate")
 	wantOutcome(t, "duplicate", err, outcomeDelete)
 	if got := calls.Load(); got != 1 {
 		t.Errorf("handler calls = %d; want 1", got)
@@ -85,7 +85,7 @@ func TestHeartbeatRenewsTheLease(t *testing.T) {
 	deadline, _ := ctx.Deadline()
 	original := make(chan error, 1)
 	go func() { original <- handler.Handle(ctx, jsonMessage("m1", map[string]any{"id": "K"})) }()
-	<-started
+	testenv.Recv(t, started, testenv.WaitTimeout, "started")
 
 	first := attribute(table.raw(t, "K"), "in_progress_expiry")
 	renewals := 0
@@ -106,7 +106,7 @@ func TestHeartbeatRenewsTheLease(t *testing.T) {
 		t.Errorf("duplicate = %s %s (%v); want deferred until the original's deadline (between %s and %s)", outcome.Kind, outcome.Delay, err, after, before)
 	}
 	close(finish)
-	if err := <-original; err != nil {
+	if err := testenv.Recv(t, original, testenv.WaitTimeout, "original"); err != nil {
 		t.Fatalf("original: %v", err)
 	}
 	if calls.Load() != 1 {
@@ -175,7 +175,7 @@ func TestCrashedOriginalIsTakenOverSoon(t *testing.T) {
 	}), idempotency.Middleware(table.store(), config))
 
 	go func() { _ = crashed.Handle(t.Context(), jsonMessage("m1", map[string]any{"id": "K"})) }()
-	<-started
+	testenv.Recv(t, started, testenv.WaitTimeout, "started")
 	crashing.crashed.Store(true)
 	crashAt := time.Now()
 	err := redelivery.Handle(t.Context(), jsonMessage("m1", map[string]any{"id": "K"}))
@@ -207,7 +207,7 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	}), idempotency.Middleware(store, idempotency.Config{InProgressTTL: 60 * time.Millisecond}))
 	done := make(chan error, 1)
 	go func() { done <- handler.Handle(t.Context(), &sqsworker.Message{ID: "m-1", Body: "{}"}) }()
-	<-started
+	testenv.Recv(t, started, testenv.WaitTimeout, "started")
 	record, err := store.Get(t.Context(), "m-1")
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestSilentOriginalDefersOnlyToItsLeaseEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	go func() { _ = crashed.Handle(ctx, jsonMessage("m1", map[string]any{"id": "K"})) }()
-	<-started
+	testenv.Recv(t, started, testenv.WaitTimeout, "started")
 	crashing.crashed.Store(true)
 	crashAt := time.Now()
 	err := redelivery.Handle(t.Context(), jsonMessage("m1", map[string]any{"id": "K"}))

@@ -11,6 +11,8 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/idempotency/idempotencytest"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 // flow is a middleware on a MemoryStore with a fake clock and a counting handler.
@@ -387,7 +389,7 @@ func TestHandlerPanicReleasesRecord(t *testing.T) {
 	t.Parallel()
 	f := newFlow(t, idempotency.Config{})
 	f.result = func(context.Context, *sqsworker.Message) error { panic("bad input") }
-	err := sqsworker.CallHandler(withDeadline(t, start.Add(time.Minute)), f.handler, message("m-1", "{}"))
+	err := settle.Call(withDeadline(t, start.Add(time.Minute)), f.handler, message("m-1", "{}"))
 	panicErr, ok := errors.AsType[*sqsworker.PanicError](err)
 	if !ok {
 		t.Fatalf("CallHandler = %v; want *PanicError", err)
@@ -552,7 +554,7 @@ func TestReadPathDecisions(t *testing.T) {
 	wantOutcome(t, "in progress", handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{}")), outcomeDefer(15*time.Second))
 	wantOutcome(t, "mismatch in progress", handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{ }")), outcomeMismatch)
 	close(block)
-	if err := <-first; err != nil {
+	if err := testenv.Recv(t, first, testenv.WaitTimeout, "first"); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcome(t, "completed", handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{}")), outcomeDelete)

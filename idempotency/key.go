@@ -15,7 +15,8 @@ import (
 	"github.com/sqsworker/sqsworker"
 )
 
-// KeyFromMessageID is the default [KeyFunc]: the SQS message id. It suppresses
+// KeyFromMessageID is a [KeyFunc]: the SQS message id (the default's fallback, see
+// [KeyFromProducer]). It suppresses
 // redeliveries of one message, not separate sends of the same payload; use
 // [KeyFromJSONField] or [KeyFromMessageAttribute] for a business key.
 func KeyFromMessageID(message *sqsworker.Message) (string, error) {

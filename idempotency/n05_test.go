@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 // offsetClock is the real clock shifted by offset (a host whose clock is off).
@@ -150,14 +151,14 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 			}))
 		done := make(chan error, 1)
 		go func() { done <- d2.Handle(t.Context(), jsonMessage("d2", map[string]any{"id": "K2"})) }()
-		<-arrived
+		testenv.Recv(t, arrived, testenv.WaitTimeout, "arrived")
 		// The original owner (lease L1) commits while d2's write is held.
 		if err := table.store().Complete(t.Context(), idempotency.Record{Key: "K2", Lease: "L1", Status: idempotency.StatusCompleted,
 			ExpiresAt: now.Add(time.Hour), Result: []byte("R1")}); err != nil {
 			t.Fatalf("original's commit: %v", err)
 		}
 		close(release)
-		err := <-done
+		err := testenv.Recv(t, done, testenv.WaitTimeout, "done")
 		wantOutcome(t, "d2", err, outcomeDelete)
 		if got, _ := replayed.Load().(string); got != "R1" || calls.Load() != 0 {
 			t.Errorf("d2 replayed %q with %d handler calls; want R1 and 0 (the original's 1 is the total)", got, calls.Load())
@@ -197,13 +198,13 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 
 		d2done := make(chan error, 1)
 		go func() { d2done <- d2.Handle(t.Context(), jsonMessage("d", map[string]any{"id": "K2"})) }()
-		<-arrived
+		testenv.Recv(t, arrived, testenv.WaitTimeout, "arrived")
 		d3done := make(chan error, 1)
 		go func() { d3done <- d3.Handle(t.Context(), jsonMessage("d", map[string]any{"id": "K2"})) }()
-		<-d3started // d3 holds the key (lease L3)
+		testenv.Recv(t, d3started, testenv.WaitTimeout, "d3started") // d3 holds the key (lease L3)
 		l3 := attribute(table.raw(t, "K2"), "lease")
 		close(release)
-		err := <-d2done
+		err := testenv.Recv(t, d2done, testenv.WaitTimeout, "d2done")
 		if outcome := sqsworker.Classify(err); outcome.Kind != sqsworker.OutcomeDefer {
 			t.Errorf("d2 = %s (%v); want deferred", outcome.Kind, err)
 		}
@@ -211,7 +212,7 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 			t.Errorf("lease after d2 = %s; want d3's %s", got, l3)
 		}
 		close(d3finish)
-		if err := <-d3done; err != nil {
+		if err := testenv.Recv(t, d3done, testenv.WaitTimeout, "d3done"); err != nil {
 			t.Fatalf("d3: %v", err)
 		}
 		if _, ran := effects.Load("d2"); ran {
@@ -242,13 +243,13 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 			}))
 		done := make(chan error, 1)
 		go func() { done <- original.Handle(t.Context(), jsonMessage("m", map[string]any{"id": "K3"})) }()
-		<-started
+		testenv.Recv(t, started, testenv.WaitTimeout, "started")
 		err := d2.Handle(t.Context(), jsonMessage("d2", map[string]any{"id": "K3"}))
 		if outcome := sqsworker.Classify(err); outcome.Kind != sqsworker.OutcomeDefer {
 			t.Errorf("d2 = %s (%v); want deferred (no takeover)", outcome.Kind, err)
 		}
 		close(finish)
-		if err := <-done; err != nil {
+		if err := testenv.Recv(t, done, testenv.WaitTimeout, "done"); err != nil {
 			t.Fatalf("original: %v", err)
 		}
 		if effects.Load() != 1 {

@@ -169,7 +169,7 @@ func TestC06LeaseExpiryTakeover(t *testing.T) {
 	}
 
 	close(kill)
-	if err := <-attempt1; err == nil || err.Error() != "killed" {
+	if err := testenv.Recv(t, attempt1, testenv.WaitTimeout, "attempt1"); err == nil || err.Error() != "killed" {
 		t.Errorf("attempt 1 = %v; want the handler's own error", err)
 	}
 	if got := table.raw(t, "P-77"); got != done {
@@ -237,7 +237,7 @@ func TestC06LeaseExpiryTakeoverRealTime(t *testing.T) {
 		t.Errorf("no retry was deferred during the lease; outcomes %v", outcomes)
 	}
 	close(abandon)
-	<-attempt1
+	testenv.Recv(t, attempt1, testenv.WaitTimeout, "attempt1")
 	if status := attribute(table.raw(t, "P-78"), "status"); status != "S:COMPLETED" {
 		t.Errorf("status = %s; want COMPLETED", status)
 	}
@@ -362,7 +362,7 @@ func TestC08RejectedDuplicatesNeverTouchTheRecord(t *testing.T) {
 
 	clock.Set(start.Add(8 * time.Second))
 	close(finish)
-	if err := <-d1; err != nil {
+	if err := testenv.Recv(t, d1, testenv.WaitTimeout, "d1"); err != nil {
 		t.Fatalf("d1: %v", err)
 	}
 	done := table.raw(t, "K")
@@ -434,7 +434,7 @@ func TestC09PayloadValidatedOnEveryPath(t *testing.T) {
 				go func() { m1 <- handler.Handle(ctx, jsonMessage("m1", map[string]any{"orderId": "O-9", "amount": 100})) }()
 				if state == "InProgress" {
 					awaitStart(t, started, m1)
-				} else if err := <-m1; err != nil {
+				} else if err := testenv.Recv(t, m1, testenv.WaitTimeout, "m1"); err != nil {
 					t.Fatalf("m1: %v", err)
 				}
 				before := table.raw(t, "O-9")
@@ -456,7 +456,7 @@ func TestC09PayloadValidatedOnEveryPath(t *testing.T) {
 
 				if state == "InProgress" {
 					close(finish)
-					if err := <-m1; err != nil {
+					if err := testenv.Recv(t, m1, testenv.WaitTimeout, "m1"); err != nil {
 						t.Fatalf("m1: %v", err)
 					}
 				}

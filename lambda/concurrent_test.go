@@ -201,7 +201,7 @@ func TestDefaultLoggerIsSlogDefault(t *testing.T) {
 	if _, err := fn(t.Context(), event); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(logs.String(), `"msg":"lambda: record failed"`); got != 3 {
-		t.Errorf("%d 'record failed' lines in slog.Default(); want 3:\n%s", got, logs.String())
+	if got := strings.Count(logs.String(), `"msg":"lambda: handler failed"`); got != 3 {
+		t.Errorf("%d 'handler failed' lines in slog.Default(); want 3:\n%s", got, logs.String())
 	}
 }

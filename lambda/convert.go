@@ -1,10 +1,9 @@
 package lambda
 
 import (
-	"strings"
-
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // toMessage translates one record of the event into the neutral message handlers see.
@@ -28,30 +27,25 @@ func toMessage(record *events.SQSMessage, queueURL string) *sqsworker.Message {
 			message.MessageAttributes[name] = value
 		}
 	}
-	message.ApplySystemAttributes()
+	sqsx.ApplySystemAttributes(message)
 	return message
 }
 
-// queueURLFromARN derives a queue's URL from its ARN
-// ("arn:PARTITION:sqs:REGION:ACCOUNT:NAME" → "https://sqs.REGION.DOMAIN/ACCOUNT/NAME"),
-// the form SQS documents for queue URLs. It returns "" for anything else; SQS calls for
-// such a record then fail and are logged, and the record is still reported failed.
+// queueURLFromARN derives a queue's URL from its ARN ([sqsx.QueueARN.URL]). It returns
+// "" for anything else; SQS calls for such a record then fail and are logged, and the
+// record is still reported failed.
 func queueURLFromARN(arn string) string {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
+	parsed, err := sqsx.ParseQueueARN(arn)
+	if err != nil {
 		return ""
 	}
-	domain := "amazonaws.com"
-	if parts[1] == "aws-cn" {
-		domain = "amazonaws.com.cn"
-	}
-	return "https://sqs." + parts[3] + "." + domain + "/" + parts[4] + "/" + parts[5]
+	return parsed.URL()
 }
 
 // isFIFO reports whether the batch comes from a FIFO queue.
 func isFIFO(records []events.SQSMessage) bool {
 	for i := range records {
-		if strings.HasSuffix(records[i].EventSourceARN, ".fifo") || records[i].Attributes["MessageGroupId"] != "" {
+		if sqsx.IsFIFOName(records[i].EventSourceARN) || records[i].Attributes["MessageGroupId"] != "" {
 			return true
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/go-cmp/cmp"
 	"github.com/sqsworker/sqsworker"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestQueueURLFromARN(t *testing.T) {
@@ -67,9 +67,7 @@ func TestToMessage(t *testing.T) {
 		QueueARN:        "arn:aws:sqs:us-east-2:123456789012:orders.fifo",
 		ReceiptHandle:   "r1",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("toMessage (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, want, got, "toMessage")
 	if got.SentAt.UnixMilli() != 1545082649183 || got.FirstReceivedAt.UnixMilli() != 1545082649185 {
 		t.Errorf("timestamps %v, %v", got.SentAt, got.FirstReceivedAt)
 	}

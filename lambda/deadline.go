@@ -6,8 +6,9 @@ import (
 )
 
 // budget plans the invocation's time from ctx.Deadline(): a record starts only while at
-// least margin is left, and handlers' contexts end margin/2 before the deadline, leaving
-// the rest for visibility changes and the response.
+// least margin is left, and handlers' contexts end margin before the deadline. A handler
+// that has not returned grace() after that is abandoned, so the rest of the margin is
+// left for visibility changes and the response (CASES.md N01).
 type budget struct {
 	deadline    time.Time
 	hasDeadline bool
@@ -30,12 +31,18 @@ func (b budget) canStart(now time.Time) bool {
 }
 
 // handlerContext derives the handlers' context from the invocation's: same values (the
-// Lambda context included), cancelled margin/2 before the invocation's deadline. An
+// Lambda context included), cancelled margin before the invocation's deadline. An
 // idempotency lease is never renewed past this deadline, so it ends when the handler's
 // context does at the latest.
 func (b budget) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !b.hasDeadline || b.margin == 0 {
 		return ctx, func() {}
 	}
-	return context.WithDeadline(ctx, b.deadline.Add(-b.margin/2))
+	return context.WithDeadline(ctx, b.deadline.Add(-b.margin))
+}
+
+// grace is how long a handler whose context ended may take to return before it is
+// abandoned: abandonGrace, or half the margin when that is less.
+func (b budget) grace() time.Duration {
+	return min(abandonGrace, b.margin/2)
 }

@@ -18,10 +18,19 @@
 // without it Lambda ignores the response and deletes the whole batch, failed records
 // included. For such a mapping, use WithReportBatchItemFailures(false).
 //
+// The outcome rules are carried out by the same code as the poller's, with the same
+// options: [WithErrorHandler], [WithDeadLetterSend], the backoff, the clamping to SQS's
+// 12-hour limit. [New] returns the [BatchHandler] itself, whose Stats count every
+// record's fate; [WithObserver] receives the same events the poller reports.
+//
 // Records of a standard queue run concurrently ([WithConcurrency]). Records of a FIFO
 // queue run in order per message group; see [FIFOMode]. A record is not started when less
 // than the deadline margin is left before the invocation's deadline ([WithDeadlineMargin]);
-// it is reported as failed instead of being lost to a timeout.
+// it is reported as failed instead of being lost to a timeout. Handlers' contexts end at
+// the deadline minus the margin; a handler that ignores its context is abandoned after
+// at most 1 s more and its record reported as failed, so the response always goes out
+// before Lambda's timeout (only a handler's return value is observed: work it detaches
+// and returns nil from counts as a success).
 //
 // Usage, with awslambda as the import name of github.com/aws/aws-lambda-go/lambda:
 //

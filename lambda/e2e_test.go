@@ -240,6 +240,9 @@ func TestE2EDuplicates(t *testing.T) {
 		Env:      []string{"LAMBDATEST_IDEMPOTENCY_TABLE=" + table, "LAMBDATEST_BACKOFF_BASE=1s"},
 		Mapping:  esm.Config{BatchSize: 2, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 	})
+	// The queue's counts are approximate and can read 0 right after the sends: wait for
+	// the effect first, then for the queue to drain (the duplicate settled).
+	testenv.Eventually(t, 30*time.Second, "D-1's effect", func() bool { return h.Effects(t, "D-1") >= 1 })
 	drained(t, client, queue.URL, 30*time.Second)
 	if effects := h.Effects(t, "D-1"); effects != 1 {
 		t.Errorf("effects[D-1] = %d, want 1", effects)

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/go-cmp/cmp"
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/stretchr/testify/assert"
 )
 
 // fifoLog records handler calls per message group, and overall.
@@ -118,22 +118,16 @@ func TestFIFO(t *testing.T) {
 				t.Errorf("response\n got %s\nwant %s", got, want)
 			}
 			if tc.wantByGroup != nil {
-				if diff := cmp.Diff(tc.wantByGroup, log.byGroup); diff != "" {
-					t.Errorf("handler calls per group (-want +got):\n%s", diff)
-				}
+				assert.Equal(t, tc.wantByGroup, log.byGroup, "handler calls per group")
 			}
 			if tc.wantAll != nil {
-				if diff := cmp.Diff(tc.wantAll, log.all); diff != "" {
-					t.Errorf("handler calls (-want +got):\n%s", diff)
-				}
+				assert.Equal(t, tc.wantAll, log.all, "handler calls")
 			}
 			wantVisibility := map[string]int32{}
 			for key, seconds := range tc.wantVisibility {
 				wantVisibility[receipt(t, event, fifoID(t, event, key))] = seconds
 			}
-			if diff := cmp.Diff(wantVisibility, fake.visibilityByReceipt()); diff != "" {
-				t.Errorf("visibility timeouts (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, wantVisibility, fake.visibilityByReceipt(), "visibility timeouts")
 		})
 	}
 }
@@ -163,7 +157,5 @@ func TestFIFOSecondInvocation(t *testing.T) {
 	if want := `{"batchItemFailures":[]}`; got != want {
 		t.Errorf("second response %s, want %s", got, want)
 	}
-	if diff := cmp.Diff([]string{"a1", "a2(fail)", "a2", "a3"}, log.byGroup["g1"]); diff != "" {
-		t.Errorf("g1 handler calls (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, []string{"a1", "a2(fail)", "a2", "a3"}, log.byGroup["g1"], "g1 handler calls")
 }

@@ -24,8 +24,9 @@ const (
 // GetQueueUrl to find the dead-letter queue, and DeleteMessageBatch when partial batch
 // responses are off. *sqs.Client satisfies it.
 type SQSAPI interface {
-	sqsworker.DeadLetterAPI
-	sqsworker.QueueAttributesAPI
+	SendMessage(ctx context.Context, input *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	GetQueueAttributes(ctx context.Context, input *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	GetQueueUrl(ctx context.Context, input *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, input *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 	DeleteMessageBatch(ctx context.Context, input *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 }
@@ -69,6 +70,9 @@ type config struct {
 	backoff                 sqsworker.Backoff
 	logger                  *slog.Logger
 	client                  SQSAPI
+	observer                sqsworker.Observer
+	errorHandler            func(ctx context.Context, message *sqsworker.Message, err error)
+	disableDeadLetterSend   bool
 }
 
 func newConfig(options []Option) config {
@@ -109,9 +113,10 @@ func WithFIFOMode(mode FIFOMode) Option {
 // WithDeadlineMargin sets the time budget kept free before the invocation's deadline
 // (ctx.Deadline()); if not given, DefaultDeadlineMargin. A record is started only while at
 // least margin is left; later records are reported as failed and made visible again at
-// once. Handlers' contexts end margin/2 before the deadline, so the adapter still has
-// time to change visibilities and return the partial response before Lambda's timeout.
-// Zero disables both. It panics when margin is negative.
+// once. Handlers' contexts end margin before the deadline; a handler that has not
+// returned 1 s later (or margin/2, when less) is abandoned and its record reported as
+// failed, so the adapter still has time to change visibilities and return the partial
+// response before Lambda's timeout. Zero disables all three. It panics when margin is negative.
 func WithDeadlineMargin(margin time.Duration) Option {
 	if margin < 0 {
 		panic(fmt.Sprintf("lambda: deadline margin must not be negative, got %s", margin))
@@ -161,4 +166,26 @@ func WithLogger(logger *slog.Logger) Option {
 // configuration (config.LoadDefaultConfig) the first time it is needed.
 func WithSQSClient(client SQSAPI) Option {
 	return func(c *config) { c.client = client }
+}
+
+// WithObserver sets the observer told about every record's life (received, started,
+// finished, dead-lettered, rescheduled, released, abandoned, deleted), the same events
+// the poller reports; see [sqsworker.Observer]. Several observers combine with
+// sqsworker.Observers.
+func WithObserver(observer sqsworker.Observer) Option {
+	return func(c *config) { c.observer = observer }
+}
+
+// WithErrorHandler sets a function called for every failed attempt (an error, a panic,
+// a timeout) with the handler's error, as poller.Config.ErrorHandler is.
+func WithErrorHandler(handler func(ctx context.Context, message *sqsworker.Message, err error)) Option {
+	return func(c *config) { c.errorHandler = handler }
+}
+
+// WithDeadLetterSend says whether permanent failures are sent to the dead-letter queue
+// by the adapter; if not given, true. With false they are retried like other failures,
+// and the queue's redrive policy moves them after maxReceiveCount receives, as
+// poller.Config.DisableDeadLetterSend does.
+func WithDeadLetterSend(enabled bool) Option {
+	return func(c *config) { c.disableDeadLetterSend = !enabled }
 }

@@ -2,14 +2,14 @@ package poller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 const (
@@ -45,7 +45,7 @@ type acker struct {
 	queueURL    string
 	interval    time.Duration
 	logger      *slog.Logger
-	stats       *counters
+	settle      *settle.Settler
 	callContext context.Context
 
 	mu      sync.Mutex
@@ -68,7 +68,7 @@ type ackerParams struct {
 	queueURL    string
 	interval    time.Duration
 	logger      *slog.Logger
-	stats       *counters
+	settle      *settle.Settler
 	callContext context.Context
 }
 
@@ -78,7 +78,7 @@ func newAcker(params ackerParams) *acker {
 		queueURL:    params.queueURL,
 		interval:    params.interval,
 		logger:      params.logger,
-		stats:       params.stats,
+		settle:      params.settle,
 		callContext: params.callContext,
 		wake:        make(chan struct{}, 1),
 		urgent:      make(chan struct{}),
@@ -130,7 +130,7 @@ func (a *acker) start(wg *sync.WaitGroup) {
 func (a *acker) waitForBatch() bool {
 	timer := time.NewTimer(a.interval)
 	defer timer.Stop()
-	for a.ready(time.Now()) < maxBatchEntries {
+	for a.ready(time.Now()) < sqsx.MaxBatchEntries {
 		select {
 		case <-timer.C:
 			return true
@@ -223,60 +223,48 @@ func (a *acker) flush(now time.Time) {
 	a.pending = kept
 	a.sending += len(ready)
 	a.mu.Unlock()
-	inBatches(ready, a.send)
+	for _, batch := range sqsx.Chunk(ready, 0, nil, 0) {
+		a.send(batch)
+	}
 	a.mu.Lock()
 	a.sending -= len(ready)
 	a.mu.Unlock()
 }
 
-// send makes one DeleteMessageBatch call and acts on each entry's result. Entry ids are
-// indexes into batch, so a message received twice in one batch cannot clash.
+// send makes one DeleteMessageBatch call and acts on each entry's result (sqsx reads
+// them: one entry-id scheme, missing entries and duplicate ids handled).
 func (a *acker) send(batch []*pendingDelete) {
-	entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
+	handles := make([]string, len(batch))
 	for i, p := range batch {
-		entries[i] = types.DeleteMessageBatchRequestEntry{
-			Id:            aws.String(strconv.Itoa(i)),
-			ReceiptHandle: aws.String(p.delivery.message.ReceiptHandle),
-		}
+		handles[i] = p.delivery.message.ReceiptHandle
 	}
 	ctx, cancel := context.WithTimeout(a.callContext, deleteCallTimeout)
 	defer cancel()
-	output, err := a.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
-		QueueUrl: aws.String(a.queueURL),
-		Entries:  entries,
-	}, withoutRetryQuota)
-	if err != nil {
-		a.logger.Warn("poller: DeleteMessageBatch failed; retrying its entries", "error", err, "entries", len(batch))
+	results := sqsx.DeleteMessages(ctx, a.api, a.queueURL, handles, withoutRetryQuota)
+	if callErr, ok := errors.AsType[*sqsx.CallError](results[0].Err); ok {
+		a.logger.Warn("poller: DeleteMessageBatch failed; retrying its entries", "error", callErr.Err, "entries", len(batch))
 		for _, p := range batch {
-			a.retry(p, errorCode(err), err.Error())
+			a.retry(p, sqsx.ErrorCode(callErr.Err), callErr.Err.Error())
 		}
 		return
 	}
-	answered := make([]bool, len(batch))
-	for _, entry := range output.Successful {
-		if index, ok := entryIndex(entry.Id, len(batch)); ok && !answered[index] {
-			answered[index] = true
-			a.stats.deleted.Add(1)
-			messageLogger(a.logger, batch[index].delivery.message).Debug("poller: message deleted")
-		}
-	}
-	for _, entry := range output.Failed {
-		index, ok := entryIndex(entry.Id, len(batch))
-		if !ok || answered[index] {
+	for i, result := range results {
+		p := batch[i]
+		if result.Err == nil {
+			messageLogger(a.logger, p.delivery.message).Debug("poller: message deleted")
+			a.settle.Deleted(a.callContext, p.delivery.settleDelivery())
 			continue
 		}
-		answered[index] = true
-		code, text := aws.ToString(entry.Code), aws.ToString(entry.Message)
+		entry, _ := errors.AsType[*sqsx.EntryError](result.Err)
 		if entry.SenderFault {
-			a.giveUp(batch[index], "poller: delete rejected (sender fault); not retried, the message will be delivered again", code, text)
+			a.giveUp(p, "poller: delete rejected (sender fault); not retried, the message will be delivered again", entry.Code, entry.Message)
 			continue
 		}
-		a.retry(batch[index], code, text)
-	}
-	for index, p := range batch {
-		if !answered[index] {
-			a.retry(p, "", "entry missing from the DeleteMessageBatch response")
+		text := entry.Message
+		if entry.Code == sqsx.CodeMissing {
+			text = "entry missing from the DeleteMessageBatch response"
 		}
+		a.retry(p, entry.Code, text)
 	}
 }
 
@@ -297,6 +285,6 @@ func (a *acker) retry(p *pendingDelete, code, text string) {
 }
 
 func (a *acker) giveUp(p *pendingDelete, message, code, text string) {
-	a.stats.deleteFailures.Add(1)
 	messageLogger(a.logger, p.delivery.message).Error(message, "code", code, "error", text, "attempts", p.attempts+1)
+	a.settle.DeleteFailed(a.callContext, p.delivery.settleDelivery(), fmt.Errorf("%s: %s: %s", message, code, text))
 }

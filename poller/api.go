@@ -29,15 +29,3 @@ type API interface {
 }
 
 var _ API = (*sqs.Client)(nil)
-
-// maxBatchEntries is SQS's limit of entries per DeleteMessageBatch and
-// ChangeMessageVisibilityBatch call, and of messages per ReceiveMessage call.
-const maxBatchEntries = 10
-
-// inBatches calls send with consecutive slices of items, each at most maxBatchEntries
-// long.
-func inBatches[T any](items []T, send func(batch []T)) {
-	for start := 0; start < len(items); start += maxBatchEntries {
-		send(items[start:min(start+maxBatchEntries, len(items))])
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // Defaults and limits. The receive defaults are SQS's own maximums.
@@ -19,16 +20,14 @@ const (
 	// defaultConcurrency is Config.Concurrency when zero.
 	defaultConcurrency = 10
 	// defaultMaxMessages is Config.MaxMessages when zero: MaxNumberOfMessages' maximum.
-	defaultMaxMessages = maxBatchEntries
+	defaultMaxMessages = sqsx.MaxBatchEntries
 	// maxReceivers bounds Config.Receivers and its default: 10 long polls of up to 10
 	// messages each is 100 messages per round trip, and the SDK's default HTTP transport
 	// keeps 10 idle connections per host, which the receivers share with deletes and
 	// heartbeats; more calls in flight would open and close connections instead.
 	maxReceivers = 10
-	// maxWaitTime is SQS's limit for WaitTimeSeconds (ReceiveMessage rejects more).
-	maxWaitTime = 20 * time.Second
 	// defaultWaitTime is Config.WaitTime when zero: the longest long poll.
-	defaultWaitTime = maxWaitTime
+	defaultWaitTime = sqsx.MaxWaitTime
 	// httpTimeoutSlack is how much longer than the long poll an HTTP timeout must be.
 	httpTimeoutSlack = 5 * time.Second
 	// defaultHandlerTimeout is Config.HandlerTimeout when zero.
@@ -51,7 +50,7 @@ const (
 	maxDeleteFlushInterval = 5 * time.Second
 	// maxHandlerTimeout: a handler must finish within SQS's 12-hour visibility limit
 	// (counted from the receive), less the safety margin the visibility clamp keeps.
-	maxHandlerTimeout = sqsworker.MaxVisibilityTimeout - sqsworker.VisibilitySafetyMargin
+	maxHandlerTimeout = sqsx.MaxVisibilityTimeout - sqsx.VisibilitySafetyMargin
 )
 
 // MinMaxReceiveCount is the lowest redrive policy maxReceiveCount Start accepts without
@@ -180,6 +179,12 @@ type Config struct {
 	// failed attempt (retry, retry-after, dead-letter), for metrics or error reporting.
 	ErrorHandler func(ctx context.Context, message *sqsworker.Message, err error)
 
+	// Observer, if set, is told about every message's life (received, started,
+	// finished, heartbeats, deleted, dead-lettered, rescheduled, released, abandoned):
+	// the same events the Lambda adapter reports; see [sqsworker.Observer]. Stats counts
+	// the same events.
+	Observer sqsworker.Observer
+
 	// HealthCheckAddress, if set (for example "127.0.0.1:8080"), serves GET /healthz
 	// there: 200 while the server runs; 503 once it is stopping, or while abandoned
 	// handlers hold every concurrency slot so it cannot receive (see
@@ -244,8 +249,8 @@ func (c Config) validate(client API) error {
 	if c.Concurrency < 1 {
 		add("Config.Concurrency %d is below 1", c.Concurrency)
 	}
-	if c.MaxMessages < 1 || c.MaxMessages > maxBatchEntries {
-		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, maxBatchEntries)
+	if c.MaxMessages < 1 || c.MaxMessages > sqsx.MaxBatchEntries {
+		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, sqsx.MaxBatchEntries)
 	}
 	switch {
 	case c.Receivers < 1 || c.Receivers > maxReceivers:
@@ -256,7 +261,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.WaitTime < time.Second:
 		add("Config.WaitTime %s is below 1s; short polling is not supported", c.WaitTime)
-	case c.WaitTime > maxWaitTime:
+	case c.WaitTime > sqsx.MaxWaitTime:
 		add("Config.WaitTime %s exceeds SQS's maximum WaitTimeSeconds of 20s", c.WaitTime)
 	case c.WaitTime%time.Second != 0:
 		add("Config.WaitTime %s is not a whole number of seconds (SQS WaitTimeSeconds)", c.WaitTime)
@@ -273,7 +278,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.ReceiveVisibility < 0:
 		add("Config.ReceiveVisibility %s is negative", c.ReceiveVisibility)
-	case c.ReceiveVisibility > sqsworker.MaxVisibilityTimeout:
+	case c.ReceiveVisibility > sqsx.MaxVisibilityTimeout:
 		add("Config.ReceiveVisibility %s exceeds SQS's 12h visibility limit", c.ReceiveVisibility)
 	case c.ReceiveVisibility%time.Second != 0:
 		add("Config.ReceiveVisibility %s is not a whole number of seconds (SQS VisibilityTimeout)", c.ReceiveVisibility)
@@ -284,7 +289,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.VisibilityExtension < 0:
 		add("Config.VisibilityExtension %s is negative", c.VisibilityExtension)
-	case c.VisibilityExtension > sqsworker.MaxVisibilityTimeout:
+	case c.VisibilityExtension > sqsx.MaxVisibilityTimeout:
 		add("Config.VisibilityExtension %s exceeds SQS's 12h visibility limit", c.VisibilityExtension)
 	}
 	if c.HeartbeatInterval > 0 && c.VisibilityExtension > 0 && c.HeartbeatInterval >= c.VisibilityExtension {
@@ -311,7 +316,7 @@ func (c Config) validate(client API) error {
 	if c.HTTPClientTimeout < 0 {
 		add("Config.HTTPClientTimeout %s is negative", c.HTTPClientTimeout)
 	}
-	if c.WaitTime >= time.Second && c.WaitTime <= maxWaitTime {
+	if c.WaitTime >= time.Second && c.WaitTime <= sqsx.MaxWaitTime {
 		minimum := c.WaitTime + httpTimeoutSlack
 		timeouts := httpClientTimeouts(client)
 		if c.HTTPClientTimeout > 0 {
@@ -328,7 +333,7 @@ func (c Config) validate(client API) error {
 
 // withQueue fills the settings that default from the queue and reports the problems
 // that depend on it.
-func (c Config) withQueue(queue *sqsworker.Queue) (Config, error) {
+func (c Config) withQueue(queue *sqsx.Queue) (Config, error) {
 	var problems []error
 	if queue.RedrivePolicy == nil && !c.AllowUnboundedRetries {
 		problems = append(problems, fmt.Errorf("poller: queue %s has no redrive policy, so a message that always fails would be retried forever; add a dead-letter queue or set Config.AllowUnboundedRetries", queue.URL))

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 var nopHandler = sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil })
@@ -247,7 +248,7 @@ func TestWithQueueDefaultsHeartbeatFromVisibilityTimeout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			queue := &sqsworker.Queue{URL: fakeQueueURL, VisibilityTimeout: tc.visibility, RedrivePolicy: &sqsworker.RedrivePolicy{MaxReceiveCount: 3}}
+			queue := &sqsx.Queue{URL: fakeQueueURL, VisibilityTimeout: tc.visibility, RedrivePolicy: &sqsx.RedrivePolicy{MaxReceiveCount: 3}}
 			got, err := tc.config.withQueue(queue)
 			if err != nil {
 				t.Fatalf("withQueue: %v", err)

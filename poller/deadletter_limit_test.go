@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
@@ -31,13 +32,13 @@ func TestEmulatorPermanentFailureAtTheSizeLimitDeadLettersAfterOneCall(t *testin
 	for _, url := range []string{queue.URL, queue.DeadLetterQueueURL} {
 		if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
 			QueueUrl:   aws.String(url),
-			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsworker.DefaultMaximumMessageSize)},
+			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsx.DefaultMaximumMessageSize)},
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	own := map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}
-	body := strings.Repeat("b", sqsworker.DefaultMaximumMessageSize-sqsworker.MessageSize("", own))
+	body := strings.Repeat("b", sqsx.DefaultMaximumMessageSize-sqsx.MessageSize(&sqsworker.Message{MessageAttributes: own}))
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:          aws.String(queue.URL),
 		MessageBody:       aws.String(body),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // ErrHandlerTimeout is the cause (context.Cause) of a handler context cancelled because
@@ -120,10 +121,7 @@ func (s *slots) broadcast() {
 type dispatcher struct {
 	handler        sqsworker.Handler
 	handlerTimeout time.Duration
-	fifo           bool
 	slots          *slots
-	settler        *settler
-	extender       *extender
 	logger         *slog.Logger
 
 	// handlerContext is the parent of every handler context; abort cancels it with
@@ -151,10 +149,7 @@ type dispatcher struct {
 type dispatcherParams struct {
 	handler        sqsworker.Handler
 	handlerTimeout time.Duration
-	fifo           bool
 	slots          *slots
-	settler        *settler
-	extender       *extender
 	logger         *slog.Logger
 	baseContext    context.Context
 	maxAbandoned   int
@@ -166,10 +161,7 @@ func newDispatcher(params dispatcherParams) *dispatcher {
 	return &dispatcher{
 		handler:        params.handler,
 		handlerTimeout: params.handlerTimeout,
-		fifo:           params.fifo,
 		slots:          params.slots,
-		settler:        params.settler,
-		extender:       params.extender,
 		logger:         params.logger,
 		handlerContext: handlerContext,
 		abortHandlers:  abort,
@@ -190,13 +182,13 @@ func (d *dispatcher) dispatch(deliveries []*delivery) {
 		return
 	}
 	defer d.mu.Unlock()
-	if d.fifo {
-		d.enqueueGroups(deliveries)
-		return
-	}
-	for _, delivery := range deliveries {
+	for _, held := range deliveries {
+		if held.lane.fifo {
+			d.enqueueGroup(held)
+			continue
+		}
 		d.wg.Go(func() {
-			_, abandoned := d.process(delivery, nil)
+			_, abandoned := d.process(held, nil)
 			d.releaseSlot(abandoned)
 		})
 	}
@@ -207,7 +199,9 @@ func (d *dispatcher) releaseUnstarted(deliveries []*delivery, why string) {
 	if len(deliveries) == 0 {
 		return
 	}
-	d.settler.release(deliveries, why)
+	for lane, held := range byLane(deliveries) {
+		lane.settler.release(held, why)
+	}
 	d.slots.release(len(deliveries))
 }
 
@@ -257,7 +251,6 @@ func (d *dispatcher) releaseSlot(abandoned *abandonedHandler) {
 		d.slots.release(1)
 		return
 	}
-	d.stats.abandoned.Add(1)
 	d.stats.abandonedRunning.Add(1)
 	defer d.stats.abandonedRunning.Add(-1)
 	d.mu.Lock()
@@ -314,8 +307,9 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, ab
 	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
 	defer cancel()
 	result := make(chan error, 1)
+	held.lane.settler.started(held)
 	go func() { // owned by process: it waits for the result, or gives up at abandon
-		result <- sqsworker.CallHandler(ctx, d.handler, message)
+		result <- settle.Call(ctx, d.handler, message)
 	}()
 
 	var err error
@@ -324,7 +318,7 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, ab
 	case err = <-result:
 	case <-ctx.Done():
 		// Stop the heartbeat now, then give the handler a moment to clean up.
-		d.extender.remove(held.lease)
+		held.lane.settler.extender.remove(held.lease)
 		grace := time.NewTimer(cancelGrace)
 		select {
 		case err = <-result:
@@ -340,12 +334,16 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, ab
 	aborted := errors.Is(context.Cause(ctx), ErrDrainTimeout)
 	switch {
 	case aborted && (err != nil || !returned):
-		d.settler.release([]*delivery{held}, "drain deadline reached")
+		if !returned {
+			held.lane.settler.abandoned(held, "drain deadline reached")
+		}
+		held.lane.settler.release([]*delivery{held}, "drain deadline reached")
 	case !returned:
 		err = fmt.Errorf("%w: handler still running %s after its context was cancelled (Config.HandlerTimeout %s)", context.Cause(ctx), cancelGrace, d.handlerTimeout)
-		done = d.settler.settle(held, err)
+		held.lane.settler.abandoned(held, "hard timeout (Config.HandlerTimeout)")
+		done = held.lane.settler.settle(held, err, held.lane.fifo)
 	default:
-		done = d.settler.settle(held, err)
+		done = held.lane.settler.settle(held, err, held.lane.fifo)
 	}
 	if returned {
 		return done, nil

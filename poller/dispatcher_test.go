@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,9 +343,10 @@ func (f *failingReceiveAPI) ReceiveMessage(context.Context, *sqs.ReceiveMessageI
 	return nil, &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: "try again"}
 }
 
-// TestFIFORedeliveryWhileSettlingStartsGroupAfresh: the failed message is visible again
-// as soon as it is rescheduled and may be received before its group has released the
-// rest. The redelivery starts the group afresh; it is not released with the rest.
+// TestFIFORedeliveryWhileSettlingStartsGroupAfresh: the failed message is made visible
+// again in the same ChangeMessageVisibilityBatch that releases the rest of its group
+// (CASES.md N09), and may be received while that call is in flight. The redelivery
+// starts the group afresh; it is not released with the rest.
 func TestFIFORedeliveryWhileSettlingStartsGroupAfresh(t *testing.T) {
 	t.Parallel()
 	api := newFakeAPI()
@@ -358,50 +358,52 @@ func TestFIFORedeliveryWhileSettlingStartsGroupAfresh(t *testing.T) {
 		return message
 	}
 	api.batches = [][]types.Message{{grouped("a1", "rh-a1", 1), grouped("a2", "rh-a2", 1)}}
-	var started atomic.Pointer[Server]
-	api.onVisibility = func(input *sqs.ChangeMessageVisibilityInput) error {
-		server := started.Load()
-		// a1 is rescheduled: SQS hands it out again before the settle returns.
-		api.mu.Lock()
-		api.batches = append(api.batches, []types.Message{grouped("a1", "rh-a1-again", 2)})
-		api.mu.Unlock()
-		waiting := func() bool {
-			server.dispatcher.mu.Lock()
-			defer server.dispatcher.mu.Unlock()
-			g := server.dispatcher.groups["g1"]
-			return g != nil && len(g.arrived) == 1
+	redelivered := make(chan struct{})
+	var once sync.Once
+	api.onVisibilityBatch = func(input *sqs.ChangeMessageVisibilityBatchInput) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+		output := &sqs.ChangeMessageVisibilityBatchOutput{}
+		for _, entry := range input.Entries {
+			output.Successful = append(output.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: entry.Id})
 		}
-		for deadline := time.Now().Add(10 * time.Second); !waiting(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Error("the redelivery did not wait for the settle") // not Fatal: this is the server's goroutine
-				break
+		once.Do(func() {
+			// a1 is visible again: SQS hands it out before the call returns.
+			api.mu.Lock()
+			api.batches = append(api.batches, []types.Message{grouped("a1", "rh-a1-again", 2)})
+			api.mu.Unlock()
+			select {
+			case <-redelivered:
+			case <-time.After(10 * time.Second):
+				t.Error("the redelivery was not handled while the release was in flight") // not Fatal: the server's goroutine
 			}
-		}
-		return nil
+		})
+		return output, nil
 	}
 	var mu sync.Mutex
 	var handled []string
-	server := newServer(t, api, Config{}, sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
+	server := startServer(t, api, Config{}, sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
 		mu.Lock()
 		handled = append(handled, message.ReceiptHandle)
 		mu.Unlock()
-		if message.ReceiptHandle == "rh-a1" {
+		switch message.ReceiptHandle {
+		case "rh-a1":
 			return sqsworker.RetryAfter(0, errors.New("a1 fails once"))
+		case "rh-a1-again":
+			close(redelivered)
 		}
 		return nil
 	}))
-	// Stored before Start: the visibility hook runs on the server's goroutines and may run
-	// before Start returns.
-	started.Store(server)
-	start(t, server)
 	eventually(t, "the redelivered a1 deleted", func() bool { return server.Stats().Deleted == 1 && settled(server) })
 	mu.Lock()
 	defer mu.Unlock()
 	if strings.Join(handled, ",") != "rh-a1,rh-a1-again" {
 		t.Errorf("handled %v, want rh-a1 then rh-a1-again", handled)
 	}
-	_, _, batches, _ := api.recorded()
-	if len(batches) != 1 || len(batches[0].Entries) != 1 || aws.ToString(batches[0].Entries[0].ReceiptHandle) != "rh-a2" {
-		t.Errorf("released %+v, want exactly rh-a2", batches)
+	_, visibilities, batches, _ := api.recorded()
+	if len(visibilities) != 0 {
+		t.Errorf("%d single ChangeMessageVisibility calls, want none: the reschedule goes out with the release", len(visibilities))
+	}
+	if len(batches) != 1 || len(batches[0].Entries) != 2 || aws.ToString(batches[0].Entries[0].ReceiptHandle) != "rh-a1" ||
+		aws.ToString(batches[0].Entries[1].ReceiptHandle) != "rh-a2" {
+		t.Errorf("visibility batches %+v, want one: rh-a1 rescheduled and rh-a2 released", batches)
 	}
 }

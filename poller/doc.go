@@ -31,7 +31,7 @@
 //     message whose ReceiveMessage response is lost is hidden at most that long; once
 //     the shutdown began, no failed receive is retried by the SDK.
 //   - Handling: each message in its own goroutine (one per message group, in order, on
-//     FIFO queues), through [sqsworker.CallHandler] (a panic fails the message, not the
+//     FIFO queues), through a recover wrapper (a panic fails the message, not the
 //     process), with a context cancelled at Config.HandlerTimeout (cause
 //     [ErrHandlerTimeout]).
 //   - Heartbeat: while a message is held, its visibility is extended every
@@ -46,7 +46,11 @@
 //     valid); permanent failure → sent to the dead-letter queue, then deleted; retry
 //     after / defer → visibility set to the delay; other errors → visibility set to
 //     the Config.Backoff delay, until the redrive policy moves the message to the
-//     dead-letter queue.
+//     dead-letter queue. The same code carries out outcomes for the Lambda adapter; on
+//     a FIFO queue a failed message's new visibility goes out in the same
+//     ChangeMessageVisibilityBatch that releases the rest of its group.
+//   - Observing: every step of every message is reported to Config.Observer
+//     ([sqsworker.Observer]); [Server.Stats] counts the same events.
 //   - Shutdown: see [Server.Shutdown] for the order. On SIGTERM, Run stops receiving,
 //     lets running handlers finish within Config.DrainTimeout, then cancels the rest and
 //     releases their messages (visibility 0) so another worker gets them within

@@ -17,21 +17,19 @@ type group struct {
 	arrived  []*delivery
 }
 
-// enqueueGroups appends deliveries to their groups, in order, and starts a goroutine for
-// each group that has none. d.mu must be held.
-func (d *dispatcher) enqueueGroups(deliveries []*delivery) {
-	for _, delivery := range deliveries {
-		id := delivery.message.GroupID
-		g, running := d.groups[id]
-		if !running {
-			g = &group{}
-			d.startGroup(id, g)
-		}
-		if g.settling {
-			g.arrived = append(g.arrived, delivery)
-		} else {
-			g.queued = append(g.queued, delivery)
-		}
+// enqueueGroup appends delivery to its group (of its queue), in order, and starts a
+// goroutine for the group if it has none. d.mu must be held.
+func (d *dispatcher) enqueueGroup(delivery *delivery) {
+	id := delivery.lane.queueURL + "\x00" + delivery.message.GroupID // groups are per queue
+	g, running := d.groups[id]
+	if !running {
+		g = &group{}
+		d.startGroup(id, g)
+	}
+	if g.settling {
+		g.arrived = append(g.arrived, delivery)
+	} else {
+		g.queued = append(g.queued, delivery)
 	}
 }
 
@@ -83,10 +81,27 @@ func (d *dispatcher) runGroup(id string, g *group) {
 			rest = append(rest, arrived...)
 		}
 		d.mu.Unlock()
-		d.releaseUnstarted(rest, "an earlier message of its FIFO group was not done with")
+		d.rescheduleWithRest(next, rest)
 		d.releaseSlot(abandoned) // a handler past its timeout must not hold the rest of the group back
 		return
 	}
+}
+
+// rescheduleWithRest sends the visibility change of a group's message that is not done
+// with (its retry delay; none if it was released already) together with the release of
+// the group's later messages, in one ChangeMessageVisibilityBatch per ten (CASES.md
+// N09): the group moves again as soon as the failed message's delay is over, and no
+// heartbeat extends the released messages.
+func (d *dispatcher) rescheduleWithRest(head *delivery, rest []*delivery) {
+	changes := rest
+	if head.pending != nil {
+		changes = append([]*delivery{head}, rest...)
+	}
+	for _, r := range rest {
+		head.lane.settler.extender.remove(r.lease)
+	}
+	head.lane.settler.flush(changes, "an earlier message of its FIFO group was not done with")
+	d.slots.release(len(rest))
 }
 
 // takeQueued removes and returns every group's messages that have not started.

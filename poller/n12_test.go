@@ -167,9 +167,9 @@ func TestEmulatorN12RetryQuotaDoesNotStarveHeartbeatsAndDeletes(t *testing.T) {
 	quota, throttled := 0, 0
 	for _, record := range logs.find(slog.LevelError, "poller: handler failed") {
 		switch record.attrs["cause"] {
-		case causeClientRetryQuota:
+		case "client_retry_quota": // the cause internal/settle logs
 			quota++
-		case causeThrottledByService:
+		case "throttled_by_service":
 			throttled++
 		}
 	}

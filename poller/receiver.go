@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 const (
@@ -31,7 +32,8 @@ const (
 // signal, the poll context, the receive-error back-off and the error log limiter.
 type receiver struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
+	lane        *lane
 	maxMessages int
 	loops       int
 	waitTime    time.Duration
@@ -58,7 +60,8 @@ type receiver struct {
 
 type receiverParams struct {
 	api         API
-	queue       *sqsworker.Queue
+	queue       *sqsx.Queue
+	lane        *lane
 	maxMessages int
 	receivers   int
 	waitTime    time.Duration
@@ -76,6 +79,7 @@ func newReceiver(params receiverParams) *receiver {
 	return &receiver{
 		api:         params.api,
 		queue:       params.queue,
+		lane:        params.lane,
 		maxMessages: params.maxMessages,
 		loops:       max(params.receivers, 1),
 		waitTime:    params.waitTime,
@@ -148,8 +152,8 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 	output, err := r.api.ReceiveMessage(r.pollContext, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(r.queue.URL),
 		MaxNumberOfMessages:         int32(count),
-		WaitTimeSeconds:             int32(r.waitTime / time.Second),
-		VisibilityTimeout:           sqsworker.VisibilitySeconds(r.visibility),
+		WaitTimeSeconds:             sqsx.WaitSeconds(r.waitTime),
+		VisibilityTimeout:           sqsx.VisibilitySeconds(r.visibility),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
 	}, r.noRetryOnceStopping)
@@ -164,12 +168,11 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		return nil, err
 	}
 	messages := output.Messages
-	r.stats.received.Add(int64(len(messages)))
-	r.stats.inFlight.Add(int64(len(messages)))
 	var extra []*delivery
 	deliveries := make([]*delivery, 0, len(messages))
 	for i, message := range messages {
-		d := &delivery{message: convertMessage(message, r.queue), receivedAt: receivedAt}
+		d := &delivery{lane: r.lane, message: convertMessage(message, r.queue), receivedAt: receivedAt}
+		r.lane.settler.received(d)
 		r.extender.add(d)
 		if i < count {
 			deliveries = append(deliveries, d)
@@ -179,7 +182,7 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 	}
 	r.slots.received(count, len(deliveries))
 	if len(extra) > 0 {
-		r.dispatcher.settler.release(extra, "more messages received than asked for")
+		r.lane.settler.release(extra, "more messages received than asked for")
 	}
 	return deliveries, nil
 }
@@ -310,4 +313,9 @@ func (b *receiveBackoff) abandon(probe bool) {
 func (b *receiveBackoff) broadcast() {
 	close(b.changed)
 	b.changed = make(chan struct{})
+}
+
+// convertMessage translates an SDK message into the neutral message handlers see.
+func convertMessage(in types.Message, queue *sqsx.Queue) *sqsworker.Message {
+	return sqsx.FromSDK(in, queue.URL, queue.ARN)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // serverState is where a Server is in its life: new → active → stopping → closed.
@@ -88,7 +90,7 @@ func (s *Server) Start(ctx context.Context) error {
 	case stateStopping, stateClosed:
 		return errors.New("poller: server is closed")
 	}
-	queue, err := sqsworker.LoadQueue(ctx, s.api, s.config.QueueURL)
+	queue, err := sqsx.LoadQueue(ctx, s.api, s.config.QueueURL)
 	if err != nil {
 		return fmt.Errorf("poller: %w", err)
 	}
@@ -111,63 +113,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	concurrency := newSlots(config.Concurrency)
-	s.extender = newExtender(extenderParams{
-		api:         s.api,
-		queue:       queue,
-		interval:    config.HeartbeatInterval,
-		extension:   config.VisibilityExtension,
-		initial:     config.ReceiveVisibility,
-		logger:      s.logger,
-		stats:       &s.stats,
-		callContext: base,
-	})
-	s.acker = newAcker(ackerParams{
-		api:         s.api,
-		queueURL:    queue.URL,
-		interval:    config.DeleteFlushInterval,
-		logger:      s.logger,
-		stats:       &s.stats,
-		callContext: base,
-	})
-	settler := newSettler(settlerParams{
-		api:                   s.api,
-		queue:                 queue,
-		backoff:               config.Backoff,
-		disableDeadLetterSend: config.DisableDeadLetterSend,
-		extender:              s.extender,
-		acker:                 s.acker,
-		errorHandler:          config.ErrorHandler,
-		logger:                s.logger,
-		stats:                 &s.stats,
-		callContext:           base,
-	})
-	s.dispatcher = newDispatcher(dispatcherParams{
-		handler:        s.handler,
-		handlerTimeout: config.HandlerTimeout,
-		fifo:           queue.FIFO,
-		slots:          concurrency,
-		settler:        settler,
-		extender:       s.extender,
-		logger:         s.logger,
-		baseContext:    base,
-		maxAbandoned:   config.MaxAbandonedHandlers,
-		stats:          &s.stats,
-	})
-	s.receiver = newReceiver(receiverParams{
-		api:         s.api,
-		queue:       queue,
-		maxMessages: config.MaxMessages,
-		receivers:   config.Receivers,
-		waitTime:    config.WaitTime,
-		visibility:  config.ReceiveVisibility,
-		slots:       concurrency,
-		extender:    s.extender,
-		dispatcher:  s.dispatcher,
-		logger:      s.logger,
-		stats:       &s.stats,
-		baseContext: base,
-	})
+	s.wire(config, queue, base)
 	s.state = stateActive
 	s.extender.start(&s.wg)
 	s.acker.start(&s.wg)
@@ -187,6 +133,77 @@ func (s *Server) Start(ctx context.Context) error {
 		"visibility_extension", config.VisibilityExtension,
 		"drain_timeout", config.DrainTimeout)
 	return nil
+}
+
+// wire builds the components for queue, each with its parameters: the settlement
+// (internal/settle, observed by the server's counters and Config.Observer), extender,
+// acker, dispatcher and receivers.
+func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
+	core := settle.New(settle.Config{
+		Host:                  "poller",
+		Backoff:               config.Backoff,
+		DeadLetter:            settle.QueueDeadLetter{API: s.api, Queue: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
+		DisableDeadLetterSend: config.DisableDeadLetterSend,
+		ErrorHandler:          config.ErrorHandler,
+		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),
+		Logger:                s.logger,
+		CallTimeout:           visibilityCallTimeout,
+	})
+	concurrency := newSlots(config.Concurrency)
+	s.extender = newExtender(extenderParams{
+		api:         s.api,
+		queue:       queue,
+		interval:    config.HeartbeatInterval,
+		extension:   config.VisibilityExtension,
+		initial:     config.ReceiveVisibility,
+		logger:      s.logger,
+		settle:      core,
+		callContext: base,
+	})
+	s.acker = newAcker(ackerParams{
+		api:         s.api,
+		queueURL:    queue.URL,
+		interval:    config.DeleteFlushInterval,
+		logger:      s.logger,
+		settle:      core,
+		callContext: base,
+	})
+	settler := newSettler(settlerParams{
+		api:         s.api,
+		queueURL:    queue.URL,
+		settle:      core,
+		extender:    s.extender,
+		acker:       s.acker,
+		logger:      s.logger,
+		callContext: base,
+	})
+	// The slot pool and the dispatcher serve any number of lanes (one per queue); this
+	// server has one.
+	queueLane := &lane{queueURL: queue.URL, fifo: queue.FIFO, settler: settler}
+	s.dispatcher = newDispatcher(dispatcherParams{
+		handler:        s.handler,
+		handlerTimeout: config.HandlerTimeout,
+		slots:          concurrency,
+		logger:         s.logger,
+		baseContext:    base,
+		maxAbandoned:   config.MaxAbandonedHandlers,
+		stats:          &s.stats,
+	})
+	s.receiver = newReceiver(receiverParams{
+		api:         s.api,
+		queue:       queue,
+		lane:        queueLane,
+		maxMessages: config.MaxMessages,
+		receivers:   config.Receivers,
+		waitTime:    config.WaitTime,
+		visibility:  config.ReceiveVisibility,
+		slots:       concurrency,
+		extender:    s.extender,
+		dispatcher:  s.dispatcher,
+		logger:      s.logger,
+		stats:       &s.stats,
+		baseContext: base,
+	})
 }
 
 // Run starts the server, waits until ctx is done or the process gets SIGTERM or

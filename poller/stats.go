@@ -1,9 +1,15 @@
 package poller
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/sqsworker/sqsworker"
+)
 
 // Stats is a snapshot of a [Server]'s counters since it was created. Counts are of
-// messages (not calls) unless noted.
+// messages (not calls) unless noted. The message counts are those of a
+// [sqsworker.Counter] over the events the server reports (Config.Observer sees the
+// same), so a Lambda BatchHandler's Stats count alike.
 type Stats struct {
 	// ReceiveCalls is the number of ReceiveMessage calls made.
 	ReceiveCalls int64
@@ -12,7 +18,7 @@ type Stats struct {
 	// Received is the number of messages ReceiveMessage returned.
 	Received int64
 	// InFlight is the number of messages held now: received and not yet settled
-	// (handed to the delete batch, rescheduled or released).
+	// (deleted, its delete given up, rescheduled or released).
 	InFlight int64
 	// Deleted is the number of deletes SQS confirmed: messages handled successfully, or
 	// dead-lettered. A message counts only once its delete is confirmed.
@@ -44,29 +50,29 @@ type Stats struct {
 	AbandonedRunning int64
 }
 
-// counters holds the live values behind [Stats].
+// counters holds the live values behind [Stats]: the receive calls here, the messages'
+// fates in events, which counts what the server reports to its observer.
 type counters struct {
-	receiveCalls, receiveErrors, received, inFlight       atomic.Int64
-	deleted, deleteFailures, failed, deferred             atomic.Int64
-	deadLettered, rescheduleFailures, released, heartbeat atomic.Int64
-	abandoned, abandonedRunning                           atomic.Int64
+	receiveCalls, receiveErrors, abandonedRunning atomic.Int64
+	events                                        sqsworker.Counter
 }
 
 func (c *counters) snapshot() Stats {
+	events := c.events.Stats()
 	return Stats{
 		ReceiveCalls:       c.receiveCalls.Load(),
 		ReceiveErrors:      c.receiveErrors.Load(),
-		Received:           c.received.Load(),
-		InFlight:           c.inFlight.Load(),
-		Deleted:            c.deleted.Load(),
-		DeleteFailures:     c.deleteFailures.Load(),
-		Failed:             c.failed.Load(),
-		Deferred:           c.deferred.Load(),
-		DeadLettered:       c.deadLettered.Load(),
-		RescheduleFailures: c.rescheduleFailures.Load(),
-		Released:           c.released.Load(),
-		HeartbeatFailures:  c.heartbeat.Load(),
-		AbandonedHandlers:  c.abandoned.Load(),
+		Received:           events.Received,
+		InFlight:           events.InFlight,
+		Deleted:            events.Deleted,
+		DeleteFailures:     events.DeleteFailures,
+		Failed:             events.Failed,
+		Deferred:           events.Deferred,
+		DeadLettered:       events.DeadLettered,
+		RescheduleFailures: events.RescheduleFailures,
+		Released:           events.Released,
+		HeartbeatFailures:  events.HeartbeatFailures,
+		AbandonedHandlers:  events.Abandoned,
 		AbandonedRunning:   c.abandonedRunning.Load(),
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
 )
@@ -239,7 +241,7 @@ func (r *recorder) ReceiveMessage(ctx context.Context, input *sqs.ReceiveMessage
 	return output, err
 }
 
-// entrySize counts an entry's bytes as SQS does, independently of redrive.MessageSize.
+// entrySize counts an entry's bytes as SQS does, independently of sqsx.MessageSize.
 func entrySize(entry types.SendMessageBatchRequestEntry) int {
 	size := len(aws.ToString(entry.MessageBody))
 	for name, value := range entry.MessageAttributes {
@@ -332,15 +334,15 @@ func (r *recorder) assertDeletesFollowConfirmedSends(t testing.TB) {
 }
 
 // deadLetter sends message to queue's dead-letter queue the way a host does for a
-// permanent failure (sqsworker.SendToDeadLetterQueue), with the failure attributes.
+// permanent failure (settle.SendToDeadLetterQueue), with the failure attributes.
 func deadLetter(t testing.TB, client *sqs.Client, queueURL string, message *sqsworker.Message, reason string) {
 	t.Helper()
-	queue, err := sqsworker.LoadQueue(context.Background(), client, queueURL)
+	queue, err := sqsx.LoadQueue(context.Background(), client, queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	outcome := sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: reason, Err: fmt.Errorf("endpoint answered %s", reason)}
-	if err := sqsworker.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
+	if err := settle.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // Defaults for [PeekOptions].
@@ -40,8 +41,14 @@ type PeekOptions struct {
 	// returns. If zero, 30 s.
 	VisibilityTimeout time.Duration
 	// WaitTime specifies each ReceiveMessage's long-poll wait (whole seconds, up to 20);
-	// if zero, 1 s. The peek ends at the first receive that returns nothing new.
+	// if zero, 1 s. The peek ends at the first receive that returns nothing new while
+	// SQS counts no visible message in the queue (or, while it still counts some, after
+	// three such receives in a row, or Patience).
 	WaitTime time.Duration
+	// Patience specifies how long the peek goes on receiving while SQS counts visible
+	// messages that no receive returns (an emulator under load does that); if zero, it
+	// gives up after three such receives. A harness that must see every message sets it.
+	Patience time.Duration
 }
 
 // DeadLetter is one message seen by [Peek], with what the hosts recorded about its
@@ -51,7 +58,7 @@ type DeadLetter struct {
 	ID string `json:"id"`
 	// Body is the message body.
 	Body string `json:"body"`
-	// Size is the message's size as SQS counts it (see [MessageSize]), in bytes.
+	// Size is the message's size as SQS counts it (body plus each attribute's name, type and value), in bytes.
 	Size int `json:"size"`
 	// FailureReason is the failure-reason attribute ("" when the message reached the
 	// dead-letter queue through the redrive policy, after maxReceiveCount receives).
@@ -97,7 +104,7 @@ type PeekResult struct {
 	// "retention_seconds", whole seconds (see MarshalJSON).
 	Retention time.Duration `json:"-"`
 	// RedrivePolicy is the queue's own redrive policy, nil for most dead-letter queues.
-	RedrivePolicy *sqsworker.RedrivePolicy `json:"redrive_policy,omitempty"`
+	RedrivePolicy *RedrivePolicy `json:"redrive_policy,omitempty"`
 	// Messages are the distinct messages seen, in the order received.
 	Messages []DeadLetter `json:"messages"`
 	// ReceivesUsed counts the deliveries the peek took: each added one to a message's
@@ -156,7 +163,7 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 	if err != nil {
 		return nil, err
 	}
-	result = &PeekResult{QueueURL: queueURL, FIFO: queue.FIFO, RedrivePolicy: queue.RedrivePolicy, Retention: defaultRetention}
+	result = &PeekResult{QueueURL: queueURL, FIFO: queue.FIFO, RedrivePolicy: redrivePolicyOf(queue), Retention: defaultRetention}
 	if policy := queue.RedrivePolicy; policy != nil && !options.Force {
 		return nil, fmt.Errorf("%w: queue %s has a redrive policy (maxReceiveCount %d, dead-letter queue %s); looking at a message "+
 			"receives it and every receive counts toward maxReceiveCount, so a message at %d receives would move to the dead-letter "+
@@ -188,12 +195,13 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 		}
 	}()
 	now := time.Now()
+	empty, emptySince := 0, time.Time{}
 	for len(result.Messages) < options.MaxMessages {
 		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
-			MaxNumberOfMessages:         int32(min(MaxBatchEntries, options.MaxMessages-len(result.Messages))),
+			MaxNumberOfMessages:         int32(min(sqsx.MaxBatchEntries, options.MaxMessages-len(result.Messages))),
 			VisibilityTimeout:           int32(options.VisibilityTimeout / time.Second),
-			WaitTimeSeconds:             int32(min(options.WaitTime, maxWaitTime) / time.Second),
+			WaitTimeSeconds:             int32(min(options.WaitTime, sqsx.MaxWaitTime) / time.Second),
 			MessageAttributeNames:       []string{"All"},
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		})
@@ -213,7 +221,23 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 			fresh++
 			result.Messages = append(result.Messages, deadLetterOf(convertMessage(queueURL, raw), queue.FIFO, result.Retention, now))
 		}
-		if fresh == 0 {
+		if fresh > 0 {
+			empty = 0
+			continue
+		}
+		// An empty answer can be false (seen on the emulator under load; short polls
+		// on AWS): believe it only when SQS also counts no visible message, or after
+		// maxEmptyReceives of them in a row.
+		depth, depthErr := sqsx.QueueDepth(ctx, api, queueURL)
+		if depthErr != nil {
+			return result, prefix(depthErr)
+		}
+		if empty == 0 {
+			emptySince = time.Now()
+		}
+		empty++
+		if depth.Visible == 0 || (options.Patience == 0 && empty >= maxEmptyReceives) ||
+			(options.Patience > 0 && time.Since(emptySince) >= options.Patience) {
 			break
 		}
 	}
@@ -239,7 +263,7 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 	letter := DeadLetter{
 		ID:                message.ID,
 		Body:              message.Body,
-		Size:              MessageSize(message),
+		Size:              sqsx.MessageSize(message),
 		ReceiveCount:      message.ReceiveCount,
 		SentAt:            message.SentAt,
 		GroupID:           message.GroupID,
@@ -272,4 +296,18 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 		letter.ExpiresAt = now.Add(retention)
 	}
 	return letter
+}
+
+// RedrivePolicy is a queue's RedrivePolicy attribute: after MaxReceiveCount receives
+// without a delete, SQS moves the message to the dead-letter queue DeadLetterTargetARN.
+type RedrivePolicy struct {
+	DeadLetterTargetARN string `json:"deadLetterTargetArn"`
+	MaxReceiveCount     int    `json:"maxReceiveCount"`
+}
+
+func redrivePolicyOf(queue *sqsx.Queue) *RedrivePolicy {
+	if queue.RedrivePolicy == nil {
+		return nil
+	}
+	return &RedrivePolicy{DeadLetterTargetARN: queue.RedrivePolicy.DeadLetterTargetARN, MaxReceiveCount: queue.RedrivePolicy.MaxReceiveCount}
 }

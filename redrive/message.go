@@ -9,39 +9,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
-
-// DefaultMaximumMessageSize is SQS's default MaximumMessageSize (256 KiB), used when a
-// queue does not report the attribute.
-const DefaultMaximumMessageSize = 256 * 1024
-
-// MaxMessageSize is the largest MaximumMessageSize SQS allows (1 MiB since 2025). It is
-// also the limit of a SendMessageBatch request's total payload.
-const MaxMessageSize = 1024 * 1024
-
-// MaxBatchEntries is the most entries one SendMessageBatch, DeleteMessageBatch or
-// ChangeMessageVisibilityBatch request may carry, and the most messages one
-// ReceiveMessage returns.
-const MaxBatchEntries = 10
-
-// MessageSize returns the size SQS counts against MaximumMessageSize and the batch
-// payload limit: the body's bytes plus, for each message attribute, the bytes of its
-// name, its data type and its value (string or binary).
-func MessageSize(message *sqsworker.Message) int {
-	size := len(message.Body)
-	for name, attribute := range message.MessageAttributes {
-		size += len(name) + len(attribute.DataType) + len(attribute.StringValue) + len(attribute.BinaryValue)
-	}
-	return size
-}
 
 // convertMessage turns an SDK message into the neutral sqsworker.Message.
 func convertMessage(queueURL string, in types.Message) *sqsworker.Message {
-	return sqsworker.MessageFromSQS(in, queueURL, "")
+	return sqsx.FromSDK(in, queueURL, "")
 }
 
 // maxDeduplicationIDLength is SQS's limit for MessageDeduplicationId (128 characters).
-const maxDeduplicationIDLength = 128
+const maxDeduplicationIDLength = sqsx.MaxDeduplicationIDLength
 
 // NextDeduplicationID returns the deduplication id a redriven FIFO message is sent
 // with: "<orig>-r<n>", where n is one more than the redrive number already at the end of

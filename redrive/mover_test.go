@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
 )
@@ -243,7 +244,7 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 			multi := false
 			r4Sends := 0
 			for i, request := range recorder.requests {
-				if request.entries > redrive.MaxBatchEntries || request.bytes > maxSize {
+				if request.entries > sqsx.MaxBatchEntries || request.bytes > maxSize {
 					t.Fatalf("request %d: %d entries, %d bytes; limits are 10 and %d", i, request.entries, request.bytes, maxSize)
 				}
 				multi = multi || request.entries > 1

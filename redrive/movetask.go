@@ -9,14 +9,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // MaxMoveRate is the highest rate, in messages per second, that StartMessageMoveTask
 // accepts (MaxNumberOfMessagesPerSecond).
 const MaxMoveRate = 500
 
-// maxListedMoveTasks is the most tasks ListMessageMoveTasks returns (MaxResults 1 to 10).
-const maxListedMoveTasks = 10
+// maxListedMoveTasks is the most tasks ListMessageMoveTasks returns.
+const maxListedMoveTasks = sqsx.MaxListedMoveTasks
 
 // MoveTaskStatus is the status of a native message move task.
 type MoveTaskStatus string
@@ -120,7 +122,7 @@ func (e *ActiveTaskError) Is(target error) bool { return target == ErrMoveTaskAc
 //
 // Without a destination, each message goes back to its DeadLetterQueueSourceArn, which
 // SQS sets only on messages its redrive policy moved. Messages a host sent to the
-// dead-letter queue itself ([sqsworker.SendToDeadLetterQueue]) lack it: give a
+// dead-letter queue itself (a permanent failure's copy) lack it: give a
 // Destination (LocalStack 4.14 fails such a task with FailureReason "AttributeError").
 //
 // FIFO: AWS replaces a message's deduplication id with its message id when the redrive

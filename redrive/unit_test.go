@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 func TestPackBatches(t *testing.T) {
@@ -157,7 +158,7 @@ func TestMessageSize(t *testing.T) {
 			"bin": {DataType: "Binary", BinaryValue: []byte{1, 2}}, // 3 + 6 + 2
 		},
 	}
-	if got, want := MessageSize(message), 5+11+11; got != want {
+	if got, want := sqsx.MessageSize(message), 5+11+11; got != want {
 		t.Fatalf("MessageSize = %d, want %d", got, want)
 	}
 }

@@ -14,6 +14,10 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/redrive"
 )
 
 // resources are the soak run's own queue, dead-letter queue and idempotency table.
@@ -88,29 +92,6 @@ func (r *resources) delete(sqsClient *sqs.Client, ddb *dynamodb.Client) {
 	}
 }
 
-// queueDepth returns visible + in flight + delayed messages.
-func queueDepth(ctx context.Context, client *sqs.Client, url string) (visible, total int, err error) {
-	output, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	for name, value := range output.Attributes {
-		n, _ := strconv.Atoi(value)
-		total += n
-		if name == string(sqstypes.QueueAttributeNameApproximateNumberOfMessages) {
-			visible = n
-		}
-	}
-	return visible, total, nil
-}
-
 // deadLetter is one message read back from the dead-letter queue.
 type deadLetter struct {
 	key, fault           string
@@ -120,62 +101,44 @@ type deadLetter struct {
 	hasFailureAttributes bool
 }
 
-// readDeadLetterTimeout bounds readDeadLetters: far above what reading a few thousand
-// messages takes on the emulator, so reaching it means the queue's count was wrong.
+// readDeadLetterTimeout bounds how long readDeadLetters waits for messages the queue
+// counts but no receive returns: far above what reading a few thousand messages takes on
+// the emulator, so reaching it means the queue's count was wrong.
 const readDeadLetterTimeout = 2 * time.Minute
 
-// readDeadLetters receives every message of the dead-letter queue once (a long
-// visibility timeout keeps read messages hidden): as many as the queue counts (the workers
-// are stopped, so the count is final), then until a receive with no wait finds nothing
-// more. An empty long poll short of the count is not the end: the emulator can return one
-// under load while messages are visible.
+// readDeadLetters reads every message of the dead-letter queue once with redrive.Peek
+// (which releases them again): as many as the queue counts (the workers are stopped, so
+// the count is final), and any more a receive still finds. An empty long poll short of
+// the count is not the end (the emulator can return one under load while messages are
+// visible); short of the count after readDeadLetterTimeout is an error.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string) ([]deadLetter, error) {
-	var out []deadLetter
-	_, expected, err := queueDepth(ctx, client, url)
+	depth, err := sqsx.QueueDepth(ctx, client, url)
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(readDeadLetterTimeout)
-	for {
-		reached := len(out) >= expected
-		if !reached && time.Now().After(deadline) {
-			return out, fmt.Errorf("read %d of the %d messages the dead-letter queue counts in %s", len(out), expected, readDeadLetterTimeout)
-		}
-		wait := int32(1)
-		if reached {
-			wait = 0
-		}
-		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(url),
-			MaxNumberOfMessages:         10,
-			WaitTimeSeconds:             wait,
-			VisibilityTimeout:           600,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		if err != nil {
-			return out, err
-		}
-		if len(output.Messages) == 0 {
-			if reached {
-				return out, nil
-			}
-			continue
-		}
-		for _, message := range output.Messages {
-			var job struct{ Key, Fault string }
-			_ = json.Unmarshal([]byte(aws.ToString(message.Body)), &job)
-			letter := deadLetter{key: job.Key, fault: job.Fault}
-			letter.receiveCount, _ = strconv.Atoi(message.Attributes["ApproximateReceiveCount"])
-			if value, ok := message.MessageAttributes["failure-reason"]; ok {
-				letter.failureReason = aws.ToString(value.StringValue)
-				letter.hasFailureAttributes = true
-			}
-			if value, ok := message.MessageAttributes["failure-receive-count"]; ok {
-				letter.failureReceiveCount, _ = strconv.Atoi(aws.ToString(value.StringValue))
-				letter.hasFailureAttributes = true
-			}
-			out = append(out, letter)
-		}
+	expected := depth.Total()
+	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
+		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 10 * time.Minute, Patience: readDeadLetterTimeout,
+	})
+	if err != nil {
+		return nil, err
 	}
+	if len(peeked.Messages) < expected {
+		return nil, fmt.Errorf("read %d of the %d messages the dead-letter queue counts in %s", len(peeked.Messages), expected, readDeadLetterTimeout)
+	}
+	out := make([]deadLetter, 0, len(peeked.Messages))
+	for _, message := range peeked.Messages {
+		var job struct{ Key, Fault string }
+		_ = json.Unmarshal([]byte(message.Body), &job)
+		_, hasReason := message.MessageAttributes[sqsworker.AttributeFailureReason]
+		_, hasCount := message.MessageAttributes[sqsworker.AttributeFailureReceiveCount]
+		out = append(out, deadLetter{
+			key: job.Key, fault: job.Fault,
+			receiveCount:         message.ReceiveCount,
+			failureReason:        message.FailureReason,
+			failureReceiveCount:  message.FailedReceiveCount,
+			hasFailureAttributes: hasReason || hasCount,
+		})
+	}
+	return out, nil
 }

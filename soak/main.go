@@ -53,6 +53,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker/internal/load"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 type options struct {
@@ -358,15 +359,15 @@ func waitSettled(ctx context.Context, client *sqs.Client, res *resources, counte
 			return false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
-		_, sourceDepth, err := queueDepth(ctx, client, res.queueURL)
+		source, err := sqsx.QueueDepth(ctx, client, res.queueURL)
 		if err != nil {
 			continue
 		}
-		deadLetterVisible, _, err := queueDepth(ctx, client, res.deadLetterURL)
+		deadLetters, err := sqsx.QueueDepth(ctx, client, res.deadLetterURL)
 		if err != nil {
 			continue
 		}
-		if int(counter.applied.Load()) >= len(work.effects) && sourceDepth == 0 && deadLetterVisible >= work.poison+work.permanent {
+		if int(counter.applied.Load()) >= len(work.effects) && source.Total() == 0 && deadLetters.Visible >= work.poison+work.permanent {
 			calm++
 			if calm >= 2 {
 				return true, nil
@@ -378,175 +379,208 @@ func waitSettled(ctx context.Context, client *sqs.Client, res *resources, counte
 	return false, nil
 }
 
+// evaluation is the check of one run: the inputs, the violations found, and the
+// figures the result lines print.
+type evaluation struct {
+	work       *workload
+	keys       map[string]keyRecord
+	opts       options
+	kills      []signalEvent
+	violations []string
+
+	effectsOnce, effectsTwice, lost, absorbed int
+	poisonFound, permanentCopies              map[string]int
+	unexpected, failedOnFirst, extraCopies    int
+	poisonDeliveries                          []int
+	maxKB, firstKB, lastKB                    int
+}
+
+func (e *evaluation) violate(format string, args ...any) {
+	e.violations = append(e.violations, fmt.Sprintf(format, args...))
+}
+
 // evaluate checks everything and prints the result lines; it returns the number of
 // violations.
 func evaluate(work *workload, keys map[string]keyRecord, letters []deadLetter, workers *fleet, finals []signalEvent,
 	settled bool, opts options, processed, total time.Duration) int {
-	var violations []string
-	violate := func(format string, args ...any) { violations = append(violations, fmt.Sprintf(format, args...)) }
+	e := &evaluation{work: work, keys: keys, opts: opts}
 	if !settled {
-		violate("the queues did not settle within %s", opts.timeout)
+		e.violate("the queues did not settle within %s", opts.timeout)
 	}
-
 	workers.mu.Lock()
-	kills := append([]signalEvent(nil), workers.kills...)
+	e.kills = append([]signalEvent(nil), workers.kills...)
 	terms := append([]signalEvent(nil), workers.terms...)
 	unexpectedExits := append([]string(nil), workers.unexpected...)
 	samples := append([]rssSample(nil), workers.samples...)
 	workers.mu.Unlock()
+	e.checkSignals(terms, finals, unexpectedExits)
+	e.checkEffects()
+	e.checkDeadLetters(letters)
+	e.checkMemory(samples)
+	e.print(processed, total)
+	return len(e.violations)
+}
+
+// checkSignals: three SIGKILLs, one SIGTERM drain, and every drained worker exited 0.
+func (e *evaluation) checkSignals(terms, finals []signalEvent, unexpectedExits []string) {
 	for _, exit := range unexpectedExits {
-		violate("%s", exit)
+		e.violate("%s", exit)
 	}
-	if len(kills) != 3 {
-		violate("%d SIGKILLs were sent, want 3", len(kills))
+	if len(e.kills) != 3 {
+		e.violate("%d SIGKILLs were sent, want 3", len(e.kills))
 	}
 	if len(terms) != 1 {
-		violate("%d SIGTERM drains were done, want 1", len(terms))
+		e.violate("%d SIGTERM drains were done, want 1", len(terms))
 	}
 	for _, event := range append(terms, finals...) {
 		if event.exitCode != 0 {
-			violate("worker pid %d exited with code %d after SIGTERM, want 0", event.pid, event.exitCode)
+			e.violate("worker pid %d exited with code %d after SIGTERM, want 0", event.pid, event.exitCode)
 		}
 	}
+}
 
-	// A request (delivery or effect) is explained by a SIGKILL when its worker was
-	// killed within the handler timeout plus the idempotency store timeout after it.
-	window := opts.handlerTimeout + 5*time.Second
-	killedAfter := func(r request) bool {
-		for _, kill := range kills {
-			if kill.pid == r.pid && !kill.at.Before(r.at) && kill.at.Sub(r.at) <= window {
-				return true
-			}
+// killedAfter reports whether a request (delivery or effect) is explained by a SIGKILL:
+// its worker was killed within the handler timeout plus the idempotency store timeout
+// after it.
+func (e *evaluation) killedAfter(r request) bool {
+	window := e.opts.handlerTimeout + 5*time.Second
+	for _, kill := range e.kills {
+		if kill.pid == r.pid && !kill.at.Before(r.at) && kill.at.Sub(r.at) <= window {
+			return true
 		}
-		return false
 	}
+	return false
+}
 
-	effectsOnce, effectsTwice, lost, absorbed := 0, 0, 0, 0
+// checkEffects: every expected effect happened once; a repeat only after a SIGKILL.
+func (e *evaluation) checkEffects() {
 	var twiceKeys []string
-	for _, key := range work.effects {
-		record := keys[key]
-		if len(record.effects) == 0 {
-			lost++
+	for _, key := range e.work.effects {
+		if len(e.keys[key].effects) == 0 {
+			e.lost++
 			continue
 		}
-		effectsOnce++ // the receiver applies the first request for a key only
+		e.effectsOnce++ // the receiver applies the first request for a key only
 	}
-	for key, record := range keys {
-		fault, known := work.faults[key]
+	for key, record := range e.keys {
+		fault, known := e.work.faults[key]
 		if len(record.effects) > 0 && (!known || fault == "poison" || fault == "permanent") {
-			violate("key %q (fault %q) had %d effects, want none", key, fault, len(record.effects))
+			e.violate("key %q (fault %q) had %d effects, want none", key, fault, len(record.effects))
 		}
 		explained := true
 		for i := 1; i < len(record.effects); i++ {
-			if killedAfter(record.effects[i-1]) {
-				absorbed++
+			if e.killedAfter(record.effects[i-1]) {
+				e.absorbed++
 			} else {
 				explained = false
 			}
 		}
 		if !explained {
-			effectsTwice++
+			e.effectsTwice++
 			twiceKeys = append(twiceKeys, key)
 		}
 	}
-	if effectsTwice > 0 {
+	if e.effectsTwice > 0 {
 		slices.Sort(twiceKeys)
-		violate("effects repeated without a SIGKILL to explain them, keys %s", strings.Join(twiceKeys[:min(len(twiceKeys), 10)], ","))
+		e.violate("effects repeated without a SIGKILL to explain them, keys %s", strings.Join(twiceKeys[:min(len(twiceKeys), 10)], ","))
 	}
-	if lost > 0 {
-		violate("%d expected effects never happened", lost)
+	if e.lost > 0 {
+		e.violate("%d expected effects never happened", e.lost)
 	}
-	if effectsOnce != len(work.effects) {
-		violate("effects_once=%d, want %d", effectsOnce, len(work.effects))
+	if e.effectsOnce != len(e.work.effects) {
+		e.violate("effects_once=%d, want %d", e.effectsOnce, len(e.work.effects))
 	}
+}
 
-	// Dead-letter queue. On the emulator a message moved by the redrive policy keeps its
-	// receive count, and our read adds one: a poison message shows maxReceiveCount + 1.
-	// A permanent failure is a new message sent by the poller: it shows 1, and its
-	// failure-receive-count attribute is the receive on which it failed.
-	killedDeliveries := func(key string) int {
-		n := 0
-		for _, d := range keys[key].deliveries {
-			if killedAfter(d.request) {
-				n++
-			}
+func (e *evaluation) killedDeliveries(key string) int {
+	n := 0
+	for _, d := range e.keys[key].deliveries {
+		if e.killedAfter(d.request) {
+			n++
 		}
-		return n
 	}
-	poisonFound, permanentCopies := map[string]int{}, map[string]int{}
-	unexpected, failedOnFirst := 0, 0
-	var poisonDeliveries []int
+	return n
+}
+
+// checkDeadLetters: on the emulator a message moved by the redrive policy keeps its
+// receive count, and our read adds one: a poison message shows maxReceiveCount + 1. A
+// permanent failure is a new message sent by the poller: it shows 1, and its
+// failure-receive-count attribute is the receive on which it failed.
+func (e *evaluation) checkDeadLetters(letters []deadLetter) {
+	e.poisonFound, e.permanentCopies = map[string]int{}, map[string]int{}
 	for _, letter := range letters {
 		switch {
-		case letter.fault == "poison" && !letter.hasFailureAttributes && letter.receiveCount == opts.maxReceiveCount+1:
-			poisonFound[letter.key]++
-			poisonDeliveries = append(poisonDeliveries, len(keys[letter.key].deliveries))
+		case letter.fault == "poison" && !letter.hasFailureAttributes && letter.receiveCount == e.opts.maxReceiveCount+1:
+			e.poisonFound[letter.key]++
+			e.poisonDeliveries = append(e.poisonDeliveries, len(e.keys[letter.key].deliveries))
 		case letter.fault == "permanent" && letter.failureReason == "SoakPermanent" && letter.receiveCount == 1 &&
-			letter.failureReceiveCount >= 1 && letter.failureReceiveCount-1 <= killedDeliveries(letter.key):
-			permanentCopies[letter.key]++
+			letter.failureReceiveCount >= 1 && letter.failureReceiveCount-1 <= e.killedDeliveries(letter.key):
+			e.permanentCopies[letter.key]++
 			if letter.failureReceiveCount == 1 {
-				failedOnFirst++
+				e.failedOnFirst++
 			}
 		default:
-			unexpected++
-			violate("unexpected dead letter: key %q fault %q receive count %d failure-reason %q failure-receive-count %d (killed deliveries %d)",
-				letter.key, letter.fault, letter.receiveCount, letter.failureReason, letter.failureReceiveCount, killedDeliveries(letter.key))
+			e.unexpected++
+			e.violate("unexpected dead letter: key %q fault %q receive count %d failure-reason %q failure-receive-count %d (killed deliveries %d)",
+				letter.key, letter.fault, letter.receiveCount, letter.failureReason, letter.failureReceiveCount, e.killedDeliveries(letter.key))
 		}
 	}
-	for key, copies := range poisonFound {
+	for key, copies := range e.poisonFound {
 		if copies > 1 {
-			violate("poison key %q is %d times in the dead-letter queue", key, copies)
+			e.violate("poison key %q is %d times in the dead-letter queue", key, copies)
 		}
 	}
-	extraCopies := 0
-	for key, copies := range permanentCopies {
-		if copies-1 > killedDeliveries(key) {
-			violate("permanent key %q is %d times in the dead-letter queue, %d explained by SIGKILL", key, copies, killedDeliveries(key))
+	for key, copies := range e.permanentCopies {
+		if copies-1 > e.killedDeliveries(key) {
+			e.violate("permanent key %q is %d times in the dead-letter queue, %d explained by SIGKILL", key, copies, e.killedDeliveries(key))
 		}
-		extraCopies += copies - 1
+		e.extraCopies += copies - 1
 	}
-	if len(poisonFound) != work.poison {
-		violate("dlq_poison=%d, want %d", len(poisonFound), work.poison)
+	if len(e.poisonFound) != e.work.poison {
+		e.violate("dlq_poison=%d, want %d", len(e.poisonFound), e.work.poison)
 	}
-	if len(permanentCopies) != work.permanent {
-		violate("dlq_permanent=%d, want %d", len(permanentCopies), work.permanent)
+	if len(e.permanentCopies) != e.work.permanent {
+		e.violate("dlq_permanent=%d, want %d", len(e.permanentCopies), e.work.permanent)
 	}
+}
 
-	// Memory: the workers' largest RSS in the last third of the run against the first.
-	maxKB, firstKB, lastKB := 0, 0, 0
-	if len(samples) > 0 {
-		start, end := samples[0].at, samples[len(samples)-1].at
-		third := end.Sub(start) / 3
-		for _, s := range samples {
-			maxKB = max(maxKB, s.kB)
-			switch {
-			case s.at.Before(start.Add(third)):
-				firstKB = max(firstKB, s.kB)
-			case !s.at.Before(end.Add(-third)):
-				lastKB = max(lastKB, s.kB)
-			}
-		}
-		if firstKB > 0 && float64(lastKB) > opts.rssFactor*float64(firstKB) {
-			violate("worker RSS grew: last third max %d kB > %.1f x first third max %d kB", lastKB, opts.rssFactor, firstKB)
-		}
-	} else {
-		violate("no RSS samples")
+// checkMemory: the workers' largest RSS in the last third of the run against the first.
+func (e *evaluation) checkMemory(samples []rssSample) {
+	if len(samples) == 0 {
+		e.violate("no RSS samples")
+		return
 	}
+	start, end := samples[0].at, samples[len(samples)-1].at
+	third := end.Sub(start) / 3
+	for _, s := range samples {
+		e.maxKB = max(e.maxKB, s.kB)
+		switch {
+		case s.at.Before(start.Add(third)):
+			e.firstKB = max(e.firstKB, s.kB)
+		case !s.at.Before(end.Add(-third)):
+			e.lastKB = max(e.lastKB, s.kB)
+		}
+	}
+	if e.firstKB > 0 && float64(e.lastKB) > e.opts.rssFactor*float64(e.firstKB) {
+		e.violate("worker RSS grew: last third max %d kB > %.1f x first third max %d kB", e.lastKB, e.opts.rssFactor, e.firstKB)
+	}
+}
 
+// print prints the detail line, the violations and the soak line.
+func (e *evaluation) print(processed, total time.Duration) {
 	deliveries := 0
-	for _, record := range keys {
+	for _, record := range e.keys {
 		deliveries += len(record.deliveries)
 	}
-	slices.Sort(poisonDeliveries)
+	slices.Sort(e.poisonDeliveries)
 	fmt.Printf("soak: processed in %s (total %s incl. build and setup); deliveries=%d; effect repeats absorbed by the receiver after a SIGKILL between the effect and COMPLETED=%d; permanent dead letters with failure-receive-count 1=%d of %d (others: an earlier receive died with a SIGKILLed worker), extra copies after SIGKILL=%d; poison deliveries recorded per key min=%d max=%d; rss first_third_max_mb=%.1f last_third_max_mb=%.1f\n",
-		processed.Round(time.Millisecond), total.Round(time.Millisecond), deliveries, absorbed, failedOnFirst, len(permanentCopies)+extraCopies, extraCopies,
-		first(poisonDeliveries), last(poisonDeliveries), float64(firstKB)/1024, float64(lastKB)/1024)
-	for _, v := range violations {
+		processed.Round(time.Millisecond), total.Round(time.Millisecond), deliveries, e.absorbed, e.failedOnFirst, len(e.permanentCopies)+e.extraCopies, e.extraCopies,
+		first(e.poisonDeliveries), last(e.poisonDeliveries), float64(e.firstKB)/1024, float64(e.lastKB)/1024)
+	for _, v := range e.violations {
 		fmt.Println("soak: VIOLATION:", v)
 	}
 	fmt.Printf("soak: sent=%d unique=%d effects_once=%d effects_twice=%d lost=%d dlq_poison=%d dlq_permanent=%d dlq_unexpected=%d max_rss_mb=%d\n",
-		len(work.bodies), work.unique, effectsOnce, effectsTwice, lost, len(poisonFound), len(permanentCopies), unexpected, (maxKB+1023)/1024)
-	return len(violations)
+		len(e.work.bodies), e.work.unique, e.effectsOnce, e.effectsTwice, e.lost, len(e.poisonFound), len(e.permanentCopies), e.unexpected, (e.maxKB+1023)/1024)
 }
 
 func first(values []int) int {

@@ -11,6 +11,12 @@
 //		}
 //	}
 //
+// Run takes its hosts through one small interface, [Host] (Name, Detect, Run), and gives
+// each the same [Settings] (concurrency, backoff, logger, observer, error handler,
+// dead-letter send, SQS client), filled from the environment by one reader. The default
+// hosts are [LambdaHost] and [PollerHost], in that order: a third host is one more value
+// in Options.Hosts, a shared setting one more field of Settings.
+//
 // Run lives in this package, not in package sqsworker, because poller and lambda import
 // sqsworker: sqsworker importing them back would be an import cycle.
 //
@@ -28,6 +34,7 @@
 //	SQSWORKER_HEALTH_ADDRESS              poller: serve GET /healthz there; default off
 //	SQSWORKER_ALLOW_UNBOUNDED_RETRIES     poller: "true" accepts a queue without a redrive policy
 //	SQSWORKER_BACKOFF_BASE, _CAP          retry backoff of failed messages; default 2s and 10m
+//	SQSWORKER_DEAD_LETTER_SEND            "false" leaves permanent failures to the redrive policy
 //	SQSWORKER_DEADLINE_MARGIN             Lambda: time kept free before the invocation deadline; default 2s
 //	SQSWORKER_FIFO_MODE                   Lambda: skip-failed-group (default) or stop-at-first-failure
 //	SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR  Lambda: "true" fails the invocation when every record failed
@@ -49,9 +56,6 @@ import (
 	"strings"
 	"time"
 
-	awslambda "github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
@@ -79,6 +83,7 @@ const (
 	EnvReportBatchItemFailures = "SQSWORKER_REPORT_BATCH_ITEM_FAILURES"
 	EnvLogFormat               = "SQSWORKER_LOG_FORMAT"
 	EnvLogLevel                = "SQSWORKER_LOG_LEVEL"
+	EnvDeadLetterSend          = "SQSWORKER_DEAD_LETTER_SEND"
 )
 
 // SQSAPI is the SQS client both hosts use. *sqs.Client satisfies it.
@@ -89,22 +94,57 @@ type SQSAPI interface {
 
 var _ SQSAPI = (*sqs.Client)(nil)
 
+// Settings are what every host shares. Fields set in code win; the environment fills
+// the zero ones (see the package documentation).
+type Settings struct {
+	// Concurrency is how many messages (poller) or records or FIFO groups (Lambda) are
+	// handled at once; if zero, SQSWORKER_CONCURRENCY, else the host's default (10).
+	Concurrency int
+	// Backoff is the retry policy of failed messages; zero fields take
+	// SQSWORKER_BACKOFF_BASE and _CAP, else sqsworker.Backoff's defaults.
+	Backoff sqsworker.Backoff
+	// Logger is the logger of the host; if nil, JSON (or SQSWORKER_LOG_FORMAT) on stderr
+	// at SQSWORKER_LOG_LEVEL.
+	Logger *slog.Logger
+	// Observer, if set, is told about every message's life (see sqsworker.Observer).
+	Observer sqsworker.Observer
+	// ErrorHandler, if set, is called for every failed attempt with the handler's error.
+	ErrorHandler func(ctx context.Context, message *sqsworker.Message, err error)
+	// DisableDeadLetterSend leaves permanent failures to the redrive policy (ordinary
+	// retries); SQSWORKER_DEAD_LETTER_SEND=false sets it.
+	DisableDeadLetterSend bool
+	// SQSClient is the SQS client; if nil, one is made from the default AWS
+	// configuration.
+	SQSClient SQSAPI
+}
+
+// Host is a place a worker can run: the Lambda runtime, the long-poll worker, or
+// another (a Kubernetes job, a test harness). Run picks the first host of
+// Options.Hosts whose Detect reports true.
+type Host interface {
+	// Name names the host in logs and errors ("lambda", "poller").
+	Name() string
+	// Detect reports whether the process runs on this host.
+	Detect() bool
+	// Run runs handler with settings until the host stops it.
+	Run(ctx context.Context, handler sqsworker.Handler, settings Settings) error
+}
+
 // Options configures [Run]. The zero value is usable: everything comes from the
 // environment.
 type Options struct {
+	// Settings are shared by every host.
+	Settings
+	// Hosts are the hosts Run picks from, in order; if nil, a [LambdaHost] with Lambda's
+	// options, then a [PollerHost] with Poller and OnPollerStopped.
+	Hosts []Host
 	// Poller specifies the long-poll worker's configuration; the environment fills its
-	// zero QueueURL, Concurrency, HandlerTimeout, DrainTimeout, HealthCheckAddress,
-	// Backoff, AllowUnboundedRetries and Logger.
+	// zero QueueURL, HandlerTimeout, DrainTimeout, HealthCheckAddress and
+	// AllowUnboundedRetries, and Settings its zero shared fields.
 	Poller poller.Config
 	// Lambda specifies options for lambda.NewBatchHandler, applied after those taken from
-	// the environment (so they win).
+	// Settings and the environment (so they win).
 	Lambda []lambda.Option
-	// SQSClient specifies the SQS client; if nil, one is made from the default AWS
-	// configuration.
-	SQSClient SQSAPI
-	// Logger specifies the logger of both hosts; if nil, JSON (or SQSWORKER_LOG_FORMAT)
-	// on stderr at SQSWORKER_LOG_LEVEL.
-	Logger *slog.Logger
 	// OnPollerStopped, if set, is called with the poller's counts after it stopped.
 	OnPollerStopped func(poller.Stats)
 }
@@ -113,7 +153,7 @@ type Options struct {
 // is set), and so whether [Run] starts the Lambda runtime.
 func InLambda() bool { return os.Getenv(EnvRuntimeAPI) != "" }
 
-// NewLogger returns the logger Run uses when Options.Logger is nil: JSON (or text, with
+// NewLogger returns the logger Run uses when Settings.Logger is nil: JSON (or text, with
 // SQSWORKER_LOG_FORMAT=text) on stderr at SQSWORKER_LOG_LEVEL (default info). Programs
 // that log beside the runtime use it to share its format. The error lists every
 // malformed SQSWORKER_* variable, as Run would.
@@ -122,16 +162,12 @@ func NewLogger() (*slog.Logger, error) {
 	return env.logger(), err
 }
 
-// startLambda starts the Lambda runtime; it does not return. Tests replace it.
-var startLambda = func(ctx context.Context, handler any) {
-	awslambda.StartWithOptions(handler, awslambda.WithContext(ctx))
-}
-
-// Run runs handler until the host stops it. As a Lambda function it serves invocations
-// with lambda.NewBatchHandler and never returns (the runtime exits the process). As a
-// long-poll worker it returns nil after a graceful drain (SIGTERM, SIGINT or ctx done),
-// or the error that kept the poller from starting. Configuration problems are returned
-// at once, all of them, each naming its variable.
+// Run runs handler on the first of options' hosts that detects itself, with the shared
+// settings filled from the environment. As a Lambda function it serves invocations and
+// never returns (the runtime exits the process). As a long-poll worker it returns nil
+// after a graceful drain (SIGTERM, SIGINT or ctx done), or the error that kept the poller
+// from starting. Configuration problems are returned at once, all of them, each naming
+// its variable.
 func Run(ctx context.Context, handler sqsworker.Handler, options Options) error {
 	if handler == nil {
 		panic("worker: Run: nil handler")
@@ -140,46 +176,24 @@ func Run(ctx context.Context, handler sqsworker.Handler, options Options) error 
 	if err != nil {
 		return err
 	}
-	logger := options.Logger
-	if logger == nil {
-		logger = env.logger()
-	}
-	if InLambda() {
-		lambdaOptions := append(env.lambdaOptions(logger), options.Lambda...)
-		if options.SQSClient != nil {
-			lambdaOptions = append(lambdaOptions, lambda.WithSQSClient(options.SQSClient))
+	settings := env.fillSettings(options.Settings)
+	hosts := options.Hosts
+	if hosts == nil {
+		hosts = []Host{
+			LambdaHost{Options: options.Lambda},
+			PollerHost{Config: options.Poller, OnStopped: options.OnPollerStopped},
 		}
-		startLambda(ctx, lambda.NewBatchHandler(handler, lambdaOptions...))
-		return nil
 	}
-	client := options.SQSClient
-	if client == nil {
-		cfg, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return fmt.Errorf("worker: loading the AWS configuration: %w", err)
+	for _, host := range hosts {
+		if host.Detect() {
+			return host.Run(ctx, handler, settings)
 		}
-		client = sqs.NewFromConfig(cfg)
 	}
-	config := env.fillPoller(options.Poller, logger)
-	if config.QueueURL == "" && env.queueName != "" {
-		output, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(env.queueName)})
-		if err != nil {
-			return fmt.Errorf("worker: looking up queue %s (%s): %w", env.queueName, EnvQueueName, err)
-		}
-		config.QueueURL = aws.ToString(output.QueueUrl)
+	names := make([]string, len(hosts))
+	for i, host := range hosts {
+		names[i] = host.Name()
 	}
-	if config.QueueURL == "" {
-		return fmt.Errorf("worker: no queue: set %s or %s (or Options.Poller.QueueURL)", EnvQueueURL, EnvQueueName)
-	}
-	server, err := poller.New(client, config, handler)
-	if err != nil {
-		return err
-	}
-	err = server.Run(ctx)
-	if options.OnPollerStopped != nil {
-		options.OnPollerStopped(server.Stats())
-	}
-	return err
+	return fmt.Errorf("worker: no host detected itself (tried %s)", strings.Join(names, ", "))
 }
 
 // environment is the configuration read from the environment; zero means unset.
@@ -197,6 +211,28 @@ type environment struct {
 	reportBatchItemFailures *bool
 	logFormat               string
 	logLevel                slog.Level
+	deadLetterSend          *bool
+}
+
+// fillSettings fills settings' zero fields from the environment: the one place a shared
+// setting meets its variable.
+func (e environment) fillSettings(settings Settings) Settings {
+	if settings.Concurrency == 0 {
+		settings.Concurrency = e.concurrency
+	}
+	if settings.Backoff.Base == 0 {
+		settings.Backoff.Base = e.backoff.Base
+	}
+	if settings.Backoff.Cap == 0 {
+		settings.Backoff.Cap = e.backoff.Cap
+	}
+	if settings.Logger == nil {
+		settings.Logger = e.logger()
+	}
+	if !settings.DisableDeadLetterSend && e.deadLetterSend != nil {
+		settings.DisableDeadLetterSend = !*e.deadLetterSend
+	}
+	return settings
 }
 
 // readEnv reads every variable and reports all malformed values at once.
@@ -266,6 +302,7 @@ func readEnv(getenv func(string) string) (environment, error) {
 	}
 	env.entireBatchFailureError = boolean(EnvEntireBatchFailureError)
 	env.reportBatchItemFailures = boolean(EnvReportBatchItemFailures)
+	env.deadLetterSend = boolean(EnvDeadLetterSend)
 	if env.logFormat != "" && env.logFormat != "json" && env.logFormat != "text" {
 		problems = append(problems, fmt.Errorf("worker: %s=%q: want json or text", EnvLogFormat, env.logFormat))
 	}
@@ -283,56 +320,4 @@ func (e environment) logger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, options))
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, options))
-}
-
-func (e environment) lambdaOptions(logger *slog.Logger) []lambda.Option {
-	options := []lambda.Option{lambda.WithLogger(logger), lambda.WithBackoff(e.backoff)}
-	if e.concurrency > 0 {
-		options = append(options, lambda.WithConcurrency(e.concurrency))
-	}
-	if e.deadlineMargin != nil {
-		options = append(options, lambda.WithDeadlineMargin(*e.deadlineMargin))
-	}
-	if e.fifoMode != nil {
-		options = append(options, lambda.WithFIFOMode(*e.fifoMode))
-	}
-	if e.entireBatchFailureError != nil {
-		options = append(options, lambda.WithEntireBatchFailureError(*e.entireBatchFailureError))
-	}
-	if e.reportBatchItemFailures != nil {
-		options = append(options, lambda.WithReportBatchItemFailures(*e.reportBatchItemFailures))
-	}
-	return options
-}
-
-// fillPoller fills config's zero fields from the environment.
-func (e environment) fillPoller(config poller.Config, logger *slog.Logger) poller.Config {
-	if config.QueueURL == "" {
-		config.QueueURL = e.queueURL
-	}
-	if config.Concurrency == 0 {
-		config.Concurrency = e.concurrency
-	}
-	if config.HandlerTimeout == 0 {
-		config.HandlerTimeout = e.handlerTimeout
-	}
-	if config.DrainTimeout == 0 {
-		config.DrainTimeout = e.drainTimeout
-	}
-	if config.HealthCheckAddress == "" {
-		config.HealthCheckAddress = e.healthAddress
-	}
-	if config.Backoff.Base == 0 {
-		config.Backoff.Base = e.backoff.Base
-	}
-	if config.Backoff.Cap == 0 {
-		config.Backoff.Cap = e.backoff.Cap
-	}
-	if !config.AllowUnboundedRetries {
-		config.AllowUnboundedRetries = e.allowUnboundedRetries
-	}
-	if config.Logger == nil {
-		config.Logger = logger
-	}
-	return config
 }

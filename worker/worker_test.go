@@ -71,7 +71,7 @@ func TestRunInLambda(t *testing.T) {
 	t.Cleanup(func() { startLambda = original })
 
 	handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return errors.New("downstream 503") })
-	if err := Run(context.Background(), handler, Options{Logger: slog.New(slog.DiscardHandler), Lambda: []lambda.Option{lambda.WithSQSClient(discardSQS{})}}); err != nil {
+	if err := Run(context.Background(), handler, Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Lambda: []lambda.Option{lambda.WithSQSClient(discardSQS{})}}); err != nil {
 		t.Fatal(err)
 	}
 	batchHandler, ok := started.(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error))
@@ -105,7 +105,7 @@ func TestRunPoller(t *testing.T) {
 		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 			handled.Add(1)
 			return nil
-		}), Options{Logger: slog.New(slog.DiscardHandler), Poller: poller.Config{WaitTime: time.Second}, OnPollerStopped: func(s poller.Stats) { stats = s }})
+		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}, OnPollerStopped: func(s poller.Stats) { stats = s }})
 	}()
 	testenv.Eventually(t, 20*time.Second, "three messages handled and deleted", func() bool {
 		visible, inFlight := testenv.Counts(t, client, queue.URL)
@@ -125,7 +125,7 @@ func TestRunPollerWithoutQueue(t *testing.T) {
 	t.Setenv(EnvQueueURL, "")
 	t.Setenv(EnvQueueName, "")
 	err := Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
-		Options{SQSClient: testenv.SQS(t)})
+		Options{Settings: Settings{SQSClient: testenv.SQS(t)}})
 	if err == nil || !strings.Contains(err.Error(), EnvQueueURL) {
 		t.Fatalf("error %v, want one naming %s", err, EnvQueueURL)
 	}
@@ -136,4 +136,47 @@ type discardSQS struct{ lambda.SQSAPI }
 
 func (discardSQS) ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
+}
+
+// fakeHost is a third host: Run takes it through the Host interface alone.
+type fakeHost struct {
+	detect bool
+	got    *Settings
+}
+
+func (fakeHost) Name() string   { return "fake" }
+func (h fakeHost) Detect() bool { return h.detect }
+func (h fakeHost) Run(_ context.Context, _ sqsworker.Handler, settings Settings) error {
+	*h.got = settings
+	return nil
+}
+
+// TestRunPicksTheFirstHostThatDetectsItself: a host is one value in Options.Hosts, and
+// every host gets the same settings, filled from the environment.
+func TestRunPicksTheFirstHostThatDetectsItself(t *testing.T) {
+	t.Setenv(EnvConcurrency, "7")
+	t.Setenv(EnvBackoffBase, "3s")
+	t.Setenv(EnvDeadLetterSend, "false")
+	var skipped, picked Settings
+	observer := sqsworker.ObserverFunc(func(context.Context, sqsworker.Event) {})
+	err := Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }), Options{
+		Settings: Settings{Observer: observer, Backoff: sqsworker.Backoff{Cap: time.Minute}},
+		Hosts:    []Host{fakeHost{detect: false, got: &skipped}, fakeHost{detect: true, got: &picked}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skipped.Logger != nil {
+		t.Error("a host that did not detect itself was run")
+	}
+	if picked.Concurrency != 7 || picked.Backoff.Base != 3*time.Second || picked.Backoff.Cap != time.Minute ||
+		!picked.DisableDeadLetterSend || picked.Observer == nil || picked.Logger == nil {
+		t.Errorf("settings = %+v, want concurrency 7, backoff 3s..1m, dead-letter send off, the observer and a logger", picked)
+	}
+	err = Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }), Options{
+		Hosts: []Host{fakeHost{detect: false, got: &skipped}},
+	})
+	if err == nil || !strings.Contains(err.Error(), "fake") {
+		t.Errorf("error %v, want one naming the hosts tried", err)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/term"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/redrive"
 )
 
 // Output formats of --output.
@@ -130,8 +134,12 @@ func timestamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// queueName returns the last path element of a queue URL or ARN.
+// queueName returns the name of a queue from its ARN (sqsx.ParseQueueARN) or the last
+// path element of its URL.
 func queueName(ref string) string {
+	if arn, err := sqsx.ParseQueueARN(ref); err == nil {
+		return arn.Name
+	}
 	if i := strings.LastIndexAny(ref, "/:"); i >= 0 {
 		return ref[i+1:]
 	}
@@ -145,4 +153,14 @@ func oneLine(text string, n int) string {
 		return text[:n-1] + "…"
 	}
 	return text
+}
+
+// resolveQueue resolves a queue name, URL or ARN to its URL (sqsx.ResolveQueueURL); a
+// queue that does not exist gives an error matching redrive.ErrQueueNotFound.
+func resolveQueue(ctx context.Context, client sqsx.QueueURLAPI, ref string) (string, error) {
+	url, err := sqsx.ResolveQueueURL(ctx, client, ref)
+	if err != nil && !errors.Is(err, redrive.ErrQueueNotFound) {
+		return "", fmt.Errorf("sqsworker: %w", err)
+	}
+	return url, err
 }

@@ -22,6 +22,8 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
@@ -206,13 +208,13 @@ func TestCLISendStatsPeek(t *testing.T) {
 // deadLetter puts a message in queueURL's DLQ the way a host does (failure attributes).
 func deadLetter(t *testing.T, client *sqs.Client, queueURL, id, body, reason string) {
 	t.Helper()
-	queue, err := sqsworker.LoadQueue(context.Background(), client, queueURL)
+	queue, err := sqsx.LoadQueue(context.Background(), client, queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	message := &sqsworker.Message{ID: id, Body: body, ReceiveCount: 3, GroupID: "g1"}
 	outcome := sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: reason, Err: fmt.Errorf("webhook answered %s", reason)}
-	if err := sqsworker.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
+	if err := settle.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 func newCreateCommand(a *app) *cobra.Command {
@@ -98,8 +99,8 @@ the worker host refuses or warns (see package poller); SQS accepts 1 to 1000.`,
 				FIFO:                     fifo,
 				VisibilityTimeoutSeconds: visibilitySeconds,
 				MessageRetentionSeconds:  retentionSeconds,
-				ReceiveWaitTimeSeconds:   20,
-				MaximumMessageSize:       1048576,
+				ReceiveWaitTimeSeconds:   int(sqsx.MaxWaitTime / time.Second),
+				MaximumMessageSize:       sqsx.MaxMessageBytes,
 				MaxReceiveCount:          maxReceives,
 				DeadLetterQueue:          &provision.DeadLetterQueue{Name: dlqName, MessageRetentionSeconds: dlqRetentionSeconds},
 			}}}

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
@@ -41,7 +41,7 @@ func TestCreateQueueWithDeadLetterQueue(t *testing.T) {
 		if !created.Created || created.URL == "" || created.DeadLetterQueueARN == "" {
 			t.Fatalf("create queue %s: %+v", name, created)
 		}
-		queue, err := sqsworker.LoadQueue(context.Background(), client, created.URL)
+		queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ expiry_basis, and retention_seconds in seconds.`,
 			if err != nil {
 				return err
 			}
-			url, err := redrive.QueueURL(ctx, client, args[0])
+			url, err := resolveQueue(ctx, client, args[0])
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -18,7 +17,7 @@ func TestPeekTextOnASourceQueue(t *testing.T) {
 	letter := redrive.DeadLetter{ID: "m-1", SentAt: now, ExpiresAt: now.Add(time.Hour), ExpiryExact: true, ExpiryBasis: redrive.ExpiryBasisOriginalEnqueue}
 	var out bytes.Buffer
 	a := newApp(&out, &out)
-	a.printDeadLetters(&redrive.PeekResult{QueueURL: "http://x/q", RedrivePolicy: &sqsworker.RedrivePolicy{MaxReceiveCount: 5, DeadLetterTargetARN: "arn:aws:sqs:r:1:q-dlq"}, Messages: []redrive.DeadLetter{letter}}, now)
+	a.printDeadLetters(&redrive.PeekResult{QueueURL: "http://x/q", RedrivePolicy: &redrive.RedrivePolicy{MaxReceiveCount: 5, DeadLetterTargetARN: "arn:aws:sqs:r:1:q-dlq"}, Messages: []redrive.DeadLetter{letter}}, now)
 	if text := out.String(); strings.Contains(text, "moved by the redrive policy") || !strings.Contains(text, "failure reason:  (none: not dead-lettered; this is not a dead-letter queue)") {
 		t.Errorf("peek of a source queue:\n%s", text)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/redrive"
 )
 
 // defaultFunctionURL is the Invoke endpoint of a Runtime Interface Emulator on its
@@ -63,7 +62,7 @@ invocation at a time. Runs until interrupted, then prints what it did (--output 
 			if err != nil {
 				return err
 			}
-			if cfg.QueueURL, err = redrive.QueueURL(ctx, client, args[0]); err != nil {
+			if cfg.QueueURL, err = resolveQueue(ctx, client, args[0]); err != nil {
 				return err
 			}
 			mapping, err := esm.New(ctx, client, cfg)

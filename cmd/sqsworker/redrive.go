@@ -224,7 +224,7 @@ func sourceARN(ctx context.Context, client *sqs.Client, ref string) (string, err
 	if err == nil && len(tasks) > 0 {
 		return tasks[0].SourceARN, nil
 	}
-	url, err := redrive.QueueURL(ctx, client, ref)
+	url, err := resolveQueue(ctx, client, ref)
 	if err != nil {
 		return "", err
 	}
@@ -292,7 +292,7 @@ or duplicated (sent but not deleted), 1 on error.`,
 			if err != nil {
 				return err
 			}
-			if config.Source, err = redrive.QueueURL(ctx, client, from); err != nil {
+			if config.Source, err = resolveQueue(ctx, client, from); err != nil {
 				return err
 			}
 			if to == "" {
@@ -300,7 +300,7 @@ or duplicated (sent but not deleted), 1 on error.`,
 					return err
 				}
 			}
-			if config.Destination, err = redrive.QueueURL(ctx, client, to); err != nil {
+			if config.Destination, err = resolveQueue(ctx, client, to); err != nil {
 				if errors.Is(err, redrive.ErrQueueNotFound) {
 					return redrive.DestinationMissing(to, err)
 				}

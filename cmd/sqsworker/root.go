@@ -11,7 +11,7 @@ import (
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sqsworker",
-		Short: "Operate sqsworker queues: statistics, dead letters, redrive, test messages, idempotency records",
+		Short: "Operate sqsworker queues: statistics, dead letters, redrive, test messages, idempotency records, schedules",
 		Long: `sqsworker operates the queues of an sqsworker deployment.
 
 AWS configuration comes from the standard chain: --profile or AWS_PROFILE, --region or
@@ -56,6 +56,7 @@ Exit codes:
 		newIdempotencyCommand(a),
 		newESMCommand(a),
 		newCreateCommand(a),
+		newSchedulesCommand(a),
 	)
 	return root
 }

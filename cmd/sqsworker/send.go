@@ -14,12 +14,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 // fileMessage is one line of `send --file`.
@@ -33,8 +32,11 @@ type fileMessage struct {
 	// Group and Dedup are the FIFO message group and deduplication ids.
 	Group string `json:"group"`
 	Dedup string `json:"dedup"`
-	// DelaySeconds delays delivery (standard queues only, 0 to 900).
-	DelaySeconds int32 `json:"delay_seconds"`
+	// Type is the job type, sent as the job-type attribute a ServeMux routes on.
+	Type string `json:"type"`
+	// DelaySeconds delays delivery (standard queues only): up to 900 through
+	// DelaySeconds, longer through hops (see newSendCommand), at most 14 days.
+	DelaySeconds int64 `json:"delay_seconds"`
 }
 
 // sentMessage and sendFailure are the JSON output of `send`.
@@ -57,32 +59,35 @@ type sendReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// maxDelaySeconds is SQS's limit on DelaySeconds (15 minutes; SendMessage API reference).
-const maxDelaySeconds = 900
+// maxDelay bounds --delay and delay_seconds: SQS's longest message retention (14 days),
+// so a typo (seconds for milliseconds) is refused rather than parked for months. Delays
+// past SQS's 900-second DelaySeconds hop (producer.Producer.DelayMiddleware).
+const maxDelay = sqsx.MaxRetention
+
+// delayRange is how the errors name the accepted delays.
+const delayRange = "0 to 14 days (up to 15m through SQS's DelaySeconds, longer through hops)"
 
 // parseDelay reads --delay: whole seconds ("90") or a Go duration in whole seconds
-// ("90s", "15m"), 0 to 900.
-func parseDelay(text string) (int32, error) {
+// ("90s", "15m", "40m", "36h"), 0 to 14 days.
+func parseDelay(text string) (time.Duration, error) {
 	if seconds, err := strconv.ParseInt(text, 10, 64); err == nil {
-		if seconds < 0 || seconds > maxDelaySeconds {
-			return 0, fmt.Errorf("--delay %s: SQS accepts 0 to 900 seconds (15m)", text)
+		if seconds < 0 || seconds > int64(maxDelay/time.Second) {
+			return 0, fmt.Errorf("--delay %s: the delay is %s", text, delayRange)
 		}
-		return int32(seconds), nil
+		return time.Duration(seconds) * time.Second, nil
 	}
 	delay, err := time.ParseDuration(text)
-	if err != nil || delay < 0 || delay > maxDelaySeconds*time.Second || delay%time.Second != 0 {
-		return 0, fmt.Errorf("--delay %q: SQS accepts 0 to 900 seconds (15m), in whole seconds, such as 90 or 90s", text)
+	if err != nil || delay < 0 || delay > maxDelay || delay%time.Second != 0 {
+		return 0, fmt.Errorf("--delay %q: the delay is %s, in whole seconds, such as 90, 90s or 40m", text, delayRange)
 	}
-	return int32(delay / time.Second), nil
+	return delay, nil
 }
 
-// sendAPI is the SQS call `send` makes once it knows the queue.
-type sendAPI interface {
-	SendMessageBatch(ctx context.Context, input *sqs.SendMessageBatchInput, options ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-}
+// sendAPI is the SQS client `send` sends through, once it knows the queue.
+type sendAPI = producer.API
 
 func newSendCommand(a *app) *cobra.Command {
-	var body, file, group, dedup string
+	var body, file, group, dedup, jobType string
 	var attributes []string
 	var delay string
 	cmd := &cobra.Command{
@@ -93,22 +98,30 @@ QUEUE. Files are sent with SendMessageBatch, packed by count (10) and by the que
 MaximumMessageSize in bytes.
 
 A line of --file looks like:
-  {"body": {"id": 1}, "attributes": {"type": "invoice", "count:Number": "3"}, "group": "g1", "dedup": "k1"}
-"body" is sent as its text when it is a JSON string, as compact JSON otherwise. --attr,
---group and --dedup apply to lines that do not set them.
+  {"body": {"id": 1}, "type": "invoice", "attributes": {"count:Number": "3"}, "group": "g1", "dedup": "k1"}
+"body" is sent as its text when it is a JSON string, as compact JSON otherwise. --job-type,
+--attr, --group, --dedup and --delay apply to lines that do not set them.
+
+--job-type TYPE (a line's "type") sets the job-type attribute a sqsworker.ServeMux routes
+on.
 
 --attr NAME=VALUE adds a String attribute; NAME:TYPE=VALUE sets the type (Number, String,
 or a custom String.x / Number.x). FIFO queues need --group, and --dedup unless the queue
 has content-based deduplication.
 
---delay (and a line's "delay_seconds") is 0 to 900 seconds, SQS's limit: 90, 90s or 15m.
+--delay (a line's "delay_seconds") is 0 to 14 days: 90, 90s, 15m, 40m, 36h. Up to 15m it is
+SQS's DelaySeconds; longer delays are sent as hops of 15m with the due time in the due-at
+attribute, and the worker must run producer.Producer.DelayMiddleware, which sends the job
+on until it is due (a ServeMux without it defers the job through its visibility timeout).
+FIFO queues take no per-message delay.
 
 When a batch call fails, send stops and reports what it sent before (text and -o json,
 whose "error" names the failed call) and every line not sent.
 
 Exit: 0 when everything was sent, 3 when some lines were sent and some not, 1 when none
 was sent or on error, 2 on bad usage.`,
-		Example: `  sqsworker send orders --body '{"id":42}' --attr type=invoice
+		Example: `  sqsworker send orders --body '{"id":42}' --job-type invoice
+  sqsworker send orders --body '{"month":"2026-11"}' --job-type report --delay 40m
   sqsworker send orders.fifo --body k2 --group g1 --dedup k2-retry
   sqsworker send orders --file messages.jsonl -o json`,
 		Args: exactArgs(1),
@@ -117,11 +130,11 @@ was sent or on error, 2 on bad usage.`,
 			if (body == "") == (file == "") {
 				return usageError(errors.New("give exactly one of --body and --file"))
 			}
-			delaySeconds, err := parseDelay(delay)
+			delayed, err := parseDelay(delay)
 			if err != nil {
 				return usageError(err)
 			}
-			defaults := fileMessage{Group: group, Dedup: dedup, DelaySeconds: delaySeconds, Attributes: map[string]string{}}
+			defaults := fileMessage{Type: jobType, Group: group, Dedup: dedup, DelaySeconds: int64(delayed / time.Second), Attributes: map[string]string{}}
 			for _, attribute := range attributes {
 				name, value, ok := strings.Cut(attribute, "=")
 				if !ok || name == "" {
@@ -145,11 +158,11 @@ was sent or on error, 2 on bad usage.`,
 			if err != nil {
 				return err
 			}
-			url, err := redrive.QueueURL(ctx, client, args[0])
+			url, err := resolveQueue(ctx, client, args[0])
 			if err != nil {
 				return err
 			}
-			queue, err := sqsworker.LoadQueue(ctx, client, url)
+			queue, err := sqsx.LoadQueue(ctx, client, url)
 			if err != nil {
 				return err
 			}
@@ -162,7 +175,8 @@ was sent or on error, 2 on bad usage.`,
 	cmd.Flags().StringArrayVar(&attributes, "attr", nil, "message attribute NAME=VALUE or NAME:TYPE=VALUE (repeatable)")
 	cmd.Flags().StringVar(&group, "group", "", "FIFO message group id")
 	cmd.Flags().StringVar(&dedup, "dedup", "", "FIFO message deduplication id")
-	cmd.Flags().StringVar(&delay, "delay", "0", "delivery delay: 0 to 900 seconds, as 90, 90s or 15m (standard queues)")
+	cmd.Flags().StringVar(&delay, "delay", "0", "delivery delay: 0 to 14 days, as 90, 90s, 15m or 40m; past 15m through hops (standard queues)")
+	cmd.Flags().StringVar(&jobType, "job-type", "", "job type (the job-type attribute a ServeMux routes on)")
 	return cmd
 }
 
@@ -178,7 +192,7 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 	}
 	var messages []fileMessage
 	scanner := bufio.NewScanner(input)
-	scanner.Buffer(make([]byte, 64*1024), 2*redrive.MaxMessageSize)
+	scanner.Buffer(make([]byte, 64*1024), 2*sqsx.MaxMessageBytes)
 	for line := 1; scanner.Scan(); line++ {
 		text := bytes.TrimSpace(scanner.Bytes())
 		if len(text) == 0 {
@@ -193,8 +207,8 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 		if len(message.Body) == 0 {
 			return nil, usageError(fmt.Errorf("%s line %d: no \"body\"", file, line))
 		}
-		if message.DelaySeconds < 0 || message.DelaySeconds > maxDelaySeconds {
-			return nil, usageError(fmt.Errorf("%s line %d: delay_seconds %d: SQS accepts 0 to 900 seconds", file, line, message.DelaySeconds))
+		if message.DelaySeconds < 0 || message.DelaySeconds > int64(maxDelay/time.Second) {
+			return nil, usageError(fmt.Errorf("%s line %d: delay_seconds %d: the delay is %s", file, line, message.DelaySeconds, delayRange))
 		}
 		if message.Attributes == nil {
 			message.Attributes = defaults.Attributes
@@ -207,36 +221,31 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 	return messages, nil
 }
 
-// entry converts a message into a batch entry and its size as SQS counts it.
-func (m fileMessage) entry(id string) (types.SendMessageBatchRequestEntry, int, error) {
+// job converts a line into the producer's job.
+func (m fileMessage) job() (producer.Job, error) {
 	var text string
 	if err := json.Unmarshal(m.Body, &text); err != nil {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, m.Body); err != nil {
-			return types.SendMessageBatchRequestEntry{}, 0, err
+			return producer.Job{}, err
 		}
 		text = compact.String()
 	}
-	entry := types.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(text), DelaySeconds: m.DelaySeconds}
-	size := len(text)
+	job := producer.Job{
+		Type: m.Type, Body: text, Delay: time.Duration(m.DelaySeconds) * time.Second,
+		GroupID: m.Group, DeduplicationID: m.Dedup,
+	}
 	for key, value := range m.Attributes {
 		name, dataType, ok := strings.Cut(key, ":")
 		if !ok {
 			dataType = "String"
 		}
-		if entry.MessageAttributes == nil {
-			entry.MessageAttributes = map[string]types.MessageAttributeValue{}
+		if job.Attributes == nil {
+			job.Attributes = map[string]types.MessageAttributeValue{}
 		}
-		entry.MessageAttributes[name] = types.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(value)}
-		size += len(name) + len(dataType) + len(value)
+		job.Attributes[name] = types.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(value)}
 	}
-	if m.Group != "" {
-		entry.MessageGroupId = aws.String(m.Group)
-	}
-	if m.Dedup != "" {
-		entry.MessageDeduplicationId = aws.String(m.Dedup)
-	}
-	return entry, size, nil
+	return job, nil
 }
 
 // printSendReport prints what sendMessages did and returns the command's error: nil
@@ -271,80 +280,57 @@ func (a *app) printSendReport(report *sendReport, total int, sendErr error) erro
 	}
 }
 
-// sendMessages sends messages in batches packed by count and by the queue's
+// sendMessages sends messages through the producer, ten lines per SendMessageBatch
+// (split further by the 1 MiB batch limit), each checked against the queue's
 // MaximumMessageSize, and reports each line's outcome. A failed SendMessageBatch call
 // stops the send: the report then lists what was sent before, the failed batch's lines
 // and every later line as not sent, and the error is returned with it.
-func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsworker.Queue, messages []fileMessage) (*sendReport, error) {
+func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queue, messages []fileMessage) (*sendReport, error) {
 	report := &sendReport{Queue: queue.URL, Sent: []sentMessage{}}
-	limit := queue.MaximumMessageSize
-	if limit <= 0 {
-		limit = redrive.DefaultMaximumMessageSize
+	jobs, err := producer.New(client, producer.Config{})
+	if err != nil {
+		return report, err
 	}
 	bar := a.progress("sending")
 	defer bar.done()
-	var batch []types.SendMessageBatchRequestEntry
-	var batchLines []int
-	lines := map[string]int{}
-	bytes := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.URL), Entries: batch})
-		if err != nil {
-			err = fmt.Errorf("sqsworker: sending to %s: %w", queue.URL, err)
-			for _, line := range batchLines {
-				report.Failed = append(report.Failed, sendFailure{Line: line, Error: err.Error()})
-			}
-			return err
-		}
-		for _, ok := range output.Successful {
-			report.Sent = append(report.Sent, sentMessage{Line: lines[aws.ToString(ok.Id)], ID: aws.ToString(ok.MessageId)})
-		}
-		for _, failed := range output.Failed {
-			report.Failed = append(report.Failed, sendFailure{Line: lines[aws.ToString(failed.Id)], Error: aws.ToString(failed.Code) + ": " + aws.ToString(failed.Message)})
-		}
-		bar.set(int64(len(report.Sent)+len(report.Failed)), int64(len(messages)))
-		batch, batchLines, bytes, lines = nil, nil, 0, map[string]int{}
-		return nil
-	}
-	// notAttempted lists the lines after index i that have a body as not sent.
-	notAttempted := func(i int, cause error) {
-		for j := i; j < len(messages); j++ {
-			if len(messages[j].Body) > 0 {
-				report.Failed = append(report.Failed, sendFailure{Line: j + 1, Error: "not attempted: an earlier batch failed: " + cause.Error()})
-			}
-		}
-	}
+	var lines []int // line numbers of the lines with a body
 	for i, message := range messages {
-		if len(message.Body) == 0 {
-			continue
+		if len(message.Body) > 0 {
+			lines = append(lines, i+1)
 		}
-		line := i + 1
-		id := "l" + strconv.Itoa(line)
-		entry, size, err := message.entry(id)
-		if err != nil {
-			report.Failed = append(report.Failed, sendFailure{Line: line, Error: err.Error()})
-			continue
+	}
+	for start := 0; start < len(lines); start += sqsx.MaxBatchEntries {
+		chunk := lines[start:min(start+sqsx.MaxBatchEntries, len(lines))]
+		var batch []producer.Job
+		var batchLines []int
+		for _, line := range chunk {
+			job, err := messages[line-1].job()
+			if err != nil {
+				report.Failed = append(report.Failed, sendFailure{Line: line, Error: err.Error()})
+				continue
+			}
+			batch = append(batch, job)
+			batchLines = append(batchLines, line)
 		}
-		if size > limit {
-			report.Failed = append(report.Failed, sendFailure{Line: line, Error: fmt.Sprintf("%d bytes, more than the queue's MaximumMessageSize %d", size, limit)})
-			continue
-		}
-		if len(batch) == redrive.MaxBatchEntries || bytes+size > limit {
-			if err := flush(); err != nil {
-				notAttempted(i, err)
-				return report, err
+		results, _ := jobs.SendBatch(ctx, queue.URL, batch)
+		var callErr error
+		for i, result := range results {
+			if result.Err == nil {
+				report.Sent = append(report.Sent, sentMessage{Line: batchLines[i], ID: result.MessageID})
+				continue
+			}
+			report.Failed = append(report.Failed, sendFailure{Line: batchLines[i], Error: result.Err.Error()})
+			if _, failed := errors.AsType[*sqsx.CallError](result.Err); failed && callErr == nil {
+				callErr = result.Err
 			}
 		}
-		batch = append(batch, entry)
-		batchLines = append(batchLines, line)
-		lines[id] = line
-		bytes += size
-	}
-	if err := flush(); err != nil {
-		return report, err
+		bar.set(int64(len(report.Sent)+len(report.Failed)), int64(len(lines)))
+		if callErr != nil {
+			for _, line := range lines[start+len(chunk):] {
+				report.Failed = append(report.Failed, sendFailure{Line: line, Error: "not attempted: an earlier batch failed: " + callErr.Error()})
+			}
+			return report, callErr
+		}
 	}
 	return report, nil
 }

@@ -8,24 +8,28 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 func TestParseDelay(t *testing.T) {
 	t.Parallel()
-	for text, want := range map[string]int32{"0": 0, "90": 90, "90s": 90, "15m": 900, "900": 900} {
+	for text, want := range map[string]time.Duration{
+		"0": 0, "90": 90 * time.Second, "90s": 90 * time.Second, "15m": 15 * time.Minute, "900": 15 * time.Minute,
+		"15m1s": 15*time.Minute + time.Second, "40m": 40 * time.Minute, "336h": 14 * 24 * time.Hour,
+	} {
 		if got, err := parseDelay(text); err != nil || got != want {
-			t.Errorf("parseDelay(%q) = %d, %v; want %d", text, got, err, want)
+			t.Errorf("parseDelay(%q) = %s, %v; want %s", text, got, err, want)
 		}
 	}
-	for _, text := range []string{"3600000", "-5", "901", "15m1s", "1.5s", "1193h", "soon"} {
-		if got, err := parseDelay(text); err == nil || !strings.Contains(err.Error(), "0 to 900 seconds") {
-			t.Errorf("parseDelay(%q) = %d, %v; want an error naming 0 to 900 seconds", text, got, err)
+	for _, text := range []string{"3600000", "-5", "1.5s", "337h", "soon"} {
+		if got, err := parseDelay(text); err == nil || !strings.Contains(err.Error(), "0 to 14 days") {
+			t.Errorf("parseDelay(%q) = %s, %v; want an error naming 0 to 14 days", text, got, err)
 		}
 	}
 }
@@ -36,18 +40,27 @@ func TestSendDelayValidated(t *testing.T) {
 	t.Parallel()
 	for _, delay := range []string{"3600000", "-5", "1193h"} {
 		r := cli(t, nil, "send", "q", "--body", "x", "--delay", delay)
-		if r.code != exitUsage || !strings.Contains(r.stderr, "0 to 900 seconds") {
-			t.Errorf("send --delay %s: exit %d, stderr %q; want exit 2 naming 0 to 900 seconds", delay, r.code, r.stderr)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "0 to 14 days") {
+			t.Errorf("send --delay %s: exit %d, stderr %q; want exit 2 naming 0 to 14 days", delay, r.code, r.stderr)
 		}
 	}
 	_, err := readMessages(strings.NewReader(`{"body":"x","delay_seconds":3600000}`), "-", fileMessage{})
-	if err == nil || !strings.Contains(err.Error(), "0 to 900 seconds") {
-		t.Errorf("delay_seconds 3600000 in a file: %v, want an error naming 0 to 900 seconds", err)
+	if err == nil || !strings.Contains(err.Error(), "0 to 14 days") {
+		t.Errorf("delay_seconds 3600000 in a file: %v, want an error naming 0 to 14 days", err)
 	}
 }
 
-// failingSecondBatch accepts the first SendMessageBatch and fails every later one.
+// failingSecondBatch accepts the first SendMessageBatch and fails every later one. It
+// answers GetQueueAttributes with a 256 KiB MaximumMessageSize and takes no SendMessage.
 type failingSecondBatch struct{ calls int }
+
+func (f *failingSecondBatch) SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	return nil, errors.New("fake: no SendMessage")
+}
+
+func (f *failingSecondBatch) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MaximumMessageSize": "262144"}}, nil
+}
 
 func (f *failingSecondBatch) SendMessageBatch(_ context.Context, input *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.calls++
@@ -69,7 +82,7 @@ func TestSendReportsWhatWasSentWhenALaterBatchFails(t *testing.T) {
 	for i := range 15 {
 		messages = append(messages, fileMessage{Body: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
 	}
-	queue := &sqsworker.Queue{URL: "http://127.0.0.1:4566/000000000000/orders", MaximumMessageSize: 262144}
+	queue := &sqsx.Queue{URL: "http://127.0.0.1:4566/000000000000/orders", MaximumMessageSize: 262144}
 	for _, output := range []string{outputText, outputJSON} {
 		var stdout, stderr bytes.Buffer
 		a := newApp(&stdout, &stderr)

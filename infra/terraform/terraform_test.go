@@ -38,7 +38,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated inputs/outputs block of each module README")
 
 // moduleNames are the modules under modules/, in the order the READMEs list them.
-var moduleNames = []string{"worker-queue", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service"}
+var moduleNames = []string{"worker-queue", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service", "eventbridge-schedules"}
 
 var exampleNames = []string{"complete", "lambda-only"}
 
@@ -53,7 +53,8 @@ const (
 // Loading
 // ---------------------------------------------------------------------------------------
 
-// repoRoot walks up from the test's directory to the directory holding go.mod.
+// repoRoot walks up from the test's directory to the directory holding the root module's
+// go.mod (this test is a module of its own, infra/terraform/go.mod).
 func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -61,12 +62,13 @@ func repoRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.HasPrefix(string(data), "module github.com/sqsworker/sqsworker\n") {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
+			t.Fatal("no go.mod of module github.com/sqsworker/sqsworker above the test directory")
 		}
 		dir = parent
 	}
@@ -306,13 +308,19 @@ func (c *config) local(t testing.TB, name string) hclsyntax.Expression {
 // Terraform's semantics. A condition calling anything else fails the tests ("Call to
 // unknown function"), which keeps the conditions to functions checked here.
 var terraformFunctions = map[string]function.Function{
-	"alltrue":  allTrueFunc,
-	"can":      tryfunc.CanFunc,
-	"contains": stdlib.ContainsFunc,
-	"floor":    stdlib.FloorFunc,
-	"join":     stdlib.JoinFunc,
-	"length":   lengthFunc,
-	"regex":    stdlib.RegexFunc,
+	"alltrue":    allTrueFunc,
+	"can":        tryfunc.CanFunc,
+	"contains":   stdlib.ContainsFunc,
+	"distinct":   stdlib.DistinctFunc,
+	"floor":      stdlib.FloorFunc,
+	"join":       stdlib.JoinFunc,
+	"jsondecode": stdlib.JSONDecodeFunc,
+	"jsonencode": stdlib.JSONEncodeFunc,
+	"length":     lengthFunc,
+	"merge":      stdlib.MergeFunc,
+	"regex":      stdlib.RegexFunc,
+	"trimspace":  stdlib.TrimSpaceFunc,
+	"try":        tryfunc.TryFunc,
 }
 
 // allTrueFunc is Terraform's alltrue: true when every element is true (and for an empty list).
@@ -842,6 +850,10 @@ func TestValidationsAgreeWithTerraformCLI(t *testing.T) {
 		{module: "idempotency-table"},
 		{module: "lambda-consumer"},
 		{module: "poller-service"},
+		{module: "eventbridge-schedules"},
+		{module: "eventbridge-schedules", vars: map[string]any{"schedules_json": badCronSchedules}, errors: 1, want: []string{
+			"EventBridge Scheduler cannot run these cron expressions as written: seconds (\"*/10 * * * * *\"), numeric-days (\"0 9 * * 1-5\")",
+		}},
 		{module: "lambda-consumer", vars: c19, errors: 3, want: []string{
 			"6 x 120 + 10 = 730", "max_receive_count (2) must be at least 5", "reserved_concurrent_executions (1) is below 5", "maximum_concurrency (2-1000)",
 		}},
@@ -1150,6 +1162,11 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 	want := map[string]map[string][]string{
 		"worker-permissions": worker,
 		"lambda-consumer":    logs,
+		"eventbridge-schedules": {
+			"var.queue_arn":             {"sqs:SendMessage"},
+			"var.dead_letter_queue_arn": {"sqs:SendMessage"},
+			"var.kms_key_arns":          {"kms:Decrypt", "kms:GenerateDataKey"},
+		},
 		"poller-service": merged(logs, map[string][]string{
 			"var.ecr_repository_arn": {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"},
 			`"*"`:                    {"ecr:GetAuthorizationToken"},

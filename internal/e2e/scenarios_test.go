@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/poller"
 )
@@ -73,7 +74,7 @@ func TestC10DuplicateWhileOriginalRunsIsDeferred(t *testing.T) {
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 	}, 1, testenv.ReceiveTimeout)
 	require.Len(t, received, 1)
-	w1Message := sqsworker.MessageFromSQS(received[0], queue.URL, queue.ARN)
+	w1Message := sqsx.FromSDK(received[0], queue.URL, queue.ARN)
 	started, hung := make(chan struct{}), make(chan struct{})
 	w1 := idempotent(t, table, "invoice", sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		close(started)

@@ -38,20 +38,23 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // Defaults and AWS limits for [Config].
 const (
 	// DefaultBatchSize is the batch size when Config.BatchSize is zero (AWS's default for SQS).
 	DefaultBatchSize = 10
-	// MaxBatchSizeWithoutWindow is the largest batch size without a batching window.
-	MaxBatchSizeWithoutWindow = 10
+	// MaxBatchSizeWithoutWindow is the largest batch size without a batching window
+	// (one receive's worth).
+	MaxBatchSizeWithoutWindow = sqsx.MaxBatchEntries
 	// MaxBatchSize is the largest batch size with a batching window (standard queues).
 	MaxBatchSize = 10000
 	// MaxBatchingWindow is the longest batching window AWS accepts.
 	MaxBatchingWindow = 300 * time.Second
 	// DefaultWaitTime is the long-poll wait of each receive (SQS's maximum).
-	DefaultWaitTime = 20 * time.Second
+	DefaultWaitTime = sqsx.MaxWaitTime
 	// MaxInvokePayload is Lambda's synchronous invocation payload limit; a batch stops
 	// growing before its event would exceed it.
 	MaxInvokePayload = 6 * 1024 * 1024

@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
 // SQSAPI is the part of the SQS client the mapping uses. *sqs.Client satisfies it.
@@ -85,11 +85,11 @@ func New(ctx context.Context, client SQSAPI, cfg Config) (*Mapping, error) {
 		return nil, fmt.Errorf("esm: reading the ARN of %s: %w", cfg.QueueURL, err)
 	}
 	arn := output.Attributes[string(types.QueueAttributeNameQueueArn)]
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 {
-		return nil, fmt.Errorf("esm: queue %s has ARN %q, not an SQS queue ARN", cfg.QueueURL, arn)
+	parsed, err := sqsx.ParseQueueARN(arn)
+	if err != nil {
+		return nil, fmt.Errorf("esm: queue %s: %w", cfg.QueueURL, err)
 	}
-	return &Mapping{client: client, cfg: cfg, queueARN: arn, region: parts[3]}, nil
+	return &Mapping{client: client, cfg: cfg, queueARN: arn, region: parsed.Region}, nil
 }
 
 // Stats returns the counts so far.
@@ -171,8 +171,8 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 		}
 		output, err := m.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(m.cfg.QueueURL),
-			MaxNumberOfMessages:         int32(min(10, m.cfg.BatchSize-len(messages))),
-			WaitTimeSeconds:             int32(wait / time.Second),
+			MaxNumberOfMessages:         int32(min(sqsx.MaxBatchEntries, m.cfg.BatchSize-len(messages))),
+			WaitTimeSeconds:             sqsx.WaitSeconds(wait.Truncate(time.Second)),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
@@ -276,7 +276,7 @@ func (m *Mapping) post(ctx context.Context, endpoint string, payload []byte) (in
 }
 
 // deleteExcept deletes every message not in keep, ten per request. Entries a batch
-// request reports failed are retried once, then reported.
+// request reports failed (or leaves out) are retried once, then reported.
 func (m *Mapping) deleteExcept(ctx context.Context, messages []types.Message, keep []string) ([]string, error) {
 	kept := make(map[string]bool, len(keep))
 	for _, id := range keep {
@@ -290,36 +290,24 @@ func (m *Mapping) deleteExcept(ctx context.Context, messages []types.Message, ke
 	}
 	var deleted []string
 	var problems []error
-	for len(pending) > 0 {
-		chunk := pending[:min(10, len(pending))]
-		pending = pending[len(chunk):]
-		for attempt := 1; len(chunk) > 0; attempt++ {
-			entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
-			byEntry := make(map[string]types.Message, len(chunk))
-			for i, message := range chunk {
-				id := strconv.Itoa(i)
-				entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(id), ReceiptHandle: message.ReceiptHandle}
-				byEntry[id] = message
-			}
-			output, err := m.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(m.cfg.QueueURL), Entries: entries})
-			if err != nil {
-				problems = append(problems, fmt.Errorf("esm: DeleteMessageBatch: %w", err))
-				break
-			}
-			for _, entry := range output.Successful {
-				deleted = append(deleted, aws.ToString(byEntry[aws.ToString(entry.Id)].MessageId))
-			}
-			var retry []types.Message
-			for _, entry := range output.Failed {
-				message := byEntry[aws.ToString(entry.Id)]
-				if attempt == 2 || entry.SenderFault {
-					problems = append(problems, fmt.Errorf("esm: deleting %s: %s: %s", aws.ToString(message.MessageId), aws.ToString(entry.Code), aws.ToString(entry.Message)))
-					continue
-				}
-				retry = append(retry, message)
-			}
-			chunk = retry
+	for attempt := 1; len(pending) > 0; attempt++ {
+		handles := make([]string, len(pending))
+		for i, message := range pending {
+			handles[i] = aws.ToString(message.ReceiptHandle)
 		}
+		var retry []types.Message
+		for i, result := range sqsx.DeleteMessages(ctx, m.client, m.cfg.QueueURL, handles) {
+			message := pending[i]
+			switch {
+			case result.Err == nil:
+				deleted = append(deleted, aws.ToString(message.MessageId))
+			case attempt == 1 && sqsx.Retryable(result.Err):
+				retry = append(retry, message)
+			default:
+				problems = append(problems, fmt.Errorf("esm: deleting %s: %w", aws.ToString(message.MessageId), result.Err))
+			}
+		}
+		pending = retry
 	}
 	err := errors.Join(problems...)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestDecide(t *testing.T) {
@@ -62,9 +62,7 @@ func TestDecide(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("error = %v, want %v", err, tc.wantErr)
 			}
-			if diff := cmp.Diff(tc.wantFailed, failed); diff != "" {
-				t.Errorf("failed ids (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, tc.wantFailed, failed, "failed ids")
 		})
 	}
 }

@@ -4,51 +4,42 @@ package load
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
-// BatchSender is the part of the SQS client SendBodies uses; *sqs.Client satisfies it.
-type BatchSender interface {
-	SendMessageBatch(ctx context.Context, input *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-}
-
-var _ BatchSender = (*sqs.Client)(nil)
-
-// SendBodies sends bodies to queueURL, ten per SendMessageBatch (SQS's limit), from
-// senders goroutines at once (at least one). It stops at the first failed call, a batch
-// with failed entries, or ctx's end, and returns that error.
-func SendBodies(ctx context.Context, client BatchSender, queueURL string, bodies []string, senders int) error {
+// SendBodies sends bodies to queueURL through the producer ([producer.Producer.SendBatch],
+// ten per SendMessageBatch, SQS's limit), from senders goroutines at once (at least
+// one). It stops at the first body that could not be sent, or ctx's end, and returns that
+// error.
+func SendBodies(ctx context.Context, client producer.API, queueURL string, bodies []string, senders int) error {
+	jobs, err := producer.New(client, producer.Config{})
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
 	batches := make(chan []string)
 	errs := make(chan error, max(senders, 1))
 	var wg sync.WaitGroup
 	for range max(senders, 1) {
 		wg.Go(func() {
 			for batch := range batches {
-				entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
+				batchJobs := make([]producer.Job, len(batch))
 				for i, body := range batch {
-					entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)}
+					batchJobs[i] = producer.Job{Body: body}
 				}
-				output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-				if err == nil && len(output.Failed) > 0 {
-					err = fmt.Errorf("%d entries failed: %s", len(output.Failed), aws.ToString(output.Failed[0].Message))
-				}
-				if err != nil {
-					errs <- err
+				if _, err := jobs.SendBatch(ctx, queueURL, batchJobs); err != nil {
+					errs <- fmt.Errorf("load: %w", err)
 					return
 				}
 			}
 		})
 	}
-	var err error
 feed:
-	for start := 0; start < len(bodies); start += 10 {
+	for _, batch := range sqsx.Chunk(bodies, 0, nil, 0) {
 		select {
-		case batches <- bodies[start:min(start+10, len(bodies))]:
+		case batches <- batch:
 		case err = <-errs:
 			break feed
 		case <-ctx.Done():

@@ -4,9 +4,14 @@ package rie
 
 import "os/exec"
 
-type process struct{}
+// process mirrors the unix type; outside unix no child process is ever listed.
+type process struct {
+	pid   int
+	start string
+}
 
 func setProcessGroup(*exec.Cmd) {}
 func signalGroup(int, bool)     {}
 func childPIDs(int) []process   { return nil }
+func startTime(int) string      { return "" }
 func killProcess(process)       {}

@@ -2,7 +2,9 @@
 // Interface Emulator (RIE): the same Runtime API the Lambda service offers a provided.al2023
 // function, in front of the real bootstrap binary.
 //
-// The RIE is pinned in go.mod with a tool line, so `go tool aws-lambda-rie` needs nothing
+// The RIE is pinned with a tool line in tools/go.mod, a module of its own so that its
+// dependencies never reach the library's go.mod; `go tool aws-lambda-rie` (anywhere in the
+// repository's go.work, or `cd tools && go tool aws-lambda-rie` without it) needs nothing
 // installed by hand:
 //
 //	fn := rie.Start(t, rie.Options{
@@ -47,12 +49,15 @@ import (
 	"time"
 )
 
-// Module and Version pin the RIE; go.mod's tool line holds the same version.
+// Module and Version name the pinned RIE; tools/go.mod requires the same version (a test
+// checks it).
 const (
 	Module  = "github.com/aws/aws-lambda-runtime-interface-emulator"
 	Version = "v0.0.0-20261030222936-bef5c4ba774d"
-	command = Module + "/cmd/aws-lambda-rie"
 )
+
+// toolsModule is the module whose go.mod holds the RIE's tool line.
+const toolsModule = "github.com/sqsworker/sqsworker/tools"
 
 // InvokePath is the RIE's Invoke API path.
 const InvokePath = "/2015-03-31/functions/function/invocations"
@@ -213,34 +218,50 @@ var (
 	binaryErr  error
 )
 
-// Binary returns the path of the pinned aws-lambda-rie, built by `go tool -n` from
-// go.mod's tool line (cached in the Go build cache). If that fails it builds the pinned
-// version into a temporary directory with `go build`.
+// Binary returns the path of the pinned aws-lambda-rie, built by `go tool -n
+// aws-lambda-rie` in the tools module (tools/go.mod's tool line; cached in the Go build
+// cache). It works in the repository's go.work and, with GOWORK=off, from any module that
+// replaces github.com/sqsworker/sqsworker with the checkout.
 func Binary(t testing.TB) string {
 	t.Helper()
-	binaryOnce.Do(func() {
-		out, err := goCommand(nil, "tool", "-n", "aws-lambda-rie").Output()
-		if path := strings.TrimSpace(string(out)); err == nil && path != "" {
-			binaryPath = path
-			return
-		}
-		dir, derr := buildDir()
-		if derr != nil {
-			binaryErr = derr
-			return
-		}
-		path := filepath.Join(dir, "aws-lambda-rie")
-		build := goCommand(nil, "build", "-o", path, command+"@"+Version)
-		if out, err := build.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("rie: `go tool -n aws-lambda-rie` failed and `go build %s@%s` failed: %v\n%s", command, Version, err, out)
-			return
-		}
-		binaryPath = path
-	})
+	binaryOnce.Do(func() { binaryPath, binaryErr = toolBinary() })
 	if binaryErr != nil {
 		t.Fatal(binaryErr)
 	}
 	return binaryPath
+}
+
+func toolBinary() (string, error) {
+	dir, err := toolsDir()
+	if err != nil {
+		return "", err
+	}
+	cmd := goCommand(nil, "tool", "-n", "aws-lambda-rie")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	path := strings.TrimSpace(string(out))
+	if err != nil || path == "" {
+		return "", fmt.Errorf("rie: `go tool -n aws-lambda-rie` in %s failed: %v\n%s", dir, err, stderr.Bytes())
+	}
+	return path, nil
+}
+
+// toolsDir returns the directory of the tools module (tools/ of the sqsworker checkout),
+// found through `go list -m` from the working directory: the checkout's root is the
+// directory of module github.com/sqsworker/sqsworker, in the go.work or replaced in go.mod.
+func toolsDir() (string, error) {
+	out, err := goCommand(nil, "list", "-m", "-f", "{{.Dir}}", "github.com/sqsworker/sqsworker").Output()
+	root := strings.TrimSpace(string(out))
+	if err != nil || root == "" {
+		return "", fmt.Errorf("rie: finding the sqsworker checkout with `go list -m github.com/sqsworker/sqsworker` (run inside the repository): %v", err)
+	}
+	dir := filepath.Join(root, "tools")
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", fmt.Errorf("rie: the tools module %s is missing from %s: %v", toolsModule, root, err)
+	}
+	return dir, nil
 }
 
 var (

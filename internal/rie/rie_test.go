@@ -78,3 +78,22 @@ func TestFunctionError(t *testing.T) {
 		t.Errorf("X-Amz-Function-Error = %q; the pinned RIE sends none, update internal/esm and this test", header)
 	}
 }
+
+// TestToolsModulePinsVersion checks that tools/go.mod, whose tool line builds the RIE,
+// requires the version this package documents as pinned.
+func TestToolsModulePinsVersion(t *testing.T) {
+	t.Parallel()
+	dir, err := toolsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := goCommand([]string{"GOWORK=off"}, "list", "-m", "-f", "{{.Version}}", Module)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m %s in %s: %v\n%s", Module, dir, err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != Version {
+		t.Errorf("tools/go.mod requires %s %s; rie.Version is %s", Module, got, Version)
+	}
+}

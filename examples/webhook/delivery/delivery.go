@@ -284,6 +284,10 @@ func classifyStatus(err *StatusError, retryAfter string, now time.Time) error {
 	}
 }
 
+// maxRetryAfter bounds a Retry-After delay in seconds before its conversion to a
+// time.Duration; the hosts clamp it further to SQS's visibility limit.
+const maxRetryAfter = 24 * time.Hour
+
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date. A date in
 // the past means "now" (delay 0).
 func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
@@ -295,8 +299,9 @@ func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 		if seconds < 0 {
 			return 0, false
 		}
-		// Beyond SQS's 12-hour limit the delay is clamped by the host anyway.
-		return time.Duration(min(seconds, int64(sqsworker.MaxVisibilityTimeout/time.Second))) * time.Second, true
+		// The host clamps the delay to what SQS's visibility limit allows; the bound here
+		// only keeps the conversion from overflowing.
+		return time.Duration(min(seconds, int64(maxRetryAfter/time.Second))) * time.Second, true
 	}
 	if at, err := http.ParseTime(value); err == nil {
 		return max(at.Sub(now), 0), true

@@ -157,7 +157,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{name: "seconds", value: "120", want: 2 * time.Minute, ok: true},
 		{name: "spaces", value: " 5 ", want: 5 * time.Second, ok: true},
 		{name: "zero", value: "0", want: 0, ok: true},
-		{name: "beyond SQS limit", value: "999999", want: sqsworker.MaxVisibilityTimeout, ok: true},
+		{name: "beyond a day", value: "999999", want: maxRetryAfter, ok: true},
 		{name: "date ahead", value: "Thu, 02 Jan 2025 03:05:05 GMT", want: time.Minute, ok: true},
 		{name: "date passed", value: "Thu, 02 Jan 2025 03:00:00 GMT", want: 0, ok: true},
 		{name: "negative", value: "-1"},

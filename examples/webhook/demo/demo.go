@@ -12,20 +12,18 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/redrive"
 )
 
 // options sets the size and timing of a demo run. defaultOptions is what `make demo` runs.
@@ -231,180 +229,233 @@ type report struct {
 	Crashed []string
 }
 
+// demoRun is one run of the demo, phase by phase: prepare, provision, send, start the
+// host, kill one of its units, wait for the queues to settle, count.
+type demoRun struct {
+	o        options
+	started  time.Time
+	printf   func(format string, args ...any)
+	cleanups []func()
+
+	root       string
+	resources  *provision.Resources
+	h          host
+	logDir     string
+	sqsClient  *sqs.Client
+	queue      provision.QueueResult
+	table      provision.TableResult
+	endpoint   *receiver.Receiver
+	plan       *plan
+	keys       map[string]string // message id -> delivery key
+	waitCtx    context.Context
+	crashed    crash
+	dead       deadLetters
+	crashedIDs []string
+}
+
+func (d *demoRun) close() {
+	for i := len(d.cleanups) - 1; i >= 0; i-- {
+		d.cleanups[i]()
+	}
+}
+
 // run is the demo: provision, send, run the host, kill one of its units, wait, count.
 // It prints progress lines to out (not the summary line) and returns what it counted.
 // err is set when the run could not be completed or the host did not stop cleanly; the
 // report is zero when the run failed before counting.
 func run(ctx context.Context, o options, out io.Writer) (report, error) {
-	started := time.Now()
-	printf := func(format string, args ...any) { fmt.Fprintf(out, "demo: "+format+"\n", args...) }
+	d := &demoRun{o: o, started: time.Now()}
+	d.printf = func(format string, args ...any) { fmt.Fprintf(out, "demo: "+format+"\n", args...) }
+	defer d.close()
+	for _, phase := range []func(context.Context) error{d.prepare, d.provision, d.send, d.startHost, d.killOne, d.waitSettled} {
+		if err := phase(ctx); err != nil {
+			return report{}, err
+		}
+	}
+	// Graceful stop of what is left.
+	stopErr := d.h.stop()
+	r, err := d.count()
+	if err != nil {
+		return report{}, err
+	}
+	return r, stopErr
+}
+
+// prepare checks the environment and the options and builds what the host runs: a build
+// error stops the demo before it touches SQS.
+func (d *demoRun) prepare(ctx context.Context) error {
+	o := d.o
 	for _, name := range []string{"AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
 		if os.Getenv(name) == "" {
 			// The demo purges its queues and empties its table: never against an account
 			// the default chain happens to point at.
-			return report{}, fmt.Errorf("demo: %s is not set; run `make demo`, or eval \"$(localstack/env)\" first", name)
+			return fmt.Errorf("demo: %s is not set; run `make demo`, or eval \"$(localstack/env)\" first", name)
 		}
 	}
-	root, err := provision.ModuleRoot(".")
-	if err != nil {
-		return report{}, err
+	var err error
+	if d.root, err = provision.ModuleRoot("."); err != nil {
+		return err
 	}
-	resources := o.Resources
-	if resources == nil {
-		if resources, err = provision.LoadFile(filepath.Join(root, provision.ResourcesFile)); err != nil {
-			return report{}, err
+	d.resources = o.Resources
+	if d.resources == nil {
+		if d.resources, err = provision.LoadFile(filepath.Join(d.root, provision.ResourcesFile)); err != nil {
+			return err
 		}
 	}
-	if len(resources.Queues) == 0 || resources.Queues[0].DeadLetterQueue == nil || len(resources.Tables) == 0 {
-		return report{}, errors.New("demo: the resources need a queue with a dead-letter queue and a table")
+	if len(d.resources.Queues) == 0 || d.resources.Queues[0].DeadLetterQueue == nil || len(d.resources.Tables) == 0 {
+		return errors.New("demo: the resources need a queue with a dead-letter queue and a table")
 	}
-	h, err := newHost(o)
-	if err != nil {
-		return report{}, err
+	if d.h, err = newHost(o); err != nil {
+		return err
 	}
-	defer h.close()
-	if o.MaxFailuresPerDelivery >= resources.Queues[0].MaxReceiveCount {
-		return report{}, fmt.Errorf("demo: MaxFailuresPerDelivery %d must stay below maxReceiveCount %d, or 503s alone could dead-letter a delivery", o.MaxFailuresPerDelivery, resources.Queues[0].MaxReceiveCount)
+	d.cleanups = append(d.cleanups, d.h.close)
+	if o.MaxFailuresPerDelivery >= d.resources.Queues[0].MaxReceiveCount {
+		return fmt.Errorf("demo: MaxFailuresPerDelivery %d must stay below maxReceiveCount %d, or 503s alone could dead-letter a delivery", o.MaxFailuresPerDelivery, d.resources.Queues[0].MaxReceiveCount)
 	}
-	visibility := time.Duration(resources.Queues[0].VisibilityTimeoutSeconds) * time.Second
+	visibility := time.Duration(d.resources.Queues[0].VisibilityTimeoutSeconds) * time.Second
 	if o.Host == hostLambda && o.FunctionTimeout >= visibility {
-		return report{}, fmt.Errorf("demo: function timeout %s must stay below the visibility timeout %s: the idempotency lease ends with the invocation", o.FunctionTimeout, visibility)
+		return fmt.Errorf("demo: function timeout %s must stay below the visibility timeout %s: the idempotency lease ends with the invocation", o.FunctionTimeout, visibility)
 	}
-	logDir := o.LogDir
-	if logDir == "" {
-		if logDir, err = os.MkdirTemp("", "sqsworker-demo-"); err != nil {
-			return report{}, err
+	d.logDir = o.LogDir
+	if d.logDir == "" {
+		if d.logDir, err = os.MkdirTemp("", "sqsworker-demo-"); err != nil {
+			return err
 		}
 	}
+	return d.h.build(ctx, d.root, d.logDir)
+}
 
-	// The worker first: a build error should stop the demo before it touches SQS.
-	if err := h.build(ctx, root, logDir); err != nil {
-		return report{}, err
-	}
-
+// provision creates and empties the queues and the table, and starts the receiver.
+func (d *demoRun) provision(ctx context.Context) error {
 	awsConfig, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
-		return report{}, fmt.Errorf("demo: loading the AWS configuration: %w", err)
+		return fmt.Errorf("demo: loading the AWS configuration: %w", err)
 	}
-	sqsClient, dynamoClient := sqs.NewFromConfig(awsConfig), dynamodb.NewFromConfig(awsConfig)
-
-	// 1. Provision and reset.
-	provisioned, err := provision.Apply(ctx, sqsClient, dynamoClient, resources, provision.Options{Reset: true})
+	var dynamoClient *dynamodb.Client
+	d.sqsClient, dynamoClient = sqs.NewFromConfig(awsConfig), dynamodb.NewFromConfig(awsConfig)
+	provisioned, err := provision.Apply(ctx, d.sqsClient, dynamoClient, d.resources, provision.Options{Reset: true})
 	if err != nil {
-		return report{}, err
+		return err
 	}
-	queue, table := provisioned.Queues[0], provisioned.Tables[0]
-	printf("provisioned and emptied %s (visibility %ds, maxReceiveCount %d), %s and table %s",
-		queue.Name, resources.Queues[0].VisibilityTimeoutSeconds, resources.Queues[0].MaxReceiveCount,
-		resources.Queues[0].DeadLetterQueue.Name, table.Name)
-	if table.TTLWarning != "" {
-		printf("note: %s", table.TTLWarning)
+	d.queue, d.table = provisioned.Queues[0], provisioned.Tables[0]
+	queueSpec := d.resources.Queues[0]
+	d.printf("provisioned and emptied %s (visibility %ds, maxReceiveCount %d), %s and table %s",
+		d.queue.Name, queueSpec.VisibilityTimeoutSeconds, queueSpec.MaxReceiveCount, queueSpec.DeadLetterQueue.Name, d.table.Name)
+	if d.table.TTLWarning != "" {
+		d.printf("note: %s", d.table.TTLWarning)
 	}
+	o := d.o
+	if d.endpoint, err = receiver.Start(receiver.Config{FailureRate: o.FailureRate, Seed: o.Seed, MaxFailuresPerDelivery: o.MaxFailuresPerDelivery}); err != nil {
+		return err
+	}
+	d.cleanups = append(d.cleanups, func() { d.endpoint.Close() })
+	d.printf("receiver on %s: %.0f%% of requests answer 503 (at most %d per delivery), %s* answers 410",
+		d.endpoint.URL(), o.FailureRate*100, o.MaxFailuresPerDelivery, receiver.GonePrefix)
+	return nil
+}
 
-	// 2. The receiver.
-	endpoint, err := receiver.Start(receiver.Config{FailureRate: o.FailureRate, Seed: o.Seed, MaxFailuresPerDelivery: o.MaxFailuresPerDelivery})
-	if err != nil {
-		return report{}, err
+// send enqueues the planned messages.
+func (d *demoRun) send(ctx context.Context) error {
+	var err error
+	if d.plan, err = makePlan(d.o, d.endpoint.URL()); err != nil {
+		return err
 	}
-	defer endpoint.Close()
-	printf("receiver on %s: %.0f%% of requests answer 503 (at most %d per delivery), %s* answers 410",
-		endpoint.URL(), o.FailureRate*100, o.MaxFailuresPerDelivery, receiver.GonePrefix)
+	if d.keys, err = send(ctx, d.sqsClient, d.queue.URL, d.plan.messages); err != nil {
+		return err
+	}
+	d.printf("sent %d messages: %d good deliveries, %d duplicate sends, %d to %s endpoints, %d malformed",
+		len(d.plan.messages), d.plan.goodUnique, d.plan.duplicates, d.o.Gone, receiver.GonePrefix, d.o.Malformed)
+	return nil
+}
 
-	// 3. Send.
-	p, err := makePlan(o, endpoint.URL())
-	if err != nil {
-		return report{}, err
-	}
-	messageKeys, err := send(ctx, sqsClient, queue.URL, p.messages)
-	if err != nil {
-		return report{}, err
-	}
-	printf("sent %d messages: %d good deliveries, %d duplicate sends, %d to %s endpoints, %d malformed",
-		len(p.messages), p.goodUnique, p.duplicates, o.Gone, receiver.GonePrefix, o.Malformed)
+// startHost starts the host; every later wait ends at the run's deadline.
+func (d *demoRun) startHost(ctx context.Context) error {
+	waitCtx, cancel := context.WithDeadline(ctx, time.Now().Add(d.o.Timeout))
+	d.cleanups = append(d.cleanups, cancel)
+	d.waitCtx = waitCtx
+	return d.h.start(waitCtx, setup{options: d.o, queueURL: d.queue.URL, table: d.table.Name, logDir: d.logDir, sqs: d.sqsClient, printf: d.printf})
+}
 
-	// 4. The host.
-	deadline := time.Now().Add(o.Timeout)
-	waitCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if err := h.start(waitCtx, setup{options: o, queueURL: queue.URL, table: table.Name, logDir: logDir, sqs: sqsClient, printf: printf}); err != nil {
-		return report{}, err
-	}
-
-	// 5. Kill one unit once a share of the good deliveries is delivered, at a moment
-	// when none of its handlers is between a 2xx response and its COMPLETED write.
-	threshold := max(1, int(float64(p.goodUnique)*o.KillAfter))
-	if err := poll(waitCtx, 20*time.Millisecond, func() (bool, error) {
-		_, delivered := endpoint.Totals()
-		return delivered >= threshold, h.check()
+// killOne kills one unit once a share of the good deliveries is delivered, at a moment
+// when none of its handlers is between a 2xx response and its COMPLETED write.
+func (d *demoRun) killOne(context.Context) error {
+	threshold := max(1, int(float64(d.plan.goodUnique)*d.o.KillAfter))
+	if err := poll(d.waitCtx, 20*time.Millisecond, func() (bool, error) {
+		_, delivered := d.endpoint.Totals()
+		return delivered >= threshold, d.h.check()
 	}); err != nil {
-		return report{}, fmt.Errorf("demo: waiting for %d deliveries before the kill: %w", threshold, err)
+		return fmt.Errorf("demo: waiting for %d deliveries before the kill: %w", threshold, err)
 	}
-	endpoint.Pause()
-	if err := poll(waitCtx, 20*time.Millisecond, func() (bool, error) {
-		return time.Since(endpoint.LastResponseAt()) >= time.Second, nil
+	d.endpoint.Pause()
+	if err := poll(d.waitCtx, 20*time.Millisecond, func() (bool, error) {
+		return time.Since(d.endpoint.LastResponseAt()) >= time.Second, nil
 	}); err != nil {
-		endpoint.Resume()
-		return report{}, err
+		d.endpoint.Resume()
+		return err
 	}
-	_, deliveredAtKill := endpoint.Totals()
-	held := endpoint.Held()
-	crashed, err := h.crash(waitCtx)
-	endpoint.Resume()
+	_, deliveredAtKill := d.endpoint.Totals()
+	held := d.endpoint.Held()
+	var err error
+	d.crashed, err = d.h.crash(d.waitCtx)
+	d.endpoint.Resume()
 	if err != nil {
-		return report{}, err
+		return err
 	}
+	d.printf("%s at %s, after %d of %d good deliveries, with the receiver holding %d requests of both %ss",
+		d.crashed.description, since(d.started), deliveredAtKill, d.plan.goodUnique, held, d.h.unit())
+	return nil
+}
+
+// waitSettled waits until the source queue is drained (the killed unit's messages
+// reappear after the visibility timeout), then reads the dead-letter queue.
+func (d *demoRun) waitSettled(ctx context.Context) error {
 	killedAt := time.Now()
-	printf("%s at %s, after %d of %d good deliveries, with the receiver holding %d requests of both %ss",
-		crashed.description, since(started), deliveredAtKill, p.goodUnique, held, h.unit())
-
-	// 6. Wait until the source queue is drained (the killed unit's messages reappear
-	// after the visibility timeout), then count the dead-letter queue.
 	settledPolls := 0
-	if err := poll(waitCtx, 250*time.Millisecond, func() (bool, error) {
-		if err := h.check(); err != nil {
+	err := poll(d.waitCtx, 250*time.Millisecond, func() (bool, error) {
+		if err := d.h.check(); err != nil {
 			return false, err
 		}
-		visible, inFlight, delayed, err := queueCounts(waitCtx, sqsClient, queue.URL)
+		source, err := sqsx.QueueDepth(d.waitCtx, d.sqsClient, d.queue.URL)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("demo: reading the counts of %s: %w", d.queue.URL, err)
 		}
-		if visible+inFlight+delayed != 0 {
+		if source.Total() != 0 {
 			settledPolls = 0
 			return false, nil
 		}
-		dlqCount, _, _, err := queueCounts(waitCtx, sqsClient, queue.DeadLetterQueueURL)
+		deadLetters, err := sqsx.QueueDepth(d.waitCtx, d.sqsClient, d.queue.DeadLetterQueueURL)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("demo: reading the counts of %s: %w", d.queue.DeadLetterQueueURL, err)
 		}
 		settledPolls++
-		_, delivered := endpoint.Totals()
+		_, delivered := d.endpoint.Totals()
 		// Twice in a row, so a message between receive and delete is not missed.
-		return settledPolls >= 2 && delivered+dlqCount >= p.goodUnique+p.expectedDLQ, nil
-	}); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return report{}, err
-	} else if err != nil {
-		printf("timed out after %s waiting for every delivery to settle; counting what there is", o.Timeout)
-	} else {
-		printf("source queue empty at %s (%s after the kill; the killed %s's messages reappear after the visibility timeout)",
-			since(started), since(killedAt), h.unit())
+		return settledPolls >= 2 && delivered+deadLetters.Visible >= d.plan.goodUnique+d.plan.expectedDLQ, nil
+	})
+	switch {
+	case err != nil && !errors.Is(err, context.DeadlineExceeded):
+		return err
+	case err != nil:
+		d.printf("timed out after %s waiting for every delivery to settle; counting what there is", d.o.Timeout)
+	default:
+		d.printf("source queue empty at %s (%s after the kill; the killed %s's messages reappear after the visibility timeout)",
+			since(d.started), since(killedAt), d.h.unit())
 	}
-	dead, err := readDeadLetters(ctx, sqsClient, queue.DeadLetterQueueURL, p)
+	d.dead, err = readDeadLetters(ctx, d.sqsClient, d.queue.DeadLetterQueueURL, d.plan)
+	return err
+}
+
+// count tallies what the receiver saw against the plan and the dead-letter queue, and
+// prints the details.
+func (d *demoRun) count() (report, error) {
+	suppressed, err := suppressedDuplicates(d.h.logPaths(), d.keys)
 	if err != nil {
 		return report{}, err
 	}
-
-	// Graceful stop of what is left.
-	stopErr := h.stop()
-
-	// 7. Count.
-	suppressed, err := suppressedDuplicates(h.logPaths(), messageKeys)
-	if err != nil {
-		return report{}, err
-	}
-	counts := endpoint.Counts()
-	s := summary{Sent: len(p.messages), Unique: len(p.kinds), DuplicatesSuppressed: suppressed}
+	counts := d.endpoint.Counts()
+	s := summary{Sent: len(d.plan.messages), Unique: len(d.plan.kinds), DuplicatesSuppressed: suppressed}
 	var lost, both []string
-	for key := range p.kinds {
+	for key := range d.plan.kinds {
 		delivered := counts[key].Successes > 0
 		if delivered {
 			s.Delivered++
@@ -412,49 +463,53 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 		if counts[key].Successes > 1 {
 			s.DoubleDelivered++
 		}
-		if dead.keys[key] {
+		if d.dead.keys[key] {
 			s.DeadLettered++
 		}
 		switch {
-		case !delivered && !dead.keys[key]:
+		case !delivered && !d.dead.keys[key]:
 			lost = append(lost, key)
-		case delivered && dead.keys[key]:
+		case delivered && d.dead.keys[key]:
 			both = append(both, key)
 		}
 	}
 	s.Lost = len(lost)
 	var crashedKeys []string
-	for _, id := range crashed.messageIDs {
-		crashedKeys = append(crashedKeys, messageKeys[id])
+	for _, id := range d.crashed.messageIDs {
+		crashedKeys = append(crashedKeys, d.keys[id])
 	}
 	sort.Strings(crashedKeys)
 	crashedKeys = slices.Compact(crashedKeys) // both sends of a duplicate can be in one batch
-	totals, _ := endpoint.Totals()
-	printf("receiver: %d requests, %d 2xx, %d 503, %d 410, %d abandoned by a client that went away",
+	d.printDetails(s, lost, both, crashedKeys)
+	return report{summary: s, DeadLetterReasons: d.dead.reasons, DeadLetters: d.dead.byKey, Crashed: crashedKeys}, nil
+}
+
+func (d *demoRun) printDetails(s summary, lost, both, crashedKeys []string) {
+	totals, _ := d.endpoint.Totals()
+	d.printf("receiver: %d requests, %d 2xx, %d 503, %d 410, %d abandoned by a client that went away",
 		totals.Requests, totals.Successes, totals.Failures, totals.Gone, totals.Abandoned)
-	printf("dead-letter queue: %d messages, %d unique deliveries, by reason: %s (left in %s for inspection)",
-		dead.messages, len(dead.keys), formatReasons(dead.reasons), queue.DeadLetterQueueURL)
-	if again := deadLetteredAgain(dead); len(again) > 0 {
+	d.printf("dead-letter queue: %d messages, %d unique deliveries, by reason: %s (left in %s for inspection)",
+		d.dead.messages, len(d.dead.keys), formatReasons(d.dead.reasons), d.queue.DeadLetterQueueURL)
+	if again := deadLetteredAgain(d.dead); len(again) > 0 {
 		where := ""
 		if len(crashedKeys) > 0 {
-			where = fmt.Sprintf(" (the killed %s had in flight: %s)", h.unit(), strings.Join(crashedKeys, " "))
+			where = fmt.Sprintf(" (the killed %s had in flight: %s)", d.h.unit(), strings.Join(crashedKeys, " "))
 		}
-		printf("note: dead-lettered more than once: %s%s", strings.Join(again, " "), where)
+		d.printf("note: dead-lettered more than once: %s%s", strings.Join(again, " "), where)
 	}
 	if s.DuplicatesSuppressed != s.Sent-s.Unique {
-		printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed)",
-			s.Sent-s.Unique, s.DuplicatesSuppressed, h.unit())
+		d.printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed)",
+			s.Sent-s.Unique, s.DuplicatesSuppressed, d.h.unit())
 	}
 	if len(lost) > 0 {
 		sort.Strings(lost)
-		printf("lost: %s", strings.Join(lost, " "))
+		d.printf("lost: %s", strings.Join(lost, " "))
 	}
 	if len(both) > 0 {
 		sort.Strings(both)
-		printf("delivered and dead-lettered: %s", strings.Join(both, " "))
+		d.printf("delivered and dead-lettered: %s", strings.Join(both, " "))
 	}
-	printf("finished in %s", since(started))
-	return report{summary: s, DeadLetterReasons: dead.reasons, DeadLetters: dead.byKey, Crashed: crashedKeys}, stopErr
+	d.printf("finished in %s", since(d.started))
 }
 
 // since returns the time since start, rounded for printing.
@@ -479,96 +534,27 @@ func poll(ctx context.Context, interval time.Duration, check func() (bool, error
 	}
 }
 
-// send sends the messages with SendMessageBatch, ten at a time from a few goroutines,
-// retrying failed entries, and returns the key of each message id.
+// send sends the messages through the producer (SendMessageBatch, ten at a time, each
+// entry that failed on SQS's side sent again alone) and returns the key of each message
+// id.
 func send(ctx context.Context, client *sqs.Client, queueURL string, messages []planned) (map[string]string, error) {
-	keys := make(map[string]string, len(messages))
-	var mu sync.Mutex
-	batches := make(chan []planned)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for batch := range batches {
-				if err := sendBatch(ctx, client, queueURL, batch, func(id, key string) {
-					mu.Lock()
-					keys[id] = key
-					mu.Unlock()
-				}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	go func() {
-		defer close(batches)
-		for start := 0; start < len(messages); start += 10 {
-			select {
-			case batches <- messages[start:min(start+10, len(messages))]:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	wg.Wait()
-	close(errs)
-	for range batches { // drain after a failure
-	}
-	if err := errors.Join(<-errs, ctx.Err()); err != nil {
+	jobs, err := producer.New(client, producer.Config{})
+	if err != nil {
 		return nil, err
 	}
-	if len(keys) != len(messages) {
-		return nil, fmt.Errorf("demo: sent %d of %d messages", len(keys), len(messages))
+	batch := make([]producer.Job, len(messages))
+	for i, message := range messages {
+		batch[i] = producer.Job{Body: message.body}
+	}
+	results, err := jobs.SendBatch(ctx, queueURL, batch)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	keys := make(map[string]string, len(messages))
+	for i, result := range results {
+		keys[result.MessageID] = messages[i].key
 	}
 	return keys, nil
-}
-
-func sendBatch(ctx context.Context, client *sqs.Client, queueURL string, batch []planned, sent func(id, key string)) error {
-	pending := map[string]planned{}
-	for i, message := range batch {
-		pending[strconv.Itoa(i)] = message
-	}
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt == 5 {
-			return fmt.Errorf("demo: %d messages still failing after 5 SendMessageBatch attempts", len(pending))
-		}
-		var entries []sqstypes.SendMessageBatchRequestEntry
-		for id, message := range pending {
-			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(message.body)})
-		}
-		output, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-		if err != nil {
-			return fmt.Errorf("demo: SendMessageBatch: %w", err)
-		}
-		for _, ok := range output.Successful {
-			id := aws.ToString(ok.Id)
-			sent(aws.ToString(ok.MessageId), pending[id].key)
-			delete(pending, id)
-		}
-	}
-	return nil
-}
-
-func queueCounts(ctx context.Context, client *sqs.Client, url string) (visible, inFlight, delayed int, err error) {
-	output, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("demo: reading the counts of %s: %w", url, err)
-	}
-	number := func(name sqstypes.QueueAttributeName) int {
-		value, _ := strconv.Atoi(output.Attributes[string(name)])
-		return value
-	}
-	return number(sqstypes.QueueAttributeNameApproximateNumberOfMessages),
-		number(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
-		number(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed), nil
 }
 
 // deadLetters is what the dead-letter queue holds.
@@ -579,85 +565,54 @@ type deadLetters struct {
 	byKey    map[string][]string // unique delivery key → the reason of each of its messages
 }
 
-// readDeadLettersTimeout bounds readDeadLetters: far above what reading the demo's dead
-// letters takes, so reaching it means the queue's count was wrong.
+// readDeadLettersTimeout bounds how long readDeadLetters waits for messages the queue
+// counts but no receive returns: far above what reading the demo's dead letters takes,
+// so reaching it means the queue's count was wrong.
 const readDeadLettersTimeout = time.Minute
 
-// readDeadLetters receives every message of the dead-letter queue, keys it by its body
-// (the malformed ones) or its deliveryId, then makes them all visible again, so the
-// redrive tooling can inspect them. It also counts the failure-reason attributes.
+// readDeadLetters looks at every message of the dead-letter queue with redrive.Peek
+// (which makes them visible again, so the redrive tooling can inspect them), keys each
+// by its body (the malformed ones) or its deliveryId, and counts the failure-reason
+// attributes.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *plan) (deadLetters, error) {
 	dead := deadLetters{keys: map[string]bool{}, reasons: map[string]int{}, byKey: map[string][]string{}}
-	var handles []string
-	defer func() {
-		// Release what was received, ten at a time; the messages stay in the queue.
-		for start := 0; start < len(handles); start += 10 {
-			var entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry
-			for i, handle := range handles[start:min(start+10, len(handles))] {
-				entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
-					Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(handle), VisibilityTimeout: 0,
-				})
-			}
-			_, _ = client.ChangeMessageVisibilityBatch(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
-		}
-	}()
-	expected, _, _, err := queueCounts(ctx, client, url)
+	depth, err := sqsx.QueueDepth(ctx, client, url)
 	if err != nil {
-		return dead, err
+		return dead, fmt.Errorf("demo: reading the counts of %s: %w", url, err)
 	}
-	// Receive until the count read above is reached and a short poll finds nothing more.
-	// An empty long poll short of the count is not the end: the emulator can return one
-	// under load while messages are visible.
-	deadline := time.Now().Add(readDeadLettersTimeout)
-	for {
-		reached := len(handles) >= expected
-		if !reached && time.Now().After(deadline) {
-			return dead, fmt.Errorf("demo: read %d of the %d messages the dead-letter queue counts in %s", len(handles), expected, readDeadLettersTimeout)
-		}
-		wait := int32(1)
-		if reached {
-			wait = 0
-		}
-		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:              aws.String(url),
-			MaxNumberOfMessages:   10,
-			WaitTimeSeconds:       wait,
-			VisibilityTimeout:     120,
-			MessageAttributeNames: []string{sqsworker.AttributeFailureReason},
-		})
-		if err != nil {
-			return dead, fmt.Errorf("demo: reading the dead-letter queue: %w", err)
-		}
-		if len(output.Messages) == 0 {
-			if reached {
-				break
-			}
-			continue
-		}
-		for _, message := range output.Messages {
-			handles = append(handles, aws.ToString(message.ReceiptHandle))
-			body := aws.ToString(message.Body)
-			key, ok := p.malformed[body]
-			if !ok {
-				var request struct {
-					DeliveryID string `json:"deliveryId"`
-				}
-				_ = json.Unmarshal([]byte(body), &request)
-				key = request.DeliveryID
-			}
-			if _, known := p.kinds[key]; !known {
-				key = "unknown:" + aws.ToString(message.MessageId)
-			}
-			dead.keys[key] = true
-			reason := "redrive policy (maxReceiveCount)"
-			if attribute, ok := message.MessageAttributes[sqsworker.AttributeFailureReason]; ok {
-				reason = aws.ToString(attribute.StringValue)
-			}
-			dead.reasons[reason]++
-			dead.byKey[key] = append(dead.byKey[key], reason)
-		}
+	expected := depth.Total()
+	// Every message the queue counts, and any more a receive still finds; an empty long
+	// poll short of the count is not the end (the emulator can return one under load).
+	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
+		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 2 * time.Minute, Patience: readDeadLettersTimeout,
+	})
+	if err != nil {
+		return dead, fmt.Errorf("demo: reading the dead-letter queue: %w", err)
 	}
-	dead.messages = len(handles)
+	if len(peeked.Messages) < expected {
+		return dead, fmt.Errorf("demo: read %d of the %d messages the dead-letter queue counts in %s", len(peeked.Messages), expected, readDeadLettersTimeout)
+	}
+	for _, message := range peeked.Messages {
+		key, ok := p.malformed[message.Body]
+		if !ok {
+			var request struct {
+				DeliveryID string `json:"deliveryId"`
+			}
+			_ = json.Unmarshal([]byte(message.Body), &request)
+			key = request.DeliveryID
+		}
+		if _, known := p.kinds[key]; !known {
+			key = "unknown:" + message.ID
+		}
+		dead.keys[key] = true
+		reason := "redrive policy (maxReceiveCount)"
+		if message.FailureReason != "" {
+			reason = message.FailureReason
+		}
+		dead.reasons[reason]++
+		dead.byKey[key] = append(dead.byKey[key], reason)
+	}
+	dead.messages = len(peeked.Messages)
 	return dead, nil
 }
 

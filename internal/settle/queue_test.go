@@ -1,0 +1,122 @@
+package settle_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+func TestLoadQueueResolvesTheDeadLetterQueue(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	created := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 5})
+
+	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
+	require.NoError(t, err)
+	assert.Equal(t, created.ARN, queue.ARN)
+	assert.False(t, queue.FIFO)
+	assert.Equal(t, 45*time.Second, queue.VisibilityTimeout)
+	t.Run("MaximumMessageSize", func(t *testing.T) {
+		testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention)
+		assert.Positive(t, queue.MaximumMessageSize)
+	})
+	require.NotNil(t, queue.RedrivePolicy)
+	assert.Equal(t, 5, queue.RedrivePolicy.MaxReceiveCount)
+	assert.Equal(t, created.DeadLetterQueueARN, queue.RedrivePolicy.DeadLetterTargetARN)
+	assert.Equal(t, created.DeadLetterQueueURL, queue.DeadLetterQueueURL)
+}
+
+func TestLoadQueueWithoutRedrivePolicy(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	created := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
+	require.NoError(t, err)
+	assert.Nil(t, queue.RedrivePolicy)
+	assert.Empty(t, queue.DeadLetterQueueURL)
+
+	_, err = sqsx.LoadQueue(context.Background(), client, created.URL+"-missing")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sqsx: reading attributes of queue")
+}
+
+func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := testenv.SQS(t)
+	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
+	require.NoError(t, err)
+
+	message := &sqsworker.Message{
+		ID:           "m-1",
+		Body:         `{"deliveryId":"d-1"}`,
+		ReceiveCount: 2,
+		MessageAttributes: map[string]sqsworker.MessageAttribute{
+			"tenant": {DataType: "String", StringValue: "acme"},
+		},
+	}
+	outcome := sqsworker.Classify(sqsworker.Permanent("HTTP410", errors.New("endpoint answered 410 Gone: "+strings.Repeat("x", 3000))))
+	require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
+
+	received := receiveOne(t, client, created.DeadLetterQueueURL)
+	assert.Equal(t, message.Body, aws.ToString(received.Body))
+	attributes := received.MessageAttributes
+	assert.Equal(t, "acme", aws.ToString(attributes["tenant"].StringValue))
+	assert.Equal(t, "HTTP410", aws.ToString(attributes[sqsworker.AttributeFailureReason].StringValue))
+	errorText := aws.ToString(attributes[sqsworker.AttributeFailureError].StringValue)
+	assert.True(t, strings.HasPrefix(errorText, "permanent failure (HTTP410): endpoint answered 410 Gone"), errorText)
+	assert.Len(t, errorText, sqsworker.MaxFailureErrorBytes)
+	assert.True(t, strings.HasSuffix(errorText, "..."))
+	assert.Equal(t, created.ARN, aws.ToString(attributes[sqsworker.AttributeFailureSourceQueue].StringValue))
+	assert.Equal(t, "2", aws.ToString(attributes[sqsworker.AttributeFailureReceiveCount].StringValue))
+	assert.Equal(t, "Number", aws.ToString(attributes[sqsworker.AttributeFailureReceiveCount].DataType))
+}
+
+func TestSendToDeadLetterQueueKeepsTheFIFOGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := testenv.SQS(t)
+	created := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
+	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
+	require.NoError(t, err)
+	require.True(t, queue.FIFO)
+	require.True(t, queue.DeadLetterQueueFIFO)
+
+	message := &sqsworker.Message{ID: "m-fifo", Body: "poison", ReceiveCount: 1, GroupID: "g1"}
+	outcome := sqsworker.Classify(sqsworker.Permanent("Poison", nil))
+	require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
+	// A repeated send after a crash is deduplicated by the message id.
+	require.NoError(t, settle.SendToDeadLetterQueue(ctx, client, queue, message, outcome))
+
+	received := receiveOne(t, client, created.DeadLetterQueueURL)
+	assert.Equal(t, "g1", received.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)])
+	assert.Equal(t, "m-fifo", received.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)])
+	visible, inFlight := testenv.Counts(t, client, created.DeadLetterQueueURL)
+	assert.Equal(t, 0, visible, "the second send must be deduplicated")
+	assert.Equal(t, 1, inFlight)
+}
+
+func receiveOne(t *testing.T, client *sqs.Client, url string) types.Message {
+	t.Helper()
+	messages := testenv.Receive(t, client, sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(url),
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	}, 1, testenv.ReceiveTimeout)
+	require.Len(t, messages, 1)
+	return messages[0]
+}

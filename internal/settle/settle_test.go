@@ -1,0 +1,136 @@
+package settle_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+)
+
+var fixed = sqsworker.Backoff{Base: 4 * time.Second, Cap: time.Minute, Jitter: sqsworker.JitterNone}
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	received := now.Add(-time.Second)
+	message := &sqsworker.Message{ReceiveCount: 2}
+	tests := []struct {
+		name     string
+		err      error
+		message  *sqsworker.Message
+		dlq      bool
+		want     settle.Action
+		wantSecs int32
+	}{
+		{name: "success", err: nil, dlq: true, want: settle.Action{Delete: true}},
+		{name: "retry uses the backoff of the receive count", err: errors.New("503"), dlq: true, want: settle.Action{Visibility: 8 * time.Second}, wantSecs: 8},
+		{name: "retry-after", err: sqsworker.RetryAfter(1500*time.Millisecond, errors.New("429")), want: settle.Action{Visibility: 1500 * time.Millisecond}, wantSecs: 2},
+		{name: "defer", err: sqsworker.Defer(time.Minute, "later"), want: settle.Action{Visibility: time.Minute}, wantSecs: 60},
+		{name: "permanent with the send on", err: sqsworker.Permanent("Bad", errors.New("x")), dlq: true, want: settle.Action{DeadLetter: true, Delete: true, Visibility: 8 * time.Second}, wantSecs: 8},
+		{name: "permanent with the send off", err: sqsworker.Permanent("Bad", errors.New("x")), dlq: false, want: settle.Action{Visibility: 8 * time.Second}, wantSecs: 8},
+		{name: "clamped since the first receive", err: sqsworker.RetryAfter(12*time.Hour, errors.New("x")),
+			message: &sqsworker.Message{ReceiveCount: 2, FirstReceivedAt: now.Add(-11 * time.Hour)},
+			want:    settle.Action{Visibility: time.Hour - sqsx.VisibilitySafetyMargin}, wantSecs: 3570},
+		{name: "clamped since this receive when the first receive is unknown", err: sqsworker.RetryAfter(12*time.Hour, errors.New("x")),
+			message: &sqsworker.Message{ReceiveCount: 2}, want: settle.Action{Visibility: 12*time.Hour - time.Second - sqsx.VisibilitySafetyMargin}, wantSecs: 43169},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := message
+			if tc.message != nil {
+				m = tc.message
+			}
+			outcome := sqsworker.Classify(tc.err)
+			got := settle.Plan(outcome, m, received, now, fixed, tc.dlq)
+			tc.want.Outcome = outcome
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.wantSecs, got.Seconds())
+		})
+	}
+}
+
+type finisher struct {
+	finished    []string
+	rescheduled []settle.Action
+}
+
+func (f *finisher) Finish(_ context.Context, d settle.Delivery) {
+	f.finished = append(f.finished, d.Message.ID)
+}
+func (f *finisher) Reschedule(_ context.Context, _ settle.Delivery, a settle.Action) {
+	f.rescheduled = append(f.rescheduled, a)
+}
+
+type deadLetter struct {
+	err  error
+	sent []sqsworker.Outcome
+}
+
+func (d *deadLetter) Send(_ context.Context, _ *sqsworker.Message, o sqsworker.Outcome) error {
+	d.sent = append(d.sent, o)
+	return d.err
+}
+
+type recorder struct{ kinds []sqsworker.EventKind }
+
+func (r *recorder) Observe(_ context.Context, ev sqsworker.Event) { r.kinds = append(r.kinds, ev.Kind) }
+
+func TestSettleCarriesOutEveryOutcome(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                      string
+		err                       error
+		sendErr                   error
+		wantDone                  bool
+		wantFinished, wantResched int
+		wantSent                  int
+		wantKinds                 []sqsworker.EventKind
+		wantErrorHandler          int
+	}{
+		{name: "success", wantDone: true, wantFinished: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
+		{name: "retry", err: errors.New("x"), wantResched: 1, wantErrorHandler: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
+		{name: "defer is not a failure", err: sqsworker.Defer(time.Second, "r"), wantResched: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
+		{name: "dead letter", err: sqsworker.Permanent("Bad", errors.New("x")), wantDone: true, wantFinished: 1, wantSent: 1, wantErrorHandler: 1,
+			wantKinds: []sqsworker.EventKind{sqsworker.EventFinished, sqsworker.EventDeadLettered}},
+		{name: "dead letter send fails", err: sqsworker.Permanent("Bad", errors.New("x")), sendErr: errors.New("throttled"), wantResched: 1, wantSent: 1, wantErrorHandler: 1,
+			wantKinds: []sqsworker.EventKind{sqsworker.EventFinished, sqsworker.EventDeadLetterFailed}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dlq := &deadLetter{err: tc.sendErr}
+			observed := &recorder{}
+			handled := 0
+			s := settle.New(settle.Config{Host: "test", Backoff: fixed, DeadLetter: dlq, Observer: observed,
+				ErrorHandler: func(context.Context, *sqsworker.Message, error) { handled++ }})
+			f := &finisher{}
+			d := settle.Delivery{Message: &sqsworker.Message{ID: "m", ReceiveCount: 1}, ReceivedAt: time.Now()}
+			done := s.Settle(context.Background(), d, tc.err, f)
+			assert.Equal(t, tc.wantDone, done)
+			assert.Len(t, f.finished, tc.wantFinished)
+			assert.Len(t, f.rescheduled, tc.wantResched)
+			assert.Len(t, dlq.sent, tc.wantSent)
+			assert.Equal(t, tc.wantKinds, observed.kinds)
+			assert.Equal(t, tc.wantErrorHandler, handled)
+		})
+	}
+}
+
+func TestCallRecoversAPanicWithItsLocation(t *testing.T) {
+	t.Parallel()
+	err := settle.Call(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+		panic("boom")
+	}), &sqsworker.Message{})
+	panicErr, ok := errors.AsType[*sqsworker.PanicError](err)
+	require.True(t, ok)
+	assert.Equal(t, "boom", panicErr.Value)
+	assert.Contains(t, panicErr.Location, "settle_test.go:")
+	assert.Equal(t, sqsworker.OutcomeRetry, sqsworker.Classify(err).Kind)
+}

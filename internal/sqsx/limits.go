@@ -1,0 +1,88 @@
+package sqsx
+
+import "time"
+
+// SQS's limits, from the Amazon SQS Developer Guide ("Amazon SQS message quotas",
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html)
+// and the API Reference (SendMessageBatch, ReceiveMessage, ChangeMessageVisibility). Every
+// other package takes them from here.
+const (
+	// MaxBatchEntries is the most entries one SendMessageBatch, DeleteMessageBatch or
+	// ChangeMessageVisibilityBatch request may carry, and the most messages one
+	// ReceiveMessage returns (MaxNumberOfMessages 1 to 10).
+	MaxBatchEntries = 10
+	// MaxMessageBytes is the largest message SQS accepts, and the largest value of a
+	// queue's MaximumMessageSize attribute: 1 MiB (1,048,576 bytes) since August 2025,
+	// 256 KiB before. Size as counted by [MessageSize].
+	MaxMessageBytes = 1 << 20
+	// MaxBatchBytes is the most one SendMessageBatch request may carry in total, the sum
+	// of its entries' sizes: 1 MiB (API Reference, SendMessageBatch: "The maximum allowed
+	// individual message size and the maximum total payload size (the sum of the
+	// individual lengths of all of the batched messages) are both 1 MiB").
+	MaxBatchBytes = 1 << 20
+	// DefaultMaximumMessageSize is the MaximumMessageSize of a queue created without the
+	// attribute (256 KiB), used when a queue does not report one.
+	DefaultMaximumMessageSize = 256 * 1024
+	// MinMaximumMessageSize is the smallest MaximumMessageSize a queue may have (1 KiB).
+	MinMaximumMessageSize = 1024
+	// MaxMessageAttributes is the most message attributes one message may carry.
+	MaxMessageAttributes = 10
+	// MaxBatchEntryIDLength is the longest batch entry id (alphanumerics, '-' and '_').
+	MaxBatchEntryIDLength = 80
+	// MaxDeduplicationIDLength is the longest MessageDeduplicationId and MessageGroupId.
+	MaxDeduplicationIDLength = 128
+	// MaxListedMoveTasks is the most tasks one ListMessageMoveTasks returns (MaxResults
+	// 1 to 10).
+	MaxListedMoveTasks = 10
+
+	// MaxVisibilityTimeout is the limit on a message's visibility timeout: 12 hours from
+	// the receive; ChangeMessageVisibility rejects more ("Visibility timeout" in the
+	// Developer Guide).
+	MaxVisibilityTimeout = 12 * time.Hour
+	// MaxWaitTime is the longest long poll (ReceiveMessage WaitTimeSeconds 0 to 20).
+	MaxWaitTime = 20 * time.Second
+	// MaxDelay is the longest delivery delay (DelaySeconds 0 to 900, 15 minutes).
+	MaxDelay = 15 * time.Minute
+	// MaxRetention is the longest message retention period (14 days), MinRetention the
+	// shortest (60 s).
+	MaxRetention = 14 * 24 * time.Hour
+	MinRetention = time.Minute
+)
+
+// VisibilitySafetyMargin is kept free below [MaxVisibilityTimeout] when a delay is clamped,
+// so clock skew between this process and SQS never pushes a request over the limit.
+const VisibilitySafetyMargin = 30 * time.Second
+
+// ClampVisibility bounds a requested visibility delay to [0, 12 h - sinceReceive -
+// VisibilitySafetyMargin]: what SQS still accepts for a message received sinceReceive ago.
+func ClampVisibility(delay, sinceReceive time.Duration) time.Duration {
+	remaining := MaxVisibilityTimeout - max(sinceReceive, 0) - VisibilitySafetyMargin
+	return max(min(delay, remaining), 0)
+}
+
+// VisibilitySeconds converts a delay to the whole seconds SQS's VisibilityTimeout takes,
+// rounding up (a 1.2 s delay becomes 2 s) and bounding to [0, 43200].
+func VisibilitySeconds(delay time.Duration) int32 {
+	return ceilSeconds(delay, MaxVisibilityTimeout)
+}
+
+// DelaySeconds converts a delivery delay to SendMessage's DelaySeconds, rounding up and
+// bounding to [0, 900].
+func DelaySeconds(delay time.Duration) int32 {
+	return ceilSeconds(delay, MaxDelay)
+}
+
+// WaitSeconds converts a long-poll wait to ReceiveMessage's WaitTimeSeconds, rounding
+// up and bounding to [0, 20].
+func WaitSeconds(wait time.Duration) int32 {
+	return ceilSeconds(wait, MaxWaitTime)
+}
+
+func ceilSeconds(d, limit time.Duration) int32 {
+	d = max(min(d, limit), 0)
+	seconds := d / time.Second
+	if d%time.Second != 0 {
+		seconds++
+	}
+	return int32(seconds)
+}

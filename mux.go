@@ -1,0 +1,211 @@
+package sqsworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrJobTimeout is the cause of a handler's context cancelled by its job type's
+// [JobTimeout], and is wrapped into the error such a handler returns.
+var ErrJobTimeout = errors.New("sqsworker: job type timeout")
+
+// ServeMux is a [Handler] that routes each message to the handler registered for its job
+// type, read from the message attribute [AttributeJobType] (or, with [RouteByJSONField],
+// from a field of the JSON body). Both hosts run it like any other handler.
+//
+// A message whose type is missing or has no handler fails permanently with reason
+// "UnknownJobType", naming the type: the host sends it to the dead-letter queue after
+// that one receive. A message that carries a due time ([AttributeDueAt]) in the future
+// is deferred until then with reason "NotDue" (a safety net for a worker without the
+// producer's delay middleware, which re-sends such jobs without counting receives).
+//
+// Register every type before the host starts; registering is safe while messages are
+// being served, but a message of a type not registered yet is dead-lettered.
+type ServeMux struct {
+	typeField string
+	now       func() time.Time
+
+	mu     sync.RWMutex
+	routes map[string]*route
+}
+
+// MuxOption configures a [ServeMux] in [NewServeMux].
+type MuxOption func(*ServeMux)
+
+// RouteByJSONField makes the mux read the job type of a message without the
+// [AttributeJobType] attribute from the top-level string field name of its JSON body
+// (for producers that cannot set message attributes, such as an EventBridge Scheduler
+// target's fixed input). The attribute wins when both are present. Handlers registered
+// with [RegisterJSON] on such a mux decode bodies with or without that field.
+func RouteByJSONField(name string) MuxOption {
+	return func(mux *ServeMux) { mux.typeField = name }
+}
+
+// MuxClock sets the clock the mux compares due times with; the default is time.Now.
+func MuxClock(now func() time.Time) MuxOption {
+	return func(mux *ServeMux) { mux.now = now }
+}
+
+// NewServeMux returns an empty mux.
+func NewServeMux(options ...MuxOption) *ServeMux {
+	mux := &ServeMux{now: time.Now, routes: map[string]*route{}}
+	for _, option := range options {
+		option(mux)
+	}
+	return mux
+}
+
+// JobOption sets a per-type setting in [ServeMux.Register].
+type JobOption func(*route)
+
+// JobTimeout bounds each handler call of the job type: after d its context is
+// cancelled with cause [ErrJobTimeout], and an error it then returns wraps
+// ErrJobTimeout (and is retried). The host's own hard timeout still applies; a d longer
+// than it has no effect. A handler that ignores its context is stopped by the host's
+// hard timeout, never by the mux (the host keeps its concurrency slot until it returns).
+func JobTimeout(d time.Duration) JobOption {
+	return func(r *route) { r.timeout = d }
+}
+
+// JobBackoff replaces the host's retry policy for the job type: an ordinary failure (an
+// error that is not permanent, deferred or a RetryAfter) becomes [RetryAfter] with
+// backoff.Delay(receive count), which both hosts carry out through the visibility
+// timeout, clamped to SQS's 12-hour limit. The outcome's reason is then "RetryAfter"
+// instead of "HandlerError". A panic is recovered by the host, in one place, and retried
+// with the host's backoff.
+func JobBackoff(backoff Backoff) JobOption {
+	return func(r *route) { r.backoff = &backoff }
+}
+
+// JobMiddleware wraps the job type's handler in middlewares (the first one outermost),
+// inside the mux's timeout and backoff.
+func JobMiddleware(middlewares ...Middleware) JobOption {
+	return func(r *route) { r.middlewares = append(r.middlewares, middlewares...) }
+}
+
+// route is one registered job type.
+type route struct {
+	handler     Handler
+	timeout     time.Duration
+	backoff     *Backoff
+	middlewares []Middleware
+}
+
+// Register routes messages of jobType to handler, with the per-type options. It panics
+// when jobType is empty, handler is nil or jobType is already registered: these are
+// programming errors found at start, like http.ServeMux's.
+func (mux *ServeMux) Register(jobType string, handler Handler, options ...JobOption) {
+	if jobType == "" {
+		panic("sqsworker: ServeMux.Register with an empty job type")
+	}
+	if handler == nil {
+		panic(fmt.Sprintf("sqsworker: ServeMux.Register(%q) with a nil handler", jobType))
+	}
+	r := &route{}
+	for _, option := range options {
+		option(r)
+	}
+	r.handler = Chain(handler, r.middlewares...)
+	mux.mu.Lock()
+	defer mux.mu.Unlock()
+	if _, exists := mux.routes[jobType]; exists {
+		panic(fmt.Sprintf("sqsworker: job type %q registered twice", jobType))
+	}
+	mux.routes[jobType] = r
+}
+
+// RegisterFunc is [ServeMux.Register] for a function.
+func (mux *ServeMux) RegisterFunc(jobType string, handler func(ctx context.Context, message *Message) error, options ...JobOption) {
+	mux.Register(jobType, HandlerFunc(handler), options...)
+}
+
+// JobTypes returns the registered job types, sorted.
+func (mux *ServeMux) JobTypes() []string {
+	mux.mu.RLock()
+	defer mux.mu.RUnlock()
+	types := make([]string, 0, len(mux.routes))
+	for name := range mux.routes {
+		types = append(types, name)
+	}
+	slices.Sort(types)
+	return types
+}
+
+// Handle routes message to its job type's handler; see [ServeMux].
+func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
+	jobType, err := mux.jobType(message)
+	if err != nil {
+		return Permanent("UnknownJobType", err)
+	}
+	mux.mu.RLock()
+	r := mux.routes[jobType]
+	mux.mu.RUnlock()
+	if r == nil {
+		return Permanent("UnknownJobType", fmt.Errorf("no handler for job type %q (registered: %s)", jobType, strings.Join(mux.JobTypes(), ", ")))
+	}
+	if due, ok := message.DueAt(); ok {
+		if wait := due.Sub(mux.now()); wait > 0 {
+			return Defer(wait, "NotDue")
+		}
+	}
+	return r.serve(ctx, message)
+}
+
+// jobType reads the message's job type from the attribute or, when configured, the body.
+func (mux *ServeMux) jobType(message *Message) (string, error) {
+	if jobType := message.JobType(); jobType != "" {
+		return jobType, nil
+	}
+	if mux.typeField == "" {
+		return "", fmt.Errorf("message has no %q attribute", AttributeJobType)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(message.Body), &fields); err != nil {
+		return "", fmt.Errorf("message has no %q attribute and its body is not a JSON object: %v", AttributeJobType, err)
+	}
+	raw, ok := fields[mux.typeField]
+	if !ok {
+		return "", fmt.Errorf("message has no %q attribute and its body no %q field", AttributeJobType, mux.typeField)
+	}
+	var jobType string
+	if err := json.Unmarshal(raw, &jobType); err != nil || jobType == "" {
+		return "", fmt.Errorf("message has no %q attribute and its body's %q field is not a non-empty string: %s", AttributeJobType, mux.typeField, raw)
+	}
+	return jobType, nil
+}
+
+// serve calls the route's handler under its timeout and backoff.
+func (r *route) serve(ctx context.Context, message *Message) error {
+	ctx = context.WithValue(ctx, messageKey{}, message)
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, r.timeout, fmt.Errorf("%w (%s)", ErrJobTimeout, r.timeout))
+		defer cancel()
+	}
+	err := r.handler.Handle(ctx, message)
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrJobTimeout) && !errors.Is(err, ErrJobTimeout) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	if r.backoff != nil && Classify(err).Kind == OutcomeRetry {
+		return RetryAfter(r.backoff.Delay(message.ReceiveCount), err)
+	}
+	return err
+}
+
+type messageKey struct{}
+
+// MessageFromContext returns the message a [ServeMux] is serving in ctx (for example to a
+// [RegisterJSON] handler that wants its id or receive count), and false outside one.
+func MessageFromContext(ctx context.Context) (*Message, bool) {
+	message, ok := ctx.Value(messageKey{}).(*Message)
+	return message, ok
+}

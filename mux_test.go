@@ -1,0 +1,190 @@
+package sqsworker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type welcome struct {
+	To   string `json:"to"`
+	Name string `json:"name"`
+}
+
+func typed(jobType, body string) *Message {
+	message := &Message{ID: "m-1", Body: body, ReceiveCount: 1}
+	if jobType != "" {
+		message.MessageAttributes = map[string]MessageAttribute{AttributeJobType: {DataType: "String", StringValue: jobType}}
+	}
+	return message
+}
+
+func TestServeMuxRoutesByJobTypeAttribute(t *testing.T) {
+	mux := NewServeMux()
+	var got []string
+	mux.RegisterFunc("a", func(ctx context.Context, m *Message) error { got = append(got, "a:"+m.Body); return nil })
+	mux.RegisterFunc("b", func(ctx context.Context, m *Message) error { got = append(got, "b:"+m.Body); return nil })
+	require.NoError(t, mux.Handle(context.Background(), typed("b", "1")))
+	require.NoError(t, mux.Handle(context.Background(), typed("a", "2")))
+	assert.Equal(t, []string{"b:1", "a:2"}, got)
+	assert.Equal(t, []string{"a", "b"}, mux.JobTypes())
+}
+
+func TestServeMuxUnknownAndMissingTypesFailPermanently(t *testing.T) {
+	mux := NewServeMux()
+	mux.RegisterFunc("known", func(context.Context, *Message) error { return nil })
+	for name, tc := range map[string]struct {
+		message *Message
+		want    string
+	}{
+		"unknown": {typed("nope", "{}"), `no handler for job type "nope" (registered: known)`},
+		"missing": {typed("", "{}"), `message has no "job-type" attribute`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			outcome := Classify(mux.Handle(context.Background(), tc.message))
+			assert.Equal(t, OutcomeDeadLetter, outcome.Kind)
+			assert.Equal(t, "UnknownJobType", outcome.Reason)
+			assert.Contains(t, outcome.Err.Error(), tc.want)
+		})
+	}
+}
+
+func TestServeMuxRoutesByJSONField(t *testing.T) {
+	mux := NewServeMux(RouteByJSONField("type"))
+	var got []welcome
+	RegisterJSON(mux, "welcome", func(ctx context.Context, job welcome) error { got = append(got, job); return nil })
+	require.NoError(t, mux.Handle(context.Background(), typed("", `{"type":"welcome","to":"a@example.com"}`)))
+	// The attribute wins over the field, and a body without the field decodes as it is.
+	require.NoError(t, mux.Handle(context.Background(), typed("welcome", `{"to":"b@example.com"}`)))
+	assert.Equal(t, []welcome{{To: "a@example.com"}, {To: "b@example.com"}}, got)
+
+	for body, want := range map[string]string{
+		`{"to":"x"}`:     `its body no "type" field`,
+		`not json`:       `its body is not a JSON object`,
+		`{"type":7}`:     `"type" field is not a non-empty string`,
+		`{"type":"new"}`: `no handler for job type "new"`,
+	} {
+		outcome := Classify(mux.Handle(context.Background(), typed("", body)))
+		assert.Equal(t, "UnknownJobType", outcome.Reason, body)
+		assert.Contains(t, outcome.Err.Error(), want, body)
+	}
+}
+
+func TestRegisterJSONDecodesStrictly(t *testing.T) {
+	mux := NewServeMux()
+	var got welcome
+	RegisterJSON(mux, "welcome", func(ctx context.Context, job welcome) error { got = job; return nil })
+	require.NoError(t, mux.Handle(context.Background(), typed("welcome", ` {"to":"a@example.com","name":"A"} `)))
+	assert.Equal(t, welcome{To: "a@example.com", Name: "A"}, got)
+
+	for body, want := range map[string]string{
+		`{"to":"a","extra":1}`:  `unknown field "extra"`,
+		`{"to":"a"}{"to":"b"}`:  "trailing data",
+		`{"to":"a"}]`:           "trailing data",
+		`{"to":5}`:              "cannot unmarshal number",
+		`{"to":"a"`:             "unexpected EOF",
+		``:                      "empty body",
+		`null`:                  "JSON null",
+		`["to"]`:                "cannot unmarshal array",
+		`{"type":"welcome"}`:    `unknown field "type"`, // no field routing on this mux
+		"{\"to\":\"a\"}\n\t  x": "trailing data",
+	} {
+		outcome := Classify(mux.Handle(context.Background(), typed("welcome", body)))
+		assert.Equal(t, OutcomeDeadLetter, outcome.Kind, body)
+		assert.Equal(t, "MalformedBody", outcome.Reason, body)
+		assert.Contains(t, outcome.Err.Error(), want, body)
+	}
+}
+
+func TestJobTimeoutCancelsTheHandlersContext(t *testing.T) {
+	mux := NewServeMux()
+	mux.RegisterFunc("slow", func(ctx context.Context, m *Message) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}, JobTimeout(10*time.Millisecond))
+	err := mux.Handle(context.Background(), typed("slow", ""))
+	require.ErrorIs(t, err, ErrJobTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, OutcomeRetry, Classify(err).Kind)
+}
+
+func TestJobBackoffBecomesRetryAfter(t *testing.T) {
+	backoff := Backoff{Base: time.Second, Cap: time.Hour, Jitter: JitterNone}
+	mux := NewServeMux()
+	mux.RegisterFunc("flaky", func(context.Context, *Message) error { return errors.New("503") }, JobBackoff(backoff))
+	mux.RegisterFunc("panics", func(context.Context, *Message) error { panic("boom") }, JobBackoff(backoff))
+	mux.RegisterFunc("gone", func(context.Context, *Message) error { return Permanent("HTTP410", nil) }, JobBackoff(backoff))
+	mux.RegisterFunc("plain", func(context.Context, *Message) error { return errors.New("503") })
+
+	message := typed("flaky", "")
+	message.ReceiveCount = 4
+	outcome := Classify(mux.Handle(context.Background(), message))
+	assert.Equal(t, OutcomeRetryAfter, outcome.Kind)
+	assert.Equal(t, 8*time.Second, outcome.Delay) // 1 s * 2^(4-1)
+	assert.ErrorContains(t, outcome.Err, "503")
+
+	message = typed("panics", "")
+	assert.PanicsWithValue(t, "boom", func() { _ = mux.Handle(context.Background(), message) }, "the host recovers panics, in one place")
+
+	assert.Equal(t, OutcomeDeadLetter, Classify(mux.Handle(context.Background(), typed("gone", ""))).Kind)
+	assert.Equal(t, OutcomeRetry, Classify(mux.Handle(context.Background(), typed("plain", ""))).Kind)
+}
+
+func TestJobMiddlewareWrapsOnlyItsType(t *testing.T) {
+	var calls []string
+	tag := func(name string) Middleware {
+		return func(next Handler) Handler {
+			return HandlerFunc(func(ctx context.Context, m *Message) error {
+				calls = append(calls, name)
+				return next.Handle(ctx, m)
+			})
+		}
+	}
+	mux := NewServeMux()
+	mux.RegisterFunc("a", func(ctx context.Context, m *Message) error {
+		got, ok := MessageFromContext(ctx)
+		require.True(t, ok)
+		assert.Same(t, m, got)
+		calls = append(calls, "handler a")
+		return nil
+	}, JobMiddleware(tag("outer"), tag("inner")))
+	mux.RegisterFunc("b", func(context.Context, *Message) error { calls = append(calls, "handler b"); return nil })
+	require.NoError(t, mux.Handle(context.Background(), typed("a", "")))
+	require.NoError(t, mux.Handle(context.Background(), typed("b", "")))
+	assert.Equal(t, []string{"outer", "inner", "handler a", "handler b"}, calls)
+	_, ok := MessageFromContext(context.Background())
+	assert.False(t, ok)
+}
+
+func TestServeMuxDefersAJobThatIsNotDue(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	mux := NewServeMux(MuxClock(func() time.Time { return now }))
+	handled := 0
+	mux.RegisterFunc("later", func(context.Context, *Message) error { handled++; return nil })
+	message := typed("later", "")
+	message.MessageAttributes[AttributeDueAt] = MessageAttribute{DataType: "Number", StringValue: strconv.FormatInt(now.Add(90*time.Second).UnixMilli(), 10)}
+	outcome := Classify(mux.Handle(context.Background(), message))
+	assert.Equal(t, OutcomeDefer, outcome.Kind)
+	assert.Equal(t, 90*time.Second, outcome.Delay)
+	assert.Equal(t, "NotDue", outcome.Reason)
+	assert.Zero(t, handled)
+
+	now = now.Add(90 * time.Second)
+	require.NoError(t, mux.Handle(context.Background(), message))
+	assert.Equal(t, 1, handled)
+}
+
+func TestServeMuxRegisterPanicsOnProgrammingErrors(t *testing.T) {
+	mux := NewServeMux()
+	mux.RegisterFunc("a", func(context.Context, *Message) error { return nil })
+	assert.PanicsWithValue(t, `sqsworker: job type "a" registered twice`, func() {
+		mux.RegisterFunc("a", func(context.Context, *Message) error { return nil })
+	})
+	assert.Panics(t, func() { mux.Register("", HandlerFunc(nil)) })
+	assert.Panics(t, func() { mux.Register("b", nil) })
+}

@@ -1,0 +1,24 @@
+// Package producer sends jobs to SQS queues: one at a time ([Producer.Send]), in
+// explicit batches ([Producer.SendBatch]), or through an automatic batcher that merges
+// concurrent sends into SendMessageBatch calls ([Batcher]).
+//
+// A [Job] has a type (the job-type message attribute a sqsworker.ServeMux routes on) and
+// a JSON payload or a raw body. Options cover delays of any length (up to 15 minutes
+// through DelaySeconds, longer through hops re-sent by [Producer.DelayMiddleware] on the
+// consumer side), idempotency keys (the attribute the idempotency middleware reads by
+// default), message groups (FIFO groups, or tenant keys of fair standard queues),
+// deduplication ids and unique jobs ([DynamoDBUniqueStore] on standard queues, the
+// deduplication id on FIFO queues). Every message is measured as SQS measures it (body
+// plus attributes) against the queue's MaximumMessageSize, read once per queue; a larger
+// one fails with [*TooLargeError] unless a [PayloadStore] (claim check) takes its body.
+// A queue is FIFO when its URL ends in ".fifo", as SQS requires of FIFO queue names.
+//
+//	jobs, err := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{})
+//	id, err := jobs.Send(ctx, queueURL, producer.Job{Type: "welcome-email", Payload: WelcomeEmail{To: "ada@example.com"}})
+//
+// On the consumer side, DelayMiddleware goes outermost (a hop re-sends the message as it
+// came: before a claim-check resolver, and before idempotency, since each hop has a new
+// message id), the mux innermost:
+//
+//	handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+package producer

@@ -1,0 +1,420 @@
+package producer_test
+
+// Tests against the local SQS and DynamoDB emulators (see internal/testenv); each runs in
+// parallel with the others on its own queues and tables.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+func newProducer(t *testing.T, api producer.API, config producer.Config) *producer.Producer {
+	t.Helper()
+	p, err := producer.New(api, config)
+	require.NoError(t, err)
+	return p
+}
+
+// startPoller runs a poller on queueURL for the test; options adjust its Config.
+func startPoller(t *testing.T, client *sqs.Client, queueURL string, handler sqsworker.Handler, options ...func(*poller.Config)) *poller.Server {
+	t.Helper()
+	config := poller.Config{QueueURL: queueURL, WaitTime: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	for _, option := range options {
+		option(&config)
+	}
+	server, err := poller.New(client, config, handler)
+	require.NoError(t, err)
+	require.NoError(t, server.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(ctx)
+	})
+	return server
+}
+
+// receiveAll receives (and deletes) every message of queueURL until want distinct
+// bodies were seen or timeout passed, and returns how often each body arrived. Callers
+// give it more than the test queues' 30 s visibility timeout (see below).
+func receiveAll(t *testing.T, client *sqs.Client, queueURL string, want int, timeout time.Duration) map[string]int {
+	t.Helper()
+	arrivals := map[string]int{}
+	deadline := time.Now().Add(timeout)
+	for len(arrivals) < want && time.Now().Before(deadline) {
+		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			// A lost response (the emulator under load has cut one short) leaves its
+			// messages in flight until their visibility timeout; they come back then.
+			t.Logf("receive failed, trying again: %v", err)
+			continue
+		}
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(output.Messages))
+		for i, message := range output.Messages {
+			arrivals[aws.ToString(message.Body)]++
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: message.ReceiptHandle}
+		}
+		if len(entries) > 0 {
+			deleted, err := client.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+			require.NoError(t, err)
+			require.Empty(t, deleted.Failed)
+		}
+	}
+	return arrivals
+}
+
+// settledEmpty waits until the queue holds no message: none visible, in flight or delayed.
+// Callers give it more than the test queues' 30 s visibility timeout, so a message whose
+// receive response was lost can come back and be counted.
+func settledEmpty(t *testing.T, client *sqs.Client, queueURL string, timeout time.Duration) {
+	t.Helper()
+	testenv.Eventually(t, timeout, "queue "+queueURL+" empty", func() bool {
+		attributes := testenv.QueueAttributes(t, client, queueURL)
+		return attributes["ApproximateNumberOfMessages"] == "0" && attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
+			attributes["ApproximateNumberOfMessagesDelayed"] == "0"
+	})
+}
+
+func TestEmulatorUnknownJobTypeDeadLettersAfterOneReceive(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
+	p := newProducer(t, client, producer.Config{})
+	id, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "resize-image", Payload: map[string]int{"width": 100}})
+	require.NoError(t, err)
+
+	mux := sqsworker.NewServeMux()
+	var known atomic.Int32
+	mux.RegisterFunc("welcome-email", func(context.Context, *sqsworker.Message) error { known.Add(1); return nil })
+	server := startPoller(t, client, queue.URL, mux)
+
+	var message types.Message
+	testenv.Eventually(t, 30*time.Second, "the job in the dead-letter queue", func() bool {
+		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queue.DeadLetterQueueURL), WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
+		})
+		require.NoError(t, err)
+		if len(output.Messages) == 1 {
+			message = output.Messages[0]
+		}
+		return len(output.Messages) == 1
+	})
+	attribute := func(name string) string { return aws.ToString(message.MessageAttributes[name].StringValue) }
+	assert.Equal(t, "UnknownJobType", attribute(sqsworker.AttributeFailureReason))
+	assert.Equal(t, "1", attribute(sqsworker.AttributeFailureReceiveCount), "dead-lettered after exactly one receive")
+	assert.Contains(t, attribute(sqsworker.AttributeFailureError), `no handler for job type "resize-image" (registered: welcome-email)`)
+	assert.Equal(t, "resize-image", attribute(sqsworker.AttributeJobType), "the job keeps its type for a redrive")
+	assert.Equal(t, `{"width":100}`, aws.ToString(message.Body))
+	assert.Zero(t, known.Load())
+	testenv.Eventually(t, 10*time.Second, "the original deleted", func() bool { return server.Stats().Deleted == 1 })
+	assert.EqualValues(t, 1, server.Stats().Received, "one receive of "+id)
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+}
+
+// scaledClock runs factor times faster than the wall clock, from start.
+func scaledClock(factor int) func() time.Time {
+	start := time.Now()
+	return func() time.Time {
+		return start.Add(time.Since(start) * time.Duration(factor))
+	}
+}
+
+// sendCounter counts the SendMessage calls of a producer (its first send and its hops).
+type sendCounter struct {
+	producer.API
+	sends atomic.Int32
+}
+
+func (c *sendCounter) SendMessage(ctx context.Context, input *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	c.sends.Add(1)
+	return c.API.SendMessage(ctx, input, optFns...)
+}
+
+// TestEmulatorFortyMinuteDelayThroughHops delays a job 40 minutes on a clock that runs
+// 300 times faster than the wall clock, with hops of 1 s (5 clock minutes, plus each
+// receive's latency): the job hops at least twice, is handled once, not before it is
+// due, with a receive count of 1, although the queue's redrive policy allows only 2
+// receives.
+func TestEmulatorFortyMinuteDelayThroughHops(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 2})
+	clock := scaledClock(300)
+	api := &sendCounter{API: client}
+	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Now: clock})
+
+	type handling struct {
+		at           time.Time
+		receiveCount int
+	}
+	var mu sync.Mutex
+	var handled []handling
+	mux := sqsworker.NewServeMux(sqsworker.MuxClock(clock))
+	sqsworker.RegisterJSON(mux, "report", func(ctx context.Context, job struct{ Month string }) error {
+		message, _ := sqsworker.MessageFromContext(ctx)
+		mu.Lock()
+		handled = append(handled, handling{clock(), message.ReceiveCount})
+		mu.Unlock()
+		return nil
+	})
+	// maxReceiveCount 2 is refused by default (every receive counts); here it shows that
+	// hops count none.
+	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()), func(c *poller.Config) { c.AllowLowMaxReceiveCount = true })
+
+	sentAt := clock()
+	_, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "report", Payload: map[string]string{"Month": "2026-11"}, Delay: 40 * time.Minute})
+	require.NoError(t, err)
+	due := sentAt.Add(40 * time.Minute)
+
+	// 40 clock minutes are 8 s; each hop adds a receive's latency on top.
+	testenv.Eventually(t, 60*time.Second, "the job handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) > 0
+	})
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.Eventually(t, 10*time.Second, "every delete confirmed", func() bool { return server.Stats().InFlight == 0 })
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, handled, 1, "handled exactly once")
+	assert.False(t, handled[0].at.Before(due), "handled at %s, due %s", handled[0].at, due)
+	assert.Equal(t, 1, handled[0].receiveCount)
+	assert.GreaterOrEqual(t, api.sends.Load(), int32(3), "the first send and at least two hops")
+	t.Logf("%d sends (the first and its hops) for a 40-minute delay in hops of 5 clock minutes", api.sends.Load())
+	assert.EqualValues(t, api.sends.Load(), server.Stats().Received, "every hop received once")
+	visible, inFlight := testenv.Counts(t, client, queue.DeadLetterQueueURL)
+	assert.Zero(t, visible+inFlight, "waiting counted no receives toward the redrive policy")
+}
+
+func TestEmulatorUniqueJobFromTwentyProducers(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	table := testenv.NewTable(t, testenv.DynamoDB(t))
+	const producers = 20
+	ids := make([]string, producers)
+	errs := make([]error, producers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range producers {
+		p := newProducer(t, client, producer.Config{Unique: producer.NewDynamoDBUniqueStore(testenv.DynamoDB(t), table)})
+		wg.Go(func() {
+			<-start
+			ids[i], errs[i] = p.Send(context.Background(), queue.URL, producer.Job{Type: "invoice", Payload: map[string]int{"order": 42}, UniqueKey: "invoice-order-42"})
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	first := ""
+	for i := range producers {
+		if errs[i] == nil {
+			require.Empty(t, first, "a second producer sent the job")
+			first = ids[i]
+		}
+	}
+	require.NotEmpty(t, first, "no producer sent the job: %v", errors.Join(errs...))
+	for i := range producers {
+		if errs[i] != nil {
+			var duplicate *producer.DuplicateJobError
+			require.ErrorAs(t, errs[i], &duplicate)
+			assert.Equal(t, producer.DuplicateJobError{Key: "invoice-order-42", MessageID: first}, *duplicate)
+		}
+	}
+	arrivals := receiveAll(t, client, queue.URL, 1, 45*time.Second)
+	assert.Equal(t, map[string]int{`{"order":42}`: 1}, arrivals)
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+}
+
+func TestEmulatorBatcherMergesAThousandSends(t *testing.T) {
+	t.Parallel()
+	client, proxy := newCountingSQS(t)
+	queue := testenv.NewQueue(t, testenv.SQS(t), testenv.QueueOptions{})
+	p := newProducer(t, client, producer.Config{})
+	// A window far longer than 1,000 goroutines take to start, so only the last batch
+	// goes out before it is full.
+	batcher, err := p.NewBatcher(queue.URL, producer.BatcherConfig{Window: 250 * time.Millisecond})
+	require.NoError(t, err)
+	const n = 1000
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ids[i], errs[i] = batcher.Send(context.Background(), producer.Job{Type: "ping", Body: fmt.Sprintf(`{"n":%d}`, i)})
+		})
+	}
+	wg.Wait()
+	require.NoError(t, batcher.Close(context.Background()))
+	require.NoError(t, errors.Join(errs...))
+	calls := proxy.count("SendMessageBatch")
+	assert.LessOrEqual(t, calls, 101, "SendMessageBatch calls for 1,000 sends")
+	assert.Zero(t, proxy.count("SendMessage"), "no entry needed a send of its own")
+	t.Logf("batcher: %d SendMessageBatch calls for %d messages (%.3f calls per message)", calls, n, float64(calls)/n)
+	unique := map[string]bool{}
+	for _, id := range ids {
+		unique[id] = true
+	}
+	assert.Len(t, unique, n, "each caller its own message id")
+
+	arrivals := receiveAll(t, testenv.SQS(t), queue.URL, n, 90*time.Second)
+	assert.Len(t, arrivals, n)
+	for body, count := range arrivals {
+		assert.Equal(t, 1, count, body)
+	}
+	settledEmpty(t, testenv.SQS(t), queue.URL, 45*time.Second)
+}
+
+func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{
+		QueueUrl: aws.String(queue.URL), Attributes: map[string]string{"MaximumMessageSize": "1048576"},
+	})
+	require.NoError(t, err)
+	p := newProducer(t, client, producer.Config{})
+	// "job-type" + "String" + "blob" = 18 bytes of attributes.
+	exact := strings.Repeat("x", 1<<20-18)
+	_, err = p.Send(context.Background(), queue.URL, producer.Job{Type: "blob", Body: exact})
+	require.NoError(t, err, "exactly 1 MiB, attributes included, fits")
+
+	_, err = p.Send(context.Background(), queue.URL, producer.Job{Type: "blob", Body: exact + "x"})
+	var tooLarge *producer.TooLargeError
+	require.ErrorAs(t, err, &tooLarge)
+	assert.Equal(t, producer.TooLargeError{QueueURL: queue.URL, Size: 1<<20 + 1, Limit: 1 << 20}, *tooLarge)
+	assert.ErrorContains(t, err, "is 1048577 bytes (body plus attributes), above the queue's MaximumMessageSize of 1048576 bytes")
+
+	// The emulator counts as the producer does: the same message sent directly is refused.
+	_, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(queue.URL), MessageBody: aws.String(exact + "x"),
+		MessageAttributes: map[string]types.MessageAttributeValue{sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String("blob")}},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Message must be shorter than 1048576 bytes")
+
+	// A 1 MiB receive is slow on a loaded emulator: the deadline is generous.
+	arrivals := receiveAll(t, client, queue.URL, 1, 60*time.Second)
+	assert.Len(t, arrivals, 1, "only the job that fits was sent")
+	assert.Equal(t, 1, arrivals[exact], "the 1 MiB job arrived once, unchanged")
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+}
+
+// An expired key is free again although its item is still in the table (DynamoDB's TTL
+// deletes late, moto never): expiry is checked in the condition, not left to TTL.
+func TestEmulatorUniqueKeyExpiryCheckedInCode(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store := producer.NewDynamoDBUniqueStore(testenv.DynamoDB(t), testenv.NewTable(t, testenv.DynamoDB(t)))
+	ctx := context.Background()
+	past := time.Now().Add(-2 * time.Hour)
+	_, reserved, err := store.Reserve(ctx, "report-2026-11", "old-owner", past, past.Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, reserved)
+	require.NoError(t, store.Confirm(ctx, "report-2026-11", "old-owner", "old-message", past.Add(time.Hour)))
+	assert.Error(t, store.Confirm(ctx, "report-2026-11", "someone-else", "other", time.Now().Add(time.Hour)), "only the owner confirms")
+
+	p := newProducer(t, client, producer.Config{Unique: store})
+	id, err := p.Send(ctx, queue.URL, producer.Job{Type: "report", Body: `{}`, UniqueKey: "report-2026-11"})
+	require.NoError(t, err, "the expired key is taken again")
+	_, err = p.Send(ctx, queue.URL, producer.Job{Type: "report", Body: `{}`, UniqueKey: "report-2026-11"})
+	var duplicate *producer.DuplicateJobError
+	require.ErrorAs(t, err, &duplicate)
+	assert.Equal(t, id, duplicate.MessageID)
+
+	// A reservation released after a failed send frees the key at once.
+	_, reserved, err = store.Reserve(ctx, "released", "owner-1", time.Now(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, reserved)
+	require.NoError(t, store.Release(ctx, "released", "owner-1"))
+	_, reserved, err = store.Reserve(ctx, "released", "owner-2", time.Now(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, reserved)
+}
+
+// On a FIFO queue a unique key is the deduplication id: SQS itself keeps the copies of
+// concurrent sends out (for its 5-minute deduplication interval); no store is needed.
+func TestEmulatorUniqueJobOnFIFOQueue(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
+	p := newProducer(t, client, producer.Config{})
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	ids := make([]string, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			ids[i], errs[i] = p.Send(context.Background(), queue.URL, producer.Job{Type: "invoice", Payload: map[string]int{"order": 42}, GroupID: "orders", UniqueKey: "invoice-order-42"})
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	arrivals := receiveAll(t, client, queue.URL, 1, 45*time.Second)
+	assert.Equal(t, map[string]int{`{"order":42}`: 1}, arrivals)
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+	distinct := map[string]bool{}
+	for _, id := range ids {
+		distinct[id] = true
+	}
+	t.Logf("%d distinct message ids returned for 20 deduplicated sends", len(distinct))
+}
+
+// The idempotency middleware's default key is the producer's IdempotencyKey: two sends
+// of one key run the handler once. The producer's trace context reaches the handler.
+func TestEmulatorIdempotencyKeyAndTraceContextReachTheWorker(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	store := idempotency.NewDynamoDBStore(testenv.DynamoDB(t), testenv.NewTable(t, testenv.DynamoDB(t)))
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	p := newProducer(t, client, producer.Config{TraceContext: func(ctx context.Context) map[string]string {
+		return map[string]string{"traceparent": traceparent}
+	}})
+	var mu sync.Mutex
+	var runs []string
+	mux := sqsworker.NewServeMux()
+	sqsworker.RegisterJSON(mux, "charge", func(ctx context.Context, job struct{ Cents int }) error {
+		message, _ := sqsworker.MessageFromContext(ctx)
+		trace, _ := message.StringAttribute("traceparent")
+		mu.Lock()
+		runs = append(runs, trace)
+		mu.Unlock()
+		return nil
+	})
+	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, idempotency.Middleware(store, idempotency.Config{})))
+	// The second send follows the first's completion, so it meets a completed record (two
+	// copies in flight at once would defer the second for the first's lease instead).
+	for sent := range 2 {
+		_, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "charge", Payload: map[string]int{"Cents": 500}, IdempotencyKey: "charge-order-7"})
+		require.NoError(t, err)
+		testenv.Eventually(t, 30*time.Second, "the message deleted", func() bool { return server.Stats().Deleted == int64(sent+1) })
+	}
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{traceparent}, runs, "one run, with the producer's trace context")
+}

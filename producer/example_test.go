@@ -1,0 +1,120 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+func sendEmail(ctx context.Context, to string) error { return nil }
+
+// The README's first job: a job type, a producer and a container worker.
+func Example_firstJob() {
+	ctx := context.Background()
+	awsConfig, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := sqs.NewFromConfig(awsConfig)
+	queueURL := os.Getenv("QUEUE_URL")
+
+	type WelcomeEmail struct {
+		To string `json:"to"`
+	}
+
+	mux := sqsworker.NewServeMux()
+	sqsworker.RegisterJSON(mux, "welcome-email", func(ctx context.Context, job WelcomeEmail) error {
+		return sendEmail(ctx, job.To) // nil deletes the message, an error retries it with backoff
+	})
+
+	jobs, err := producer.New(client, producer.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, err := jobs.Send(ctx, queueURL, producer.Job{Type: "welcome-email", Payload: WelcomeEmail{To: "ada@example.com"}})
+	if err != nil {
+		log.Fatal(err) // for example *producer.TooLargeError, naming the size and the limit
+	}
+	fmt.Println("sent", id)
+
+	worker, err := poller.New(client, poller.Config{QueueURL: queueURL}, mux)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(worker.Run(ctx)) // nil after a graceful drain on SIGTERM
+}
+
+// The package comment's producer and consumer.
+func ExampleProducer_Send() {
+	ctx, queueURL := context.Background(), os.Getenv("QUEUE_URL")
+	awsConfig, _ := config.LoadDefaultConfig(ctx)
+	run := func() (string, error) {
+		jobs, err := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{})
+		id, err := jobs.Send(ctx, queueURL, producer.Job{Type: "welcome-email", Payload: WelcomeEmail{To: "ada@example.com"}})
+
+		mux := sqsworker.NewServeMux()
+		store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), "jobs-idempotency")
+		handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+		_ = handler // poller.New(client, poller.Config{QueueURL: queueURL}, handler)
+		return id, err
+	}
+	_ = run
+}
+
+type WelcomeEmail struct {
+	To string `json:"to"`
+}
+
+// Delays longer than SQS's 15 minutes hop: the worker's DelayMiddleware re-sends the job
+// until it is due, so waiting counts no receives.
+func ExampleProducer_DelayMiddleware() {
+	var client *sqs.Client // sqs.NewFromConfig(awsConfig)
+	ctx, queueURL := context.Background(), os.Getenv("QUEUE_URL")
+	jobs, _ := producer.New(client, producer.Config{})
+	_, err := jobs.Send(ctx, queueURL, producer.Job{Type: "trial-ends", Payload: map[string]string{"account": "a-7"}, Delay: 14 * 24 * time.Hour})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := sqsworker.NewServeMux()
+	handler := sqsworker.Chain(mux, jobs.DelayMiddleware()) // outermost
+	_, _ = poller.New(client, poller.Config{QueueURL: queueURL}, handler)
+}
+
+// Unique jobs on a standard queue: of concurrent sends with one key, one is sent; the
+// others learn its message id.
+func ExampleDynamoDBUniqueStore() {
+	awsConfig, _ := config.LoadDefaultConfig(context.Background())
+	jobs, _ := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{
+		Unique: producer.NewDynamoDBUniqueStore(dynamodb.NewFromConfig(awsConfig), "jobs-unique"),
+	})
+	_, err := jobs.Send(context.Background(), os.Getenv("QUEUE_URL"), producer.Job{
+		Type: "invoice", Payload: map[string]int{"order": 42}, UniqueKey: "invoice-42", UniqueFor: 24 * time.Hour,
+	})
+	if duplicate, ok := errors.AsType[*producer.DuplicateJobError](err); ok {
+		fmt.Println("already sent as", duplicate.MessageID)
+	}
+}
+
+// The batcher merges concurrent sends (from HTTP handlers, say) into SendMessageBatch calls.
+func ExampleBatcher() {
+	var jobs *producer.Producer // producer.New(client, producer.Config{})
+	batcher, err := jobs.NewBatcher(os.Getenv("QUEUE_URL"), producer.BatcherConfig{Window: 10 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer batcher.Close(context.Background()) // sends the open batch, waits for the calls in flight
+	id, err := batcher.Send(context.Background(), producer.Job{Type: "ping", Body: `{}`})
+	fmt.Println(id, err)
+}

@@ -1,0 +1,25 @@
+package producer
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// PayloadStore moves a message that is too large for SQS out of the message (a claim
+// check), for example into S3 in the format of the AWS extended client libraries
+// (package claimcheck implements it).
+//
+// The producer calls Offload only for a message whose size as SQS counts it (body plus
+// message attributes, see [Config.OffloadThreshold]) is above the threshold, with the
+// queue it is sent to, the body and the message attributes the producer would send.
+// Offload returns the body and attributes to send instead (a pointer to the stored
+// payload and whatever attributes mark it); the producer checks the result against the
+// queue's MaximumMessageSize again. An error fails that one job; the producer returns it
+// wrapped and sends nothing.
+//
+// Offload may be called concurrently, and more than once for the same job when a send is
+// retried; implementations must be safe for both.
+type PayloadStore interface {
+	Offload(ctx context.Context, queueURL string, body string, attrs map[string]types.MessageAttributeValue) (newBody string, newAttrs map[string]types.MessageAttributeValue, err error)
+}

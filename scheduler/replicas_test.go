@@ -1,0 +1,378 @@
+//go:build unix
+
+package scheduler_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/poller"
+)
+
+// replicaLine is one event line of the replica binary (scheduler/internal/replica).
+type replicaLine struct {
+	Kind      string    `json:"kind"`
+	Owner     string    `json:"owner"`
+	Token     int64     `json:"token"`
+	TickID    string    `json:"tick_id"`
+	MessageID string    `json:"message_id"`
+	Skipped   int       `json:"skipped"`
+	Reason    string    `json:"reason"`
+	Time      time.Time `json:"time"`
+	Err       string    `json:"err"`
+}
+
+// replicaSet runs replica processes and collects their event lines.
+type replicaSet struct {
+	t        *testing.T
+	binary   string
+	args     []string
+	mu       sync.Mutex
+	lines    []replicaLine
+	procs    map[string]*exec.Cmd
+	exited   map[string]chan struct{}
+	launched int
+}
+
+// buildReplica compiles the replica binary into a temporary directory.
+func buildReplica(t *testing.T) string {
+	t.Helper()
+	binary := filepath.Join(t.TempDir(), "replica")
+	build := exec.Command("go", "build", "-o", binary, "./internal/replica")
+	output, err := build.CombinedOutput()
+	require.NoError(t, err, "go build ./internal/replica: %s", output)
+	return binary
+}
+
+// start launches one more replica named "r<n>".
+func (r *replicaSet) start() string {
+	r.t.Helper()
+	r.mu.Lock()
+	r.launched++
+	name := fmt.Sprintf("r%d", r.launched)
+	r.mu.Unlock()
+	cmd := exec.Command(r.binary, append([]string{"-owner", name}, r.args...)...)
+	cmd.Stderr = &prefixWriter{t: r.t, prefix: name}
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(r.t, err)
+	require.NoError(r.t, cmd.Start())
+	exited := make(chan struct{})
+	r.mu.Lock()
+	r.procs[name], r.exited[name] = cmd, exited
+	r.mu.Unlock()
+	go func() { // owned by the test: ends when the process's stdout closes
+		defer close(exited)
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			var line replicaLine
+			if err := json.Unmarshal(scanner.Bytes(), &line); err != nil {
+				r.t.Errorf("%s printed a line that is not an event: %q", name, scanner.Text())
+				continue
+			}
+			r.mu.Lock()
+			r.lines = append(r.lines, line)
+			r.mu.Unlock()
+		}
+		_ = cmd.Wait()
+	}()
+	return name
+}
+
+func (r *replicaSet) signal(name string, sig syscall.Signal) {
+	r.t.Helper()
+	r.mu.Lock()
+	cmd := r.procs[name]
+	r.mu.Unlock()
+	require.NoError(r.t, cmd.Process.Signal(sig), "signal %s to %s", sig, name)
+}
+
+// kill SIGKILLs a replica and waits until it is gone.
+func (r *replicaSet) kill(name string) {
+	r.signal(name, syscall.SIGKILL)
+	<-r.exited[name]
+	r.mu.Lock()
+	delete(r.procs, name)
+	r.mu.Unlock()
+}
+
+// stopAll sends SIGTERM to every live replica and waits for them to exit.
+func (r *replicaSet) stopAll() {
+	r.mu.Lock()
+	names := make([]string, 0, len(r.procs))
+	for name := range r.procs {
+		names = append(names, name)
+	}
+	r.mu.Unlock()
+	for _, name := range names {
+		r.signal(name, syscall.SIGTERM)
+	}
+	for _, name := range names {
+		select {
+		case <-r.exited[name]:
+		case <-time.After(30 * time.Second):
+			r.t.Errorf("%s did not exit within 30s of SIGTERM", name)
+			r.signal(name, syscall.SIGKILL)
+		}
+	}
+}
+
+func (r *replicaSet) snapshot() []replicaLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines)
+}
+
+// leader returns the replica leading with the highest token that has enqueued a tick
+// under it and not reported its loss.
+func (r *replicaSet) leader() (string, int64, bool) {
+	var name string
+	var token int64
+	lost := map[int64]bool{}
+	for _, line := range r.snapshot() {
+		switch line.Kind {
+		case "tick-enqueued":
+			if line.Token > token {
+				name, token = line.Owner, line.Token
+			}
+		case "leadership-lost":
+			lost[line.Token] = true
+		}
+	}
+	return name, token, name != "" && !lost[token]
+}
+
+// firstEnqueueAfter returns the first tick enqueued after t by a replica other than
+// excluded.
+func (r *replicaSet) firstEnqueueAfter(t time.Time, excluded string) (replicaLine, bool) {
+	for _, line := range r.snapshot() {
+		if line.Kind == "tick-enqueued" && line.Owner != excluded && line.Time.After(t) {
+			return line, true
+		}
+	}
+	return replicaLine{}, false
+}
+
+// prefixWriter forwards a replica's log lines to the test log.
+type prefixWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s: %s", w.prefix, p)
+	return len(p), nil
+}
+
+// Three replicas on a 2-second schedule for a window (SQSWORKER_SCHEDULER_WINDOW, default
+// 2m). The leader is SIGKILLed twice (a new replica replaces each) and the third leader
+// is paused (SIGSTOP) past its lease, then resumed. Every tick from the first to the last
+// is enqueued exactly once, up to the end of the window: the consumer receives each tick
+// id once, as one message, and the queue ends empty; none is missing (catch_up covers the failovers, nothing is
+// skipped); fencing tokens grow at each takeover; the resumed old leader claims nothing
+// after its pause and reports the loss of its lease. The failover times are logged.
+func TestReplicasEnqueueEveryTickExactlyOnce(t *testing.T) {
+	t.Parallel()
+	window := 2 * time.Minute
+	if text := os.Getenv("SQSWORKER_SCHEDULER_WINDOW"); text != "" {
+		var err error
+		window, err = time.ParseDuration(text)
+		require.NoError(t, err, "SQSWORKER_SCHEDULER_WINDOW")
+		require.GreaterOrEqual(t, window, 30*time.Second, "SQSWORKER_SCHEDULER_WINDOW must be at least 30s")
+	}
+	const (
+		period = 2 * time.Second
+		lease  = 3 * time.Second
+		pause  = lease + 4*time.Second
+		// stall bounds each wait: the emulator's DynamoDB serves one request at a time to
+		// every test running, and has been seen to stall for 20 s under load (the replicas
+		// then time out, lose the lease and catch up afterwards, as they would on AWS).
+		stall = time.Minute
+	)
+	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
+	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
+	table := testenv.NewTable(t, dynamo)
+	definitions := fmt.Sprintf(`{"schedules": [{"name": "every-2s", "cron": "@every 2s", "job_type": "tick",
+		"payload": {"report": "heartbeat"}, "queue": %q, "catch_up": 100}]}`, queue.URL)
+	file := filepath.Join(t.TempDir(), "schedules.json")
+	require.NoError(t, os.WriteFile(file, []byte(definitions), 0o600))
+
+	// The consumer: counts each tick id (the idempotency key) and message id it handles.
+	var mu sync.Mutex
+	handled := map[string]int{}
+	messages := map[string]map[string]bool{}
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("tick", func(ctx context.Context, m *sqsworker.Message) error {
+		key, _ := m.StringAttribute(sqsworker.AttributeIdempotencyKey)
+		mu.Lock()
+		defer mu.Unlock()
+		handled[key]++
+		if messages[key] == nil {
+			messages[key] = map[string]bool{}
+		}
+		messages[key][m.ID] = true
+		return nil
+	})
+	consumer, err := poller.New(sqsClient, poller.Config{QueueURL: queue.URL, WaitTime: time.Second}, mux)
+	require.NoError(t, err)
+	require.NoError(t, consumer.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = consumer.Shutdown(ctx)
+	})
+
+	replicas := &replicaSet{
+		t: t, binary: buildReplica(t), procs: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{},
+		args: []string{"-schedules", file, "-table", table, "-lease", lease.String(), "-renew", "1s", "-missed-after", "1s"},
+	}
+	t.Cleanup(func() {
+		for name := range replicas.procs {
+			_ = replicas.procs[name].Process.Kill()
+		}
+	})
+	begin := time.Now()
+	for range 3 {
+		replicas.start()
+	}
+	at := func(fraction float64) { // waits until that fraction of the window has passed
+		time.Sleep(time.Until(begin.Add(time.Duration(fraction * float64(window)))))
+	}
+	waitLeader := func() (string, int64) {
+		var name string
+		var token int64
+		testenv.Eventually(t, stall, "a leader enqueuing ticks", func() bool {
+			var ok bool
+			name, token, ok = replicas.leader()
+			return ok
+		})
+		return name, token
+	}
+	var failovers []time.Duration
+	failover := func(from time.Time, old string) {
+		var next replicaLine
+		testenv.Eventually(t, stall, "a tick enqueued by another replica after "+old+" stopped", func() bool {
+			var ok bool
+			next, ok = replicas.firstEnqueueAfter(from, old)
+			return ok
+		})
+		failovers = append(failovers, next.Time.Sub(from))
+		t.Logf("failover: %s stopped at %s; %s enqueued %s at %s (%s later)",
+			old, from.Format(time.StampMilli), next.Owner, next.TickID, next.Time.Format(time.StampMilli), next.Time.Sub(from).Round(time.Millisecond))
+	}
+
+	for _, fraction := range []float64{0.2, 0.4} {
+		at(fraction)
+		leader, _ := waitLeader()
+		killed := time.Now()
+		replicas.kill(leader)
+		failover(killed, leader)
+		replicas.start()
+	}
+
+	at(0.6)
+	paused, pausedToken := waitLeader()
+	replicas.signal(paused, syscall.SIGSTOP)
+	stopped := time.Now()
+	failover(stopped, paused)
+	time.Sleep(time.Until(stopped.Add(pause)))
+	replicas.signal(paused, syscall.SIGCONT)
+	resumed := time.Now()
+	testenv.Eventually(t, stall, paused+" reporting the loss of its lease after SIGCONT", func() bool {
+		for _, line := range replicas.snapshot() {
+			if line.Owner == paused && line.Kind == "leadership-lost" && line.Token == pausedToken {
+				return true
+			}
+		}
+		return false
+	})
+
+	at(1)
+	windowEnd := time.Now()
+	testenv.Eventually(t, stall, "the ticks due by the end of the window enqueued", func() bool {
+		for _, line := range replicas.snapshot() {
+			if line.Kind == "tick-enqueued" && line.TickID >= "every-2s/"+windowEnd.Add(-period).UTC().Format(time.RFC3339) {
+				return true
+			}
+		}
+		return false
+	})
+	replicas.stopAll()
+	lines := replicas.snapshot()
+
+	// Every tick from the first to the last was enqueued, and no tick twice.
+	enqueued := map[string]int{}
+	var ticks []time.Time
+	var gained []int64
+	for _, line := range lines {
+		switch line.Kind {
+		case "tick-enqueued":
+			enqueued[line.TickID]++
+			tick, err := time.Parse(time.RFC3339, line.TickID[len("every-2s/"):])
+			require.NoError(t, err)
+			ticks = append(ticks, tick)
+		case "ticks-skipped":
+			t.Errorf("%s skipped %d ticks from %s: catch_up 100 should cover every failover", line.Owner, line.Skipped, line.TickID)
+		case "leadership-gained":
+			gained = append(gained, line.Token)
+		case "tick-claimed":
+			tick, err := time.Parse(time.RFC3339, line.TickID[len("every-2s/"):])
+			require.NoError(t, err)
+			if line.Owner == paused && tick.After(stopped) {
+				t.Errorf("%s, paused at %s, claimed tick %s with token %d: the fence should refuse it", paused, stopped.Format(time.StampMilli), line.TickID, line.Token)
+			}
+		}
+		if line.Owner == paused && line.Time.After(resumed) && line.Kind == "tick-enqueued" {
+			tick, _ := time.Parse(time.RFC3339, line.TickID[len("every-2s/"):])
+			assert.False(t, tick.After(stopped), "%s enqueued %s after waking: only a tick it claimed before its pause may be sent", paused, line.TickID)
+		}
+	}
+	require.NotEmpty(t, ticks)
+	slices.SortFunc(ticks, func(a, b time.Time) int { return a.Compare(b) })
+	first, last := ticks[0], ticks[len(ticks)-1]
+	var want []string
+	for tick := first; !tick.After(last); tick = tick.Add(period) {
+		want = append(want, "every-2s/"+tick.Format(time.RFC3339))
+	}
+	for _, id := range want {
+		assert.Equal(t, 1, enqueued[id], "tick %s enqueued events", id)
+	}
+	assert.Len(t, enqueued, len(want), "no tick outside the window")
+	assert.True(t, slices.IsSorted(gained) && len(slices.Compact(slices.Clone(gained))) == len(gained),
+		"fencing tokens grow at every takeover: %v", gained)
+	assert.GreaterOrEqual(t, len(gained), 4, "three takeovers after the first leader: %v", gained)
+
+	// The consumer got each tick exactly once, as one message, and the queue is empty.
+	testenv.Eventually(t, stall, fmt.Sprintf("the consumer handling %d ticks", len(want)), func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) >= len(want)
+	})
+	testenv.Eventually(t, stall, "the queue empty", func() bool {
+		visible, inFlight := testenv.Counts(t, sqsClient, queue.URL)
+		return visible == 0 && inFlight == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range want {
+		assert.Equal(t, 1, handled[id], "tick %s handled", id)
+		assert.Len(t, messages[id], 1, "messages for tick %s", id)
+	}
+	assert.Len(t, handled, len(want), "the consumer handled only the window's ticks")
+	t.Logf("%d ticks from %s to %s, each enqueued and handled once; failovers %v; tokens %v",
+		len(want), first.Format(time.TimeOnly), last.Format(time.TimeOnly), failovers, gained)
+}
