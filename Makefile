@@ -14,11 +14,12 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go fuzz
+.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go bench-outbox fuzz
 
-## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567)
+## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433)
 up:
 	localstack/up
+	localstack/postgres-up
 
 ## down: stop the emulator started by up
 down:
@@ -71,9 +72,10 @@ test-elasticmq: up $(TESTSUMMARY)
 	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
 	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
-## demo: the webhook-delivery worker end to end on the emulator; prints the summary line
+## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL); prints the summary line
+DEMO_STORE ?= dynamodb
 demo: up
-	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo
+	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
 ## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere)
 vet:
@@ -137,6 +139,11 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem . ./internal/settle ./poller ./idempotency ./lambda
 	$(GO) test -run '^$$' -bench 'BenchmarkSend$$|BenchmarkBatcherParallel$$' -benchmem ./producer
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
+
+OUTBOX_BENCH_N ?= 2000
+## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry
+bench-outbox: up
+	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox
 
 FUZZTIME ?= 20s
 FUZZ_TARGETS = .:FuzzBackoffDelay ./internal/sqsx:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \

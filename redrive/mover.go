@@ -85,6 +85,9 @@ type run struct {
 	heldOrder []string
 	reordered map[string][]string // FIFO group -> ids re-enqueued at the end of it
 	nextSend  time.Time
+	// hiddenSince is when the source was first seen with no visible message but some
+	// hidden by someone else (zero otherwise).
+	hiddenSince time.Time
 }
 
 // Run moves the messages. It returns the counts so far together with any error; an
@@ -202,13 +205,30 @@ func (r *run) loop(ctx context.Context) error {
 		if fresh == 0 {
 			// An empty answer can be false (seen on the emulator under load; short polls
 			// on AWS): believe it only when SQS also counts no visible message.
-			visible, err := r.visibleCount(ctx)
+			visible, hidden, err := r.counts(ctx)
 			if err != nil {
 				return err
 			}
 			if visible == 0 {
+				// Messages in flight that this run does not hold belong to another
+				// consumer or to a receive of ours whose response was lost (SQS counts
+				// the receive and hides the messages for VisibilityTimeout). Those come
+				// back within VisibilityTimeout: keep receiving that long, then stop.
+				elsewhere := hidden - len(r.held)
+				if elsewhere <= 0 {
+					return nil
+				}
+				if r.hiddenSince.IsZero() {
+					r.hiddenSince = time.Now()
+				}
+				if time.Since(r.hiddenSince) <= r.config.VisibilityTimeout+time.Second {
+					continue
+				}
+				r.warn(fmt.Sprintf("stopped with %d messages in flight elsewhere in %s (another consumer, or a receive whose answer was lost) after waiting %s for them; run again to move them",
+					elsewhere, r.config.Source, r.config.VisibilityTimeout))
 				return nil
 			}
+			r.hiddenSince = time.Time{}
 			if empty++; empty >= maxEmptyReceives {
 				r.warn(fmt.Sprintf("stopped after %d receives returned no new message while SQS still counted %d visible in %s; run again to move the rest",
 					empty, visible, r.config.Source))
@@ -277,17 +297,20 @@ func (r *run) withRedriveCount(raw types.Message, message *sqsworker.Message, si
 	return attributes, newSize
 }
 
-// visibleCount reads the source's ApproximateNumberOfMessages (visible messages).
-func (r *run) visibleCount(ctx context.Context) (int, error) {
+// counts reads the source's ApproximateNumberOfMessages (visible) and
+// ApproximateNumberOfMessagesNotVisible (in flight) in one GetQueueAttributes call.
+func (r *run) counts(ctx context.Context) (visible, hidden int, err error) {
 	output, err := r.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(r.config.Source),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
+		QueueUrl: aws.String(r.config.Source),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("redrive: reading the message count of %s: %w", r.config.Source, err)
+		return 0, 0, fmt.Errorf("redrive: reading the message counts of %s: %w", r.config.Source, err)
 	}
-	visible, _ := strconv.Atoi(output.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	return visible, nil
+	visible, _ = strconv.Atoi(output.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	hidden, _ = strconv.Atoi(output.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, hidden, nil
 }
 
 func (r *run) report() {

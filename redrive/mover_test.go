@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
@@ -416,4 +418,57 @@ func TestMoverRedriveCountCountsOn(t *testing.T) {
 		aws.ToString(moved.MessageAttributes["tenant"].StringValue) != "T1" {
 		t.Fatalf("moved with attributes %+v, want tenant=T1 and %s=2", moved.MessageAttributes, redrive.AttributeRedriveCount)
 	}
+}
+
+// A receive whose response is lost (the connection reset after SQS handed the messages
+// out) leaves them hidden for the mover's VisibilityTimeout while SQS counts none visible.
+// A mover that meets that state (here the next run, after the first stopped on the
+// receive's error; under load, the same run after an SDK retry) used to stop at once,
+// moving nothing of them (seen as a flaky C17: 10 of 11 moved). It now waits for them to
+// come back, within its VisibilityTimeout, and moves every message.
+func TestMoverLostReceiveResponse(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	dlq := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	destination := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	sendAll(t, client, dlq.URL, []string{body("a", 10), body("b", 10), body("c", 10)}, nil)
+
+	proxy := faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_SQS"))
+	proxy.SetRules(faultproxy.Rule{Operations: []string{"ReceiveMessage"}, Fraction: 1, Times: 1, Reset: true, ResponseContains: `"Messages"`})
+	proxied := sqs.NewFromConfig(testenv.AWSConfig(t), func(o *sqs.Options) {
+		o.BaseEndpoint = aws.String(proxy.URL)
+		o.RetryMaxAttempts = 1 // the lost answer is not retried by the SDK: the mover sees it
+	})
+	result, err := mustMover(t, proxied, redrive.Config{Source: dlq.URL, Destination: destination.URL,
+		VisibilityTimeout: 2 * time.Second, WaitTime: time.Second}).Run(t.Context())
+	faulted := 0
+	for _, call := range proxy.Calls() {
+		if call.Fault == "reset" {
+			faulted++
+		}
+	}
+	if faulted != 1 {
+		t.Fatalf("%d receives reset, want 1 (the scenario did not happen)", faulted)
+	}
+	if err != nil {
+		// The lost answer is an error of that receive; a second run moves the rest.
+		result, err = mustMover(t, proxied, redrive.Config{Source: dlq.URL, Destination: destination.URL,
+			VisibilityTimeout: 2 * time.Second, WaitTime: time.Second}).Run(t.Context())
+		if err != nil {
+			t.Fatalf("second Run: %v (result %+v)", err, result)
+		}
+	}
+	if moved := countIDs(t, drain(t, client, destination.URL, 3)); len(moved) != 3 {
+		t.Fatalf("destination holds %v, want a, b and c once each (result %+v)", moved, result)
+	}
+	assertEmpty(t, client, dlq.URL)
+}
+
+func mustMover(t testing.TB, api redrive.MoverAPI, config redrive.Config) *redrive.Mover {
+	t.Helper()
+	mover, err := redrive.NewMover(api, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mover
 }

@@ -57,6 +57,7 @@ Exit codes:
 		newESMCommand(a),
 		newCreateCommand(a),
 		newSchedulesCommand(a),
+		newOutboxCommand(a),
 	)
 	return root
 }

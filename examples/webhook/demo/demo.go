@@ -22,7 +22,6 @@ import (
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -65,6 +64,17 @@ type options struct {
 	Timeout time.Duration
 	// LogDir receives the worker binary and logs; "" makes a temporary directory.
 	LogDir string
+
+	// Store is where the orders service keeps orders and their outbox: storeDynamoDB
+	// ("" too) or storePostgres (at PostgresURL).
+	Store       string
+	PostgresURL string
+	// RolledBack orders are written with their webhook job in transactions rolled back
+	// on purpose; none of their jobs may ever be delivered (phantom).
+	RolledBack int
+	// RelayKillAfter is the share of the committed orders published before relay 1 is
+	// SIGKILLed (relay 2 runs beside it on PostgreSQL and replaces it on DynamoDB).
+	RelayKillAfter float64
 }
 
 func defaultOptions() options {
@@ -86,17 +96,23 @@ func defaultOptions() options {
 		FunctionTimeout:        10 * time.Second,
 		KillAfter:              1.0 / 3,
 		Timeout:                4 * time.Minute,
+		Store:                  storeDynamoDB,
+		PostgresURL:            os.Getenv("SQSWORKER_POSTGRES_URL"),
+		RolledBack:             25,
+		RelayKillAfter:         0.3,
 	}
 }
 
 // summary is the demo's result; String is the summary line.
 type summary struct {
+	Orders, RolledBack, OutboxPublished                                                int
 	Sent, Unique, Delivered, DuplicatesSuppressed, DeadLettered, Lost, DoubleDelivered int
+	Phantom                                                                            int
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("demo: sent=%d unique=%d delivered=%d duplicates_suppressed=%d dead_lettered=%d lost=%d double_delivered=%d",
-		s.Sent, s.Unique, s.Delivered, s.DuplicatesSuppressed, s.DeadLettered, s.Lost, s.DoubleDelivered)
+	return fmt.Sprintf("demo: orders=%d rolled_back=%d outbox_published=%d sent=%d unique=%d delivered=%d duplicates_suppressed=%d dead_lettered=%d lost=%d double_delivered=%d phantom=%d",
+		s.Orders, s.RolledBack, s.OutboxPublished, s.Sent, s.Unique, s.Delivered, s.DuplicatesSuppressed, s.DeadLettered, s.Lost, s.DoubleDelivered, s.Phantom)
 }
 
 // kind is what a unique delivery is expected to end as.
@@ -124,6 +140,7 @@ type plan struct {
 	duplicates  int
 	goodUnique  int
 	expectedDLQ int
+	rolledBack  map[string]bool // keys of the deliveries of rolled-back orders
 }
 
 // makePlan builds the messages: good and gone deliveries and malformed bodies, shuffled,
@@ -251,6 +268,7 @@ type demoRun struct {
 	crashed    crash
 	dead       deadLetters
 	crashedIDs []string
+	orders     orderCounts
 }
 
 func (d *demoRun) close() {
@@ -267,7 +285,7 @@ func run(ctx context.Context, o options, out io.Writer) (report, error) {
 	d := &demoRun{o: o, started: time.Now()}
 	d.printf = func(format string, args ...any) { fmt.Fprintf(out, "demo: "+format+"\n", args...) }
 	defer d.close()
-	for _, phase := range []func(context.Context) error{d.prepare, d.provision, d.send, d.startHost, d.killOne, d.waitSettled} {
+	for _, phase := range []func(context.Context) error{d.prepare, d.provision, d.placeOrders, d.startHost, d.killOne, d.waitSettled} {
 		if err := phase(ctx); err != nil {
 			return report{}, err
 		}
@@ -351,20 +369,6 @@ func (d *demoRun) provision(ctx context.Context) error {
 	d.cleanups = append(d.cleanups, func() { d.endpoint.Close() })
 	d.printf("receiver on %s: %.0f%% of requests answer 503 (at most %d per delivery), %s* answers 410",
 		d.endpoint.URL(), o.FailureRate*100, o.MaxFailuresPerDelivery, receiver.GonePrefix)
-	return nil
-}
-
-// send enqueues the planned messages.
-func (d *demoRun) send(ctx context.Context) error {
-	var err error
-	if d.plan, err = makePlan(d.o, d.endpoint.URL()); err != nil {
-		return err
-	}
-	if d.keys, err = send(ctx, d.sqsClient, d.queue.URL, d.plan.messages); err != nil {
-		return err
-	}
-	d.printf("sent %d messages: %d good deliveries, %d duplicate sends, %d to %s endpoints, %d malformed",
-		len(d.plan.messages), d.plan.goodUnique, d.plan.duplicates, d.o.Gone, receiver.GonePrefix, d.o.Malformed)
 	return nil
 }
 
@@ -453,7 +457,13 @@ func (d *demoRun) count() (report, error) {
 		return report{}, err
 	}
 	counts := d.endpoint.Counts()
-	s := summary{Sent: len(d.plan.messages), Unique: len(d.plan.kinds), DuplicatesSuppressed: suppressed}
+	s := summary{Sent: len(d.plan.messages), Unique: len(d.plan.kinds), DuplicatesSuppressed: suppressed,
+		Orders: d.orders.committed, RolledBack: len(d.orders.rolledBack), OutboxPublished: d.orders.published}
+	for _, key := range d.orders.rolledBack {
+		if counts[key].Requests > 0 || d.dead.keys[key] {
+			s.Phantom++
+		}
+	}
 	var lost, both []string
 	for key := range d.plan.kinds {
 		delivered := counts[key].Successes > 0
@@ -498,7 +508,7 @@ func (d *demoRun) printDetails(s summary, lost, both, crashedKeys []string) {
 		d.printf("note: dead-lettered more than once: %s%s", strings.Join(again, " "), where)
 	}
 	if s.DuplicatesSuppressed != s.Sent-s.Unique {
-		d.printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed)",
+		d.printf("note: %d duplicate sends, but the workers suppressed %d messages as already completed (a killed %s's message can reappear after its delivery completed, and entries the killed relay sent but had not marked are sent again)",
 			s.Sent-s.Unique, s.DuplicatesSuppressed, d.h.unit())
 	}
 	if len(lost) > 0 {
@@ -532,29 +542,6 @@ func poll(ctx context.Context, interval time.Duration, check func() (bool, error
 		case <-ticker.C:
 		}
 	}
-}
-
-// send sends the messages through the producer (SendMessageBatch, ten at a time, each
-// entry that failed on SQS's side sent again alone) and returns the key of each message
-// id.
-func send(ctx context.Context, client *sqs.Client, queueURL string, messages []planned) (map[string]string, error) {
-	jobs, err := producer.New(client, producer.Config{})
-	if err != nil {
-		return nil, err
-	}
-	batch := make([]producer.Job, len(messages))
-	for i, message := range messages {
-		batch[i] = producer.Job{Body: message.body}
-	}
-	results, err := jobs.SendBatch(ctx, queueURL, batch)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
-	}
-	keys := make(map[string]string, len(messages))
-	for i, result := range results {
-		keys[result.MessageID] = messages[i].key
-	}
-	return keys, nil
 }
 
 // deadLetters is what the dead-letter queue holds.
@@ -601,7 +588,7 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 			_ = json.Unmarshal([]byte(message.Body), &request)
 			key = request.DeliveryID
 		}
-		if _, known := p.kinds[key]; !known {
+		if _, known := p.kinds[key]; !known && !p.rolledBack[key] {
 			key = "unknown:" + message.ID
 		}
 		dead.keys[key] = true

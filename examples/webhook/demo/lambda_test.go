@@ -11,7 +11,12 @@ import (
 	"github.com/sqsworker/sqsworker/internal/rie"
 )
 
-func TestMain(m *testing.M) { os.Exit(rie.Main(m)) }
+func TestMain(m *testing.M) {
+	if store := os.Getenv(envRelay); store != "" { // a relay process the demo started
+		os.Exit(relayMain(store))
+	}
+	os.Exit(rie.Main(m))
+}
 
 // TestDemoLambdaOnEmulator runs the demo's scenario with the worker hosted as a Lambda
 // function: examples/webhook built as a bootstrap (-tags lambda.norpc) in two Runtime

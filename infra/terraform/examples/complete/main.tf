@@ -33,6 +33,9 @@ module "queue" {
   create_sns_topic = true
   alarm_actions    = var.alarm_actions
 
+  create_dashboard         = true
+  dashboard_function_names = ["webhook-deliveries-consumer"]
+
   tags = local.tags
 }
 
@@ -82,6 +85,9 @@ module "lambda_consumer" {
   environment_variables = {
     SQSWORKER_IDEMPOTENCY_TABLE = module.idempotency_table.table_name
   }
+
+  # Errors and throttles notify the same topic as the queue alarms.
+  alarm_actions = module.queue.alarm_actions
 
   tags = local.tags
 }

@@ -155,3 +155,22 @@ resource "aws_iam_role_policy" "this" {
   role   = aws_iam_role.this.id
   policy = data.aws_iam_policy_document.this.json
 }
+
+################################################################################
+# Alarm (written once, in modules/alarms)
+################################################################################
+
+# A message in the target's dead-letter queue is a tick EventBridge Scheduler could not
+# deliver after its retries: that job never reached the worker.
+module "alarms" {
+  source = "../alarms"
+
+  create_alarms = var.create_alarms
+  dlq_name      = element(split(":", var.dead_letter_queue_arn), 5)
+
+  alarm_period_seconds     = var.alarm_period_seconds
+  alarm_evaluation_periods = var.alarm_evaluation_periods
+  alarm_actions            = var.alarm_actions
+
+  tags = var.tags
+}

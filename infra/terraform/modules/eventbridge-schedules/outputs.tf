@@ -17,3 +17,8 @@ output "role_arn" {
   description = "ARN of the execution role EventBridge Scheduler sends with."
   value       = aws_iam_role.this.arn
 }
+
+output "dead_letter_alarm_arn" {
+  description = "ARN of the alarm on messages in the target's dead-letter queue."
+  value       = module.alarms.alarm_arns.dlq_messages_visible
+}

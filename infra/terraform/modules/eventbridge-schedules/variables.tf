@@ -118,3 +118,31 @@ variable "kms_key_arns" {
     error_message = "kms_key_arns (${join(", ", var.kms_key_arns)}) must be ARNs of KMS keys, without wildcards or aliases."
   }
 }
+
+################################################################################
+# Alarm (rules checked in modules/alarms)
+################################################################################
+
+variable "create_alarms" {
+  description = "Whether to alarm when dead_letter_queue_arn's queue holds any message (a tick Scheduler could not deliver). Turn it off when that queue already has the alarm, for example when it is a worker-queue's dead-letter queue."
+  type        = bool
+  default     = true
+}
+
+variable "alarm_period_seconds" {
+  description = "Period of the alarm, in seconds (a multiple of 60)."
+  type        = number
+  default     = 60
+}
+
+variable "alarm_evaluation_periods" {
+  description = "Number of periods the alarm condition must hold before the alarm fires."
+  type        = number
+  default     = 1
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when the alarm fires and when it returns to OK, for example worker-queue's alarm_actions output."
+  type        = list(string)
+  default     = []
+}

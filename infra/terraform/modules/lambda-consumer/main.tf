@@ -153,3 +153,24 @@ resource "aws_iam_role_policy" "this" {
   role   = aws_iam_role.this[0].id
   policy = data.aws_iam_policy_document.this[0].json
 }
+
+################################################################################
+# Alarms (written once, in modules/alarms)
+################################################################################
+
+module "alarms" {
+  source = "../alarms"
+  count  = var.create ? 1 : 0
+
+  create_alarms = var.create_alarms
+  function_name = var.function_name
+
+  lambda_errors_threshold    = var.lambda_errors_threshold
+  lambda_throttles_threshold = var.lambda_throttles_threshold
+
+  alarm_period_seconds     = var.alarm_period_seconds
+  alarm_evaluation_periods = var.alarm_evaluation_periods
+  alarm_actions            = var.alarm_actions
+
+  tags = var.tags
+}

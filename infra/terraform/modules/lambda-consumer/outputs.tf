@@ -54,3 +54,17 @@ output "role_arn" {
   description = "ARN of the function's IAM role."
   value       = try(aws_iam_role.this[0].arn, null)
 }
+
+################################################################################
+# Alarms
+################################################################################
+
+output "errors_alarm_arn" {
+  description = "ARN of the alarm on the function's Errors."
+  value       = try(module.alarms[0].alarm_arns.lambda_errors, null)
+}
+
+output "throttles_alarm_arn" {
+  description = "ARN of the alarm on the function's Throttles."
+  value       = try(module.alarms[0].alarm_arns.lambda_throttles, null)
+}

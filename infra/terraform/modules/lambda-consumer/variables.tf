@@ -235,3 +235,43 @@ variable "maximum_concurrency" {
     error_message = "maximum_concurrency (${var.maximum_concurrency == null ? "null" : var.maximum_concurrency}) must be a whole number from 2 to 1000, the range of the event source mapping's scaling_config."
   }
 }
+
+################################################################################
+# Alarms (rules checked in modules/alarms)
+################################################################################
+
+variable "create_alarms" {
+  description = "Whether to create the CloudWatch alarms on the function's Errors and Throttles."
+  type        = bool
+  default     = true
+}
+
+variable "lambda_errors_threshold" {
+  description = "Alarm when the function's Errors exceed this count in a period. Errors are invocations that failed as a whole (crash, timeout, out of memory); failed batch items are reported, not errors."
+  type        = number
+  default     = 0
+}
+
+variable "lambda_throttles_threshold" {
+  description = "Alarm when the function's Throttles exceed this count in a period."
+  type        = number
+  default     = 0
+}
+
+variable "alarm_period_seconds" {
+  description = "Period of the alarms, in seconds (a multiple of 60)."
+  type        = number
+  default     = 60
+}
+
+variable "alarm_evaluation_periods" {
+  description = "Number of periods an alarm condition must hold before the alarm fires."
+  type        = number
+  default     = 1
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when an alarm fires and when it returns to OK, for example worker-queue's alarm_actions output."
+  type        = list(string)
+  default     = []
+}

@@ -8,7 +8,7 @@ locals {
   dlq_kms_master_key_id = try(coalesce(var.dlq_kms_master_key_id, var.kms_master_key_id), null)
 
   sns_topic_name = coalesce(var.sns_topic_name, "${local.base_name}-alarms")
-  alarm_actions  = concat(var.alarm_actions, aws_sns_topic.this[*].arn)
+  dashboard_name = coalesce(var.dashboard_name, local.base_name)
 }
 
 ################################################################################
@@ -82,64 +82,53 @@ resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
 }
 
 ################################################################################
-# Alarms
+# Alarms and dashboard (written once, in modules/alarms)
 ################################################################################
 
-resource "aws_sns_topic" "this" {
-  count = var.create && var.create_sns_topic ? 1 : 0
+module "alarms" {
+  source = "../alarms"
+  count  = var.create ? 1 : 0
 
-  name              = local.sns_topic_name
-  kms_master_key_id = var.sns_topic_kms_master_key_id
+  create_alarms = var.create_alarms
+  queue_name    = local.name
+  dlq_name      = local.dlq_name
 
-  tags = var.tags
-}
+  oldest_message_age_threshold_seconds = var.oldest_message_age_threshold_seconds
+  failure_rate_threshold_percent       = var.failure_rate_threshold_percent
+  failure_rate_min_received            = var.failure_rate_min_received
 
-# Any message in the dead-letter queue is a job that failed for good: page someone.
-resource "aws_cloudwatch_metric_alarm" "dlq_messages_visible" {
-  count = var.create && var.create_alarms ? 1 : 0
+  outbox_lag_metric_namespace  = var.outbox_lag_metric_namespace
+  outbox_lag_metric_name       = var.outbox_lag_metric_name
+  outbox_lag_metric_dimensions = var.outbox_lag_metric_dimensions
+  outbox_lag_threshold_seconds = var.outbox_lag_threshold_seconds
 
-  alarm_name        = "${local.dlq_name}-messages-visible"
-  alarm_description = "Messages are waiting in the dead-letter queue ${local.dlq_name}: inspect them and redrive to ${local.name} once the cause is fixed."
+  alarm_period_seconds     = var.alarm_period_seconds
+  alarm_evaluation_periods = var.alarm_evaluation_periods
+  alarm_actions            = var.alarm_actions
 
-  namespace   = "AWS/SQS"
-  metric_name = "ApproximateNumberOfMessagesVisible"
-  dimensions = {
-    QueueName = aws_sqs_queue.dlq[0].name
-  }
-  statistic           = "Maximum"
-  period              = var.alarm_period_seconds
-  evaluation_periods  = var.alarm_evaluation_periods
-  comparison_operator = "GreaterThanThreshold"
-  threshold           = 0
-  treat_missing_data  = "notBreaching"
+  create_sns_topic            = var.create_sns_topic
+  sns_topic_name              = local.sns_topic_name
+  sns_topic_kms_master_key_id = var.sns_topic_kms_master_key_id
 
-  alarm_actions = local.alarm_actions
-  ok_actions    = local.alarm_actions
+  create_dashboard         = var.create_dashboard
+  dashboard_name           = local.dashboard_name
+  dashboard_function_names = var.dashboard_function_names
 
   tags = var.tags
 }
 
-# The oldest message is older than the threshold: consumers are down, too slow, or stuck.
-resource "aws_cloudwatch_metric_alarm" "oldest_message_age" {
-  count = var.create && var.create_alarms ? 1 : 0
+# The alarms and the topic were resources of this module before modules/alarms existed.
+moved {
+  from = aws_sns_topic.this
+  to   = module.alarms[0].aws_sns_topic.this
+}
 
-  alarm_name        = "${local.name}-oldest-message-age"
-  alarm_description = "The oldest message in ${local.name} is older than ${var.oldest_message_age_threshold_seconds} s: consumers are down, too slow, or stuck."
+moved {
+  from = aws_cloudwatch_metric_alarm.dlq_messages_visible
+  to   = module.alarms[0].aws_cloudwatch_metric_alarm.dlq_messages_visible
+}
 
-  namespace   = "AWS/SQS"
-  metric_name = "ApproximateAgeOfOldestMessage"
-  dimensions = {
-    QueueName = aws_sqs_queue.this[0].name
-  }
-  statistic           = "Maximum"
-  period              = var.alarm_period_seconds
-  evaluation_periods  = var.alarm_evaluation_periods
-  comparison_operator = "GreaterThanThreshold"
-  threshold           = var.oldest_message_age_threshold_seconds
-  treat_missing_data  = "notBreaching"
-
-  alarm_actions = local.alarm_actions
-  ok_actions    = local.alarm_actions
-
-  tags = var.tags
+moved {
+  from = aws_cloudwatch_metric_alarm.oldest_message_age
+  to   = module.alarms[0].aws_cloudwatch_metric_alarm.oldest_message_age
 }

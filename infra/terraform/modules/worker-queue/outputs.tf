@@ -85,15 +85,35 @@ output "dlq_message_retention_seconds" {
 
 output "dlq_alarm_arn" {
   description = "ARN of the alarm on messages in the dead-letter queue."
-  value       = try(aws_cloudwatch_metric_alarm.dlq_messages_visible[0].arn, null)
+  value       = try(module.alarms[0].alarm_arns.dlq_messages_visible, null)
 }
 
 output "oldest_message_age_alarm_arn" {
   description = "ARN of the alarm on the age of the oldest message."
-  value       = try(aws_cloudwatch_metric_alarm.oldest_message_age[0].arn, null)
+  value       = try(module.alarms[0].alarm_arns.oldest_message_age, null)
+}
+
+output "failure_rate_alarm_arn" {
+  description = "ARN of the alarm on the failure rate (receives not followed by a delete)."
+  value       = try(module.alarms[0].alarm_arns.failure_rate, null)
+}
+
+output "outbox_lag_alarm_arn" {
+  description = "ARN of the outbox-lag alarm, when its metric is given."
+  value       = try(module.alarms[0].alarm_arns.outbox_lag, null)
+}
+
+output "alarm_actions" {
+  description = "ARNs the queue alarms notify (alarm_actions plus the created SNS topic): pass them to lambda-consumer's alarm_actions."
+  value       = try(module.alarms[0].alarm_actions, var.alarm_actions)
 }
 
 output "sns_topic_arn" {
   description = "ARN of the SNS topic the module created for the alarms."
-  value       = try(aws_sns_topic.this[0].arn, null)
+  value       = try(module.alarms[0].sns_topic_arn, null)
+}
+
+output "dashboard_name" {
+  description = "Name of the CloudWatch dashboard."
+  value       = try(module.alarms[0].dashboard_name, null)
 }

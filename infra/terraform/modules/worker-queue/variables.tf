@@ -194,7 +194,7 @@ variable "dlq_kms_master_key_id" {
 ################################################################################
 
 variable "create_alarms" {
-  description = "Whether to create the CloudWatch alarms (messages in the dead-letter queue, age of the oldest message)."
+  description = "Whether to create the CloudWatch alarms (messages in the dead-letter queue, age of the oldest message, failure rate, and outbox lag when its metric is given). The rules of every alarm input are checked in modules/alarms."
   type        = bool
   default     = true
 }
@@ -214,22 +214,12 @@ variable "alarm_period_seconds" {
   description = "Period of the alarms, in seconds. SQS publishes its metrics once a minute."
   type        = number
   default     = 60
-
-  validation {
-    condition     = var.alarm_period_seconds >= 60 && var.alarm_period_seconds % 60 == 0
-    error_message = "alarm_period_seconds (${var.alarm_period_seconds}) must be a multiple of 60: SQS publishes its metrics once a minute."
-  }
 }
 
 variable "alarm_evaluation_periods" {
   description = "Number of periods an alarm condition must hold before the alarm fires."
   type        = number
   default     = 1
-
-  validation {
-    condition     = var.alarm_evaluation_periods >= 1
-    error_message = "alarm_evaluation_periods (${var.alarm_evaluation_periods}) must be at least 1."
-  }
 }
 
 variable "alarm_actions" {
@@ -254,4 +244,62 @@ variable "sns_topic_kms_master_key_id" {
   description = "KMS key of the SNS topic. Leave null or use a customer managed key whose policy lets cloudwatch.amazonaws.com use it: alarms cannot publish to a topic encrypted with the AWS managed key alias/aws/sns."
   type        = string
   default     = null
+}
+
+variable "failure_rate_threshold_percent" {
+  description = "Alarm when more than this percentage of the source queue's receives in a period end without a delete (retried or abandoned deliveries, from AWS/SQS NumberOfMessagesReceived and NumberOfMessagesDeleted). Null turns the alarm off."
+  type        = number
+  default     = 10
+}
+
+variable "failure_rate_min_received" {
+  description = "The failure rate counts as 0 in a period with fewer receives than this."
+  type        = number
+  default     = 10
+}
+
+variable "outbox_lag_metric_namespace" {
+  description = "CloudWatch namespace of the outbox relay's lag metric, in seconds. Null for no outbox-lag alarm."
+  type        = string
+  default     = null
+}
+
+variable "outbox_lag_metric_name" {
+  description = "Name of the outbox relay's lag metric. Set together with outbox_lag_metric_namespace."
+  type        = string
+  default     = null
+}
+
+variable "outbox_lag_metric_dimensions" {
+  description = "Dimensions of the outbox lag metric, exactly as the relay publishes them."
+  type        = map(string)
+  default     = {}
+}
+
+variable "outbox_lag_threshold_seconds" {
+  description = "Alarm when the outbox lag exceeds this many seconds."
+  type        = number
+  default     = 300
+}
+
+################################################################################
+# Dashboard
+################################################################################
+
+variable "create_dashboard" {
+  description = "Whether to create a CloudWatch dashboard of the queue, the dead-letter queue, the alarms and dashboard_function_names."
+  type        = bool
+  default     = false
+}
+
+variable "dashboard_name" {
+  description = "Name of the dashboard. Defaults to the queue's name without \".fifo\"."
+  type        = string
+  default     = null
+}
+
+variable "dashboard_function_names" {
+  description = "Lambda functions shown on the dashboard (for example lambda-consumer's function_name)."
+  type        = list(string)
+  default     = []
 }

@@ -1,0 +1,127 @@
+package outbox_test
+
+import (
+	"context"
+	"log"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+type OrderPlaced struct {
+	OrderID string `json:"orderId"`
+}
+
+// An order and its webhook job in one DynamoDB transaction: both are written, or
+// neither.
+func Example_dynamoDB() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: "orders-outbox"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	order := types.TransactWriteItem{Put: &types.Put{
+		TableName:           aws.String("orders"),
+		Item:                map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "o-1"}},
+		ConditionExpression: aws.String("attribute_not_exists(id)"),
+	}}
+	items, _, err := box.TransactItems([]types.TransactWriteItem{order}, queueURL,
+		producer.Job{Type: "order-webhook", Payload: OrderPlaced{OrderID: "o-1"}})
+	if err != nil {
+		log.Fatal(err) // for example outbox.ErrTooManyItems past 100 items
+	}
+	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
+		log.Fatal(err) // cancelled: no order, no job
+	}
+
+	// The container relay (or outbox.NewStreamHandler on Lambda).
+	jobs, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	relay, err := outbox.NewDynamoDBRelay(db, box, jobs, outbox.RelayConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(relay.Run(ctx)) // nil after a graceful stop on SIGTERM
+}
+
+// An order and its webhook job in one PostgreSQL transaction, and the relay.
+func Example_postgres() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://app@127.0.0.1:5432/shop")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := outbox.MigratePostgres(ctx, pool); err != nil { // creates sqsworker_outbox where missing
+		log.Fatal(err)
+	}
+	box := outbox.NewPostgres(outbox.PostgresConfig{})
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "INSERT INTO orders (id) VALUES ($1)", "o-1"); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := box.Enqueue(ctx, tx, queueURL, producer.Job{Type: "order-webhook", Payload: OrderPlaced{OrderID: "o-1"}}); err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil { // the job exists from here on, and only from here
+		log.Fatal(err)
+	}
+
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	relay, err := outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(relay.Run(ctx))
+}
+
+// The Lambda relay: a function on the outbox table's stream, with
+// FunctionResponseTypes ["ReportBatchItemFailures"] on its event source mapping.
+func ExampleStreamHandler() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: "orders-outbox"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	handler, err := outbox.NewStreamHandler(dynamodb.NewFromConfig(cfg), box, jobs, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(handler.Handle)
+}
+
+const queueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks"

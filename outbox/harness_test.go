@@ -1,0 +1,250 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+const (
+	envTable = "OUTBOX_TEST_TABLE"  // DynamoDB outbox table of the relay process
+	envPgURL = "OUTBOX_TEST_PG_URL" // PostgreSQL URL (with its search_path) of the relay process
+)
+
+// processRelay builds the relay of a relay subprocess from the environment.
+func processRelay(ctx context.Context, store string) (*Relay, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
+	if err != nil {
+		return nil, err
+	}
+	relayConfig := RelayConfig{PollInterval: 50 * 1e6}
+	switch store {
+	case "dynamodb":
+		o, err := NewDynamoDB(DynamoDBConfig{Table: os.Getenv(envTable)})
+		if err != nil {
+			return nil, err
+		}
+		return NewDynamoDBRelay(dynamodb.NewFromConfig(cfg), o, p, relayConfig)
+	case "postgres":
+		pool, err := pgxpool.New(ctx, os.Getenv(envPgURL))
+		if err != nil {
+			return nil, err
+		}
+		return NewPostgresRelay(pool, NewPostgres(PostgresConfig{}), p, PostgresRelayConfig{RelayConfig: relayConfig})
+	}
+	return nil, fmt.Errorf("unknown store %q", store)
+}
+
+// newOutboxTable creates a uniquely named outbox table (with its index and stream) and
+// deletes it when the test ends.
+func newOutboxTable(t testing.TB, client *dynamodb.Client, config DynamoDBConfig) *DynamoDB {
+	t.Helper()
+	config.Table = testenv.UniqueName(t)
+	o, err := NewDynamoDB(config)
+	require.NoError(t, err)
+	_, err = client.CreateTable(context.Background(), o.CreateTableInput())
+	var exists *dynamodbtypes.ResourceInUseException
+	if err != nil && !errors.As(err, &exists) {
+		t.Fatalf("creating outbox table: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(config.Table)})
+	})
+	return o
+}
+
+type dynamoHarness struct {
+	client *dynamodb.Client
+	outbox *DynamoDB
+	orders string // the business table
+}
+
+func newDynamoHarness(t *testing.T) *dynamoHarness {
+	client := testenv.DynamoDB(t)
+	return &dynamoHarness{client: client, outbox: newOutboxTable(t, client, DynamoDBConfig{}), orders: testenv.NewTable(t, client)}
+}
+
+func (h *dynamoHarness) orderItem(t *testing.T) dynamodbtypes.TransactWriteItem {
+	return dynamodbtypes.TransactWriteItem{Put: &dynamodbtypes.Put{
+		TableName: aws.String(h.orders),
+		Item:      map[string]dynamodbtypes.AttributeValue{"id": str(testenv.UniqueName(t))},
+	}}
+}
+
+func (h *dynamoHarness) commit(t *testing.T, queueURL string, jobs ...producer.Job) []Entry {
+	t.Helper()
+	items, entries, err := h.outbox.TransactItems([]dynamodbtypes.TransactWriteItem{h.orderItem(t)}, queueURL, jobs...)
+	require.NoError(t, err)
+	_, err = h.client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	require.NoError(t, err)
+	return entries
+}
+
+// rollback's transaction is cancelled by DynamoDB: its business item's condition fails.
+func (h *dynamoHarness) rollback(t *testing.T, queueURL string, jobs ...producer.Job) {
+	t.Helper()
+	order := h.orderItem(t)
+	order.Put.ConditionExpression = aws.String("attribute_exists(id)") // the order does not exist yet
+	items, _, err := h.outbox.TransactItems([]dynamodbtypes.TransactWriteItem{order}, queueURL, jobs...)
+	require.NoError(t, err)
+	_, err = h.client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	var cancelled *dynamodbtypes.TransactionCanceledException
+	require.ErrorAs(t, err, &cancelled)
+}
+
+func (h *dynamoHarness) relay(t *testing.T, p *producer.Producer, config RelayConfig) *Relay {
+	t.Helper()
+	r, err := NewDynamoDBRelay(h.client, h.outbox, p, config)
+	require.NoError(t, err)
+	return r
+}
+
+func (h *dynamoHarness) pending(t *testing.T) []string {
+	t.Helper()
+	entries, err := h.outbox.query(context.Background(), h.client, pendingPrefix+"0", 100000)
+	require.NoError(t, err)
+	return ids(entries)
+}
+
+func (h *dynamoHarness) failed(t *testing.T) []Entry {
+	t.Helper()
+	entries, err := h.outbox.Failed(context.Background(), h.client, 1000)
+	require.NoError(t, err)
+	return entries
+}
+
+func (h *dynamoHarness) processEnv() []string {
+	return []string{envRelayProcess + "=dynamodb", envTable + "=" + h.outbox.Table()}
+}
+
+type postgresHarness struct {
+	pool   *pgxpool.Pool
+	outbox *Postgres
+	url    string
+}
+
+// postgresURL returns the test server's URL (localstack/postgres-up, SQSWORKER_POSTGRES_URL).
+func postgresURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("SQSWORKER_POSTGRES_URL")
+	if url == "" {
+		t.Fatal("SQSWORKER_POSTGRES_URL is not set; run the tests with `make test`, which starts PostgreSQL (localstack/postgres-up) and sets it")
+	}
+	return url
+}
+
+// newSchemaPool creates a schema of its own for the test, migrates the outbox into it
+// and returns a pool whose search_path is that schema; the schema is dropped at the end.
+func newSchemaPool(t testing.TB, maxConns int) (*pgxpool.Pool, string) {
+	t.Helper()
+	base := postgresURL(t)
+	schema := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t), "-", "_"))
+	admin, err := pgx.Connect(context.Background(), base)
+	require.NoError(t, err)
+	_, err = admin.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		_ = admin.Close(context.Background())
+	})
+	separator := "?"
+	if strings.Contains(base, "?") {
+		separator = "&"
+	}
+	url := fmt.Sprintf("%s%ssearch_path=%s&pool_max_conns=%d", base, separator, schema, maxConns)
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, MigratePostgres(context.Background(), pool))
+	_, err = pool.Exec(context.Background(), "CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note text)")
+	require.NoError(t, err)
+	return pool, url
+}
+
+func newPostgresHarness(t *testing.T) *postgresHarness {
+	pool, url := newSchemaPool(t, 8)
+	return &postgresHarness{pool: pool, outbox: NewPostgres(PostgresConfig{}), url: url}
+}
+
+func (h *postgresHarness) write(t *testing.T, queueURL string, jobs []producer.Job, commit bool) []Entry {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := h.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "INSERT INTO orders (note) VALUES ('an order')")
+	require.NoError(t, err)
+	entries, err := h.outbox.Enqueue(ctx, tx, queueURL, jobs...)
+	require.NoError(t, err)
+	if commit {
+		require.NoError(t, tx.Commit(ctx))
+	} else {
+		require.NoError(t, tx.Rollback(ctx))
+	}
+	return entries
+}
+
+func (h *postgresHarness) commit(t *testing.T, queueURL string, jobs ...producer.Job) []Entry {
+	t.Helper()
+	return h.write(t, queueURL, jobs, true)
+}
+
+func (h *postgresHarness) rollback(t *testing.T, queueURL string, jobs ...producer.Job) {
+	t.Helper()
+	h.write(t, queueURL, jobs, false)
+}
+
+func (h *postgresHarness) relay(t *testing.T, p *producer.Producer, config RelayConfig) *Relay {
+	t.Helper()
+	r, err := NewPostgresRelay(h.pool, h.outbox, p, PostgresRelayConfig{RelayConfig: config})
+	require.NoError(t, err)
+	return r
+}
+
+func (h *postgresHarness) pending(t *testing.T) []string {
+	t.Helper()
+	rows, err := h.pool.Query(context.Background(), "SELECT id FROM sqsworker_outbox WHERE "+pendingRow+" ORDER BY seq")
+	require.NoError(t, err)
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return list
+}
+
+func (h *postgresHarness) failed(t *testing.T) []Entry {
+	t.Helper()
+	entries, err := h.outbox.Failed(context.Background(), h.pool, 1000)
+	require.NoError(t, err)
+	return entries
+}
+
+func (h *postgresHarness) processEnv() []string {
+	return []string{envRelayProcess + "=postgres", envPgURL + "=" + h.url}
+}
+
+// dynamodbTransact builds a TransactWriteItems input.
+type dynamodbTransact struct {
+	items []dynamodbtypes.TransactWriteItem
+}
+
+func (d dynamodbTransact) input() *dynamodb.TransactWriteItemsInput {
+	return &dynamodb.TransactWriteItemsInput{TransactItems: d.items}
+}

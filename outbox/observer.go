@@ -1,0 +1,83 @@
+package outbox
+
+import (
+	"context"
+	"time"
+)
+
+// EventKind names what a relay reports.
+type EventKind int
+
+// The events of a relay.
+const (
+	// EventPublished: SQS confirmed the entry's message and the entry is removed (or
+	// marked published). Entry and MessageID are set.
+	EventPublished EventKind = iota + 1
+	// EventFailed: SQS refused the entry (or it can never be sent): it is marked failed
+	// with Err's text as its reason and is not retried. Entry and Err are set.
+	EventFailed
+	// EventRetry: the entry was not published this time (the send failed on SQS's side
+	// or the network's, or an earlier entry of its FIFO group did not go out); it stays
+	// unpublished and is tried again. Entry and Err are set.
+	EventRetry
+	// EventStoreError: reading, claiming or marking entries failed. Err is set. Entries
+	// already sent but not marked are sent again later (and deduplicated downstream).
+	EventStoreError
+	// EventBacklog: the outbox's state, at most once per Config.ReportInterval: Backlog
+	// is the number of unpublished entries, Lag the age of the oldest one (0 when none).
+	EventBacklog
+)
+
+// String returns the kind's name as used in logs and metrics.
+func (k EventKind) String() string {
+	switch k {
+	case EventPublished:
+		return "published"
+	case EventFailed:
+		return "failed"
+	case EventRetry:
+		return "retry"
+	case EventStoreError:
+		return "store-error"
+	case EventBacklog:
+		return "backlog"
+	}
+	return "unknown"
+}
+
+// Event is one thing a relay reports to an [Observer]. Fields that do not apply to the
+// kind are zero.
+type Event struct {
+	Kind EventKind
+	// Store is "postgres", "dynamodb" or "dynamodb-stream".
+	Store string
+	// Time is when it happened.
+	Time time.Time
+	// Entry is the entry the event is about. Observers must not change it.
+	Entry *Entry
+	// MessageID is the SQS message id of a published entry.
+	MessageID string
+	// Backlog and Lag: see EventBacklog.
+	Backlog int
+	Lag     time.Duration
+	// Err is the failure (EventFailed, EventRetry, EventStoreError).
+	Err error
+}
+
+// Observer is told what a relay does: metrics (count events by Kind; gauge Backlog and
+// Lag), logs, alerts on failed entries. Relays call Observe synchronously from their own
+// goroutine, so it must be quick and must not block; it must be safe for concurrent use
+// when several relays share it. It is the relay's counterpart of [sqsworker.Observer].
+type Observer interface {
+	Observe(ctx context.Context, ev Event)
+}
+
+// ObserverFunc adapts a function to [Observer].
+type ObserverFunc func(ctx context.Context, ev Event)
+
+// Observe calls f(ctx, ev).
+func (f ObserverFunc) Observe(ctx context.Context, ev Event) { f(ctx, ev) }
+
+type nopObserver struct{}
+
+func (nopObserver) Observe(context.Context, Event) {}

@@ -1,0 +1,161 @@
+package outbox
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+func TestMigratePostgresIsIdempotentAndConcurrent(t *testing.T) {
+	t.Parallel()
+	pool, _ := newSchemaPool(t, 8)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = MigratePostgres(context.Background(), pool) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		assert.NoError(t, err)
+	}
+	var index string
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT indexdef FROM pg_indexes WHERE indexname = 'sqsworker_outbox_unpublished' AND schemaname = current_schema()`).Scan(&index))
+	assert.Contains(t, index, "WHERE ((published_at IS NULL) AND (failed_at IS NULL))")
+}
+
+// Two relays share 10,000 entries: each entry reaches the consumer exactly once.
+func TestTwoPostgresRelaysPublishTenThousandEntriesOnceEach(t *testing.T) {
+	t.Parallel()
+	const total, perTransaction = 10000, 100
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	h := newPostgresHarness(t)
+	var entries []Entry
+	for tx := range total / perTransaction {
+		jobs := make([]producer.Job, perTransaction)
+		for i := range jobs {
+			jobs[i] = webhookJob(tx*perTransaction + i)
+		}
+		entries = append(entries, h.commit(t, queue.URL, jobs...)...)
+	}
+	p := newTestProducer(t, client)
+	relays := []*Relay{
+		h.relay(t, p, RelayConfig{PollInterval: 100 * time.Millisecond, BatchSize: 50}),
+		h.relay(t, p, RelayConfig{PollInterval: 100 * time.Millisecond, BatchSize: 50}),
+	}
+	for _, r := range relays {
+		startRelay(t, r)
+	}
+	effects := consumeConcurrently(t, client, queue.URL, total, 4, 90*time.Second)
+	onceEach(t, entries, effects)
+	testenv.Eventually(t, 10*time.Second, "every entry removed", func() bool { return len(h.pending(t)) == 0 })
+	publishedExactly(t, total, relays...)
+	a, b := relays[0].Stats(), relays[1].Stats()
+	assert.Positive(t, a.Published, "both relays took part")
+	assert.Positive(t, b.Published, "both relays took part")
+	queueEmpty(t, client, queue.URL)
+}
+
+// consumeConcurrently receives and deletes with workers goroutines until want messages
+// arrived, counting deliveries per outbox id.
+func consumeConcurrently(t *testing.T, client *sqs.Client, queueURL string, want, workers int, timeout time.Duration) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var mu sync.Mutex
+	effects := map[string]int{}
+	received := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				done := received >= want
+				mu.Unlock()
+				if done || ctx.Err() != nil {
+					return
+				}
+				output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+					QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+					MessageAttributeNames: []string{AttributeOutboxID},
+				})
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				if len(output.Messages) == 0 {
+					continue
+				}
+				deletes := make([]sqstypes.DeleteMessageBatchRequestEntry, len(output.Messages))
+				mu.Lock()
+				for i, m := range output.Messages {
+					effects[outboxID(m)]++
+					received++
+					deletes[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+				}
+				mu.Unlock()
+				if _, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: deletes}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, want, received, "messages received within %s", timeout)
+	return effects
+}
+
+// Two relays on one FIFO queue: SKIP LOCKED over group heads keeps every group in order.
+func TestTwoPostgresRelaysKeepFIFOGroupOrder(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
+	h := newPostgresHarness(t)
+	const groups, perGroup = 6, 40
+	want := map[string][]string{}
+	group := map[string]string{}
+	for i := range perGroup {
+		var jobs []producer.Job
+		for g := range groups {
+			job := webhookJob(g*1000 + i)
+			job.GroupID = "customer-" + strconv.Itoa(g)
+			jobs = append(jobs, job)
+		}
+		for _, e := range h.commit(t, queue.URL, jobs...) {
+			want[e.GroupID] = append(want[e.GroupID], e.ID)
+			group[e.ID] = e.GroupID
+		}
+	}
+	p := newTestProducer(t, client)
+	a := h.relay(t, p, RelayConfig{PollInterval: 20 * time.Millisecond, BatchSize: 8})
+	b := h.relay(t, p, RelayConfig{PollInterval: 20 * time.Millisecond, BatchSize: 8})
+	startRelay(t, a)
+	startRelay(t, b)
+	got := map[string][]string{}
+	for _, m := range drainQueue(t, client, queue.URL, groups*perGroup, 60*time.Second) {
+		id := outboxID(m)
+		got[group[id]] = append(got[group[id]], id)
+	}
+	assert.Equal(t, want, got)
+	publishedExactly(t, groups*perGroup, a, b)
+}

@@ -1,0 +1,159 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+// outcome is what became of one entry handed to [publish].
+type outcome struct {
+	// messageID is set when SQS confirmed the message.
+	messageID string
+	// refused is set when the entry can never be sent: mark it failed.
+	refused error
+	// retry is set when the entry was not sent this time: leave it unpublished.
+	retry error
+}
+
+func (o outcome) published() bool { return o.refused == nil && o.retry == nil }
+
+// publish sends entries (in the store's order) through p and returns one outcome per
+// entry. Entries go to their queues in SendMessageBatch calls of up to 10; for FIFO
+// queues a call carries at most one entry of a message group, and once an entry of a
+// group is not sent, the group's later entries are not sent either (they are retried
+// after it), so a group is published in order even when single entries of a call fail.
+func publish(ctx context.Context, p *producer.Producer, entries []Entry) []outcome {
+	outcomes := make([]outcome, len(entries))
+	byQueue := map[string][]int{}
+	var queues []string
+	for i, e := range entries {
+		if _, ok := byQueue[e.QueueURL]; !ok {
+			queues = append(queues, e.QueueURL)
+		}
+		byQueue[e.QueueURL] = append(byQueue[e.QueueURL], i)
+	}
+	for _, queue := range queues {
+		publishQueue(ctx, p, queue, entries, byQueue[queue], outcomes)
+	}
+	return outcomes
+}
+
+// publishQueue sends the entries at indexes (all for queue, in order).
+func publishQueue(ctx context.Context, p *producer.Producer, queue string, entries []Entry, indexes []int, outcomes []outcome) {
+	blocked := map[string]error{} // FIFO group → why its earlier entry was not sent
+	var call []int
+	inCall := map[string]bool{}
+	flush := func() {
+		if len(call) == 0 {
+			return
+		}
+		sendCall(ctx, p, queue, entries, call, outcomes)
+		for _, i := range call {
+			if e := entries[i]; e.ordered() && outcomes[i].retry != nil {
+				blocked[e.GroupID] = outcomes[i].retry
+			}
+		}
+		call, inCall = call[:0], map[string]bool{}
+	}
+	for _, i := range indexes {
+		e := entries[i]
+		if e.ordered() {
+			if inCall[e.GroupID] {
+				flush()
+			}
+			if why, ok := blocked[e.GroupID]; ok {
+				outcomes[i].retry = fmt.Errorf("outbox: an earlier entry of message group %q was not sent: %w", e.GroupID, why)
+				continue
+			}
+			inCall[e.GroupID] = true
+		}
+		call = append(call, i)
+		if len(call) == sqsx.MaxBatchEntries {
+			flush()
+		}
+	}
+	flush()
+}
+
+// sendCall sends the entries at call (at most 10) with one SendBatch. When the whole
+// request is refused (SQS rejects a request with an invalid entry as a whole), each
+// entry is sent alone so that only the bad one fails.
+func sendCall(ctx context.Context, p *producer.Producer, queue string, entries []Entry, call []int, outcomes []outcome) {
+	jobs := make([]producer.Job, len(call))
+	for j, i := range call {
+		jobs[j] = entries[i].job()
+	}
+	results, _ := p.SendBatch(ctx, queue, jobs)
+	for j, i := range call {
+		result := results[j]
+		switch {
+		case result.Err == nil:
+			outcomes[i] = outcome{messageID: result.MessageID}
+		case len(call) > 1 && isCallError(result.Err) && refused(result.Err):
+			one, _ := p.SendBatch(ctx, queue, jobs[j:j+1])
+			outcomes[i] = classify(one[0])
+		default:
+			outcomes[i] = classify(result)
+		}
+	}
+}
+
+func classify(result producer.Result) outcome {
+	switch {
+	case result.Err == nil:
+		return outcome{messageID: result.MessageID}
+	case refused(result.Err):
+		return outcome{refused: result.Err}
+	}
+	return outcome{retry: result.Err}
+}
+
+// refusedCodes are SQS error codes that blame the message itself.
+var refusedCodes = map[string]bool{
+	"InvalidParameterValue":                      true,
+	"InvalidParameterValueException":             true,
+	"InvalidMessageContents":                     true,
+	"InvalidAttributeName":                       true,
+	"InvalidAttributeValue":                      true,
+	"MissingParameter":                           true,
+	"AWS.SimpleQueueService.BatchRequestTooLong": true,
+	"BatchRequestTooLong":                        true,
+}
+
+// refused reports whether err says the entry itself can never be sent: too large (no
+// claim check), a sender fault of its batch entry, an SQS error code that blames the
+// message, or the producer's own check of the job (which makes no SQS call). Errors of
+// the network, of SQS's side, of access or of a missing queue are not refusals: the
+// entry is retried.
+func refused(err error) bool {
+	if errors.Is(err, producer.ErrTooLarge) {
+		return true
+	}
+	if entry, ok := errors.AsType[*sqsx.EntryError](err); ok {
+		return entry.SenderFault
+	}
+	if api, ok := errors.AsType[smithy.APIError](err); ok {
+		return refusedCodes[api.ErrorCode()]
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if _, ok := errors.AsType[*smithy.OperationError](err); ok {
+		return false
+	}
+	if _, ok := errors.AsType[*sqsx.CallError](err); ok {
+		return false
+	}
+	return true
+}
+
+func isCallError(err error) bool {
+	_, ok := errors.AsType[*sqsx.CallError](err)
+	return ok
+}

@@ -1,0 +1,319 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+// Defaults for [RelayConfig].
+const (
+	// DefaultBatchSize is how many entries a relay claims at a time.
+	DefaultBatchSize = 100
+	// DefaultPollInterval is how long an idle relay waits before it looks again (a
+	// PostgreSQL relay is woken sooner by NOTIFY).
+	DefaultPollInterval = time.Second
+	// DefaultReportInterval is how often a relay reports EventBacklog.
+	DefaultReportInterval = 10 * time.Second
+	// DefaultDrainTimeout bounds Run's graceful stop.
+	DefaultDrainTimeout = 20 * time.Second
+)
+
+// RelayConfig configures a [Relay]. The zero value takes the defaults.
+type RelayConfig struct {
+	// BatchSize is how many entries one cycle claims and publishes (in SendMessageBatch
+	// calls of 10), from 1 to 1000; if zero, DefaultBatchSize (100). On PostgreSQL the
+	// claimed rows stay locked for the cycle, so keep cycles short.
+	BatchSize int
+	// PollInterval is how long an idle relay waits before it looks again; if zero,
+	// DefaultPollInterval (1 s). It is also the wait after a failed cycle.
+	PollInterval time.Duration
+	// ReportInterval is how often the relay reports EventBacklog; if zero,
+	// DefaultReportInterval (10 s); negative: never.
+	ReportInterval time.Duration
+	// DrainTimeout bounds [Relay.Run]'s graceful stop; if zero, DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// Observer is told what the relay does; nil: nothing is told.
+	Observer Observer
+}
+
+// RelayStats are a relay's counts since it started.
+type RelayStats struct {
+	// Published entries (SQS confirmed them and they were removed or marked).
+	Published int64
+	// Failed entries (SQS refused them; marked failed).
+	Failed int64
+	// Retried is how many times an entry was left for a later cycle.
+	Retried int64
+	// Cycles is the number of claims made; StoreErrors the number of failed store calls.
+	Cycles, StoreErrors int64
+}
+
+// store is one outbox backend as a relay sees it.
+type store interface {
+	name() string
+	// claim takes up to limit unpublished entries in publish order. They stay this
+	// relay's until the claim is settled or released (PostgreSQL: row locks in a
+	// transaction; DynamoDB: nothing, relays may overlap).
+	claim(ctx context.Context, limit int) (claim, error)
+	// backlog returns the number of unpublished entries and the oldest one's age.
+	backlog(ctx context.Context) (int, time.Duration, error)
+	// wait returns after d, when new entries may have arrived, or when ctx ends.
+	wait(ctx context.Context, d time.Duration)
+	// close releases what the store holds for the relay (the listening connection).
+	close()
+}
+
+// claim is a set of entries held by one relay cycle.
+type claim interface {
+	entries() []Entry
+	// settle removes (or marks) published entries, marks refused ones failed, and ends
+	// the claim: together, in one transaction where the store has them.
+	settle(ctx context.Context, published []string, refused map[string]error) error
+	// release ends the claim without a change.
+	release(ctx context.Context)
+}
+
+// Relay publishes the entries of an outbox to SQS, in a loop, until it is shut down: it
+// claims a batch, sends it through a [producer.Producer] and removes (or marks) what SQS
+// confirmed, marking refused entries failed. Make one with [NewPostgresRelay] or
+// [NewDynamoDBRelay]. Its lifecycle is the poller's: [Relay.Start], [Relay.Shutdown],
+// or [Relay.Run] for both around a signal. It owns one goroutine, which Shutdown ends.
+type Relay struct {
+	store    store
+	producer *producer.Producer
+	config   RelayConfig
+	observer Observer
+
+	mu       sync.Mutex
+	started  bool
+	stop     chan struct{} // closed by Shutdown: no new cycle
+	done     chan struct{} // closed when the loop returned
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+
+	published, failed, retried, cycles, storeErrors atomic.Int64
+	lastReport                                      time.Time
+
+	// crash, if set (tests), is called at "claimed" (before the send) and "sent" (after
+	// the send, before settling).
+	crash func(point string)
+}
+
+func newRelay(s store, p *producer.Producer, config RelayConfig) (*Relay, error) {
+	var errs []error
+	if p == nil {
+		errs = append(errs, errors.New("outbox: nil producer"))
+	}
+	if config.BatchSize < 0 || config.BatchSize > 1000 {
+		errs = append(errs, fmt.Errorf("outbox: RelayConfig.BatchSize %d is outside 1 to 1000", config.BatchSize))
+	}
+	if config.PollInterval < 0 || config.DrainTimeout < 0 {
+		errs = append(errs, errors.New("outbox: RelayConfig.PollInterval and DrainTimeout must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if config.BatchSize == 0 {
+		config.BatchSize = DefaultBatchSize
+	}
+	if config.PollInterval == 0 {
+		config.PollInterval = DefaultPollInterval
+	}
+	if config.ReportInterval == 0 {
+		config.ReportInterval = DefaultReportInterval
+	}
+	if config.DrainTimeout == 0 {
+		config.DrainTimeout = DefaultDrainTimeout
+	}
+	observer := config.Observer
+	if observer == nil {
+		observer = nopObserver{}
+	}
+	return &Relay{store: s, producer: p, config: config, observer: observer}, nil
+}
+
+// Start starts the relay's loop and returns at once. ctx is the parent of every store
+// and SQS call; its end stops the relay abruptly (use Shutdown to stop it gracefully).
+// It returns an error when the relay was started before.
+func (r *Relay) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("outbox: relay already started")
+	}
+	r.started = true
+	r.stop = make(chan struct{})
+	r.done = make(chan struct{})
+	ctx, r.cancel = context.WithCancel(ctx)
+	go r.loop(ctx) // owned by the relay: ends at Shutdown or ctx's end
+	return nil
+}
+
+// Shutdown stops the relay gracefully: no new cycle starts; the cycle in progress
+// finishes its send and settles what SQS confirmed, so nothing is sent twice by this
+// relay. If ctx ends first, the cycle is cancelled (its claimed entries stay unpublished
+// or, when already sent, are sent again later by a relay) and Shutdown returns ctx's
+// error after the loop returned. Shutdown of a relay never started returns nil.
+func (r *Relay) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	started := r.started
+	r.mu.Unlock()
+	if !started {
+		return nil
+	}
+	r.stopOnce.Do(func() { close(r.stop) })
+	select {
+	case <-r.done:
+		r.cancel()
+		return nil
+	case <-ctx.Done():
+		r.cancel()
+		<-r.done
+		return ctx.Err()
+	}
+}
+
+// Run starts the relay and shuts it down gracefully (within Config.DrainTimeout) when
+// ctx ends or the process gets SIGINT or SIGTERM. It returns nil after a graceful stop.
+func (r *Relay) Run(ctx context.Context) error {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	if err := r.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-signals:
+	}
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.config.DrainTimeout)
+	defer cancel()
+	return r.Shutdown(drain)
+}
+
+// Stats returns the relay's counts so far.
+func (r *Relay) Stats() RelayStats {
+	return RelayStats{
+		Published: r.published.Load(), Failed: r.failed.Load(), Retried: r.retried.Load(),
+		Cycles: r.cycles.Load(), StoreErrors: r.storeErrors.Load(),
+	}
+}
+
+func (r *Relay) stopping() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Relay) loop(ctx context.Context) {
+	defer close(r.done)
+	defer r.store.close()
+	for !r.stopping() && ctx.Err() == nil {
+		r.report(ctx)
+		full, err := r.cycle(ctx)
+		if err != nil {
+			r.storeErrors.Add(1)
+			r.observe(ctx, Event{Kind: EventStoreError, Err: err})
+		}
+		if full && err == nil {
+			continue
+		}
+		waitCtx, cancel := context.WithCancel(ctx)
+		go func() { // owned by this wait: ends with it
+			select {
+			case <-r.stop:
+				cancel()
+			case <-waitCtx.Done():
+			}
+		}()
+		r.store.wait(waitCtx, r.config.PollInterval)
+		cancel()
+	}
+}
+
+// cycle claims, publishes and settles one batch. full reports a batch that took all of
+// BatchSize with progress made (more may be waiting).
+func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
+	c, err := r.store.claim(ctx, r.config.BatchSize)
+	if err != nil {
+		return false, err
+	}
+	r.cycles.Add(1)
+	entries := c.entries()
+	if len(entries) == 0 {
+		c.release(ctx)
+		return false, nil
+	}
+	r.crashAt("claimed")
+	outcomes := publish(ctx, r.producer, entries)
+	r.crashAt("sent")
+	var published []string
+	refused := map[string]error{}
+	for i, o := range outcomes {
+		switch {
+		case o.published():
+			published = append(published, entries[i].ID)
+		case o.refused != nil:
+			refused[entries[i].ID] = o.refused
+		}
+	}
+	if err := c.settle(ctx, published, refused); err != nil {
+		return false, err
+	}
+	for i, o := range outcomes {
+		entry := &entries[i]
+		switch {
+		case o.published():
+			r.published.Add(1)
+			r.observe(ctx, Event{Kind: EventPublished, Entry: entry, MessageID: o.messageID})
+		case o.refused != nil:
+			r.failed.Add(1)
+			r.observe(ctx, Event{Kind: EventFailed, Entry: entry, Err: o.refused})
+		default:
+			r.retried.Add(1)
+			r.observe(ctx, Event{Kind: EventRetry, Entry: entry, Err: o.retry})
+		}
+	}
+	return len(entries) == r.config.BatchSize && (len(published)+len(refused)) > 0, nil
+}
+
+func (r *Relay) crashAt(point string) {
+	if r.crash != nil {
+		r.crash(point)
+	}
+}
+
+// report tells the observer the backlog when ReportInterval has passed.
+func (r *Relay) report(ctx context.Context) {
+	if r.config.ReportInterval < 0 || time.Since(r.lastReport) < r.config.ReportInterval {
+		return
+	}
+	r.lastReport = time.Now()
+	count, lag, err := r.store.backlog(ctx)
+	if err != nil {
+		r.storeErrors.Add(1)
+		r.observe(ctx, Event{Kind: EventStoreError, Err: err})
+		return
+	}
+	r.observe(ctx, Event{Kind: EventBacklog, Backlog: count, Lag: max(lag, 0)})
+}
+
+func (r *Relay) observe(ctx context.Context, ev Event) {
+	ev.Store = r.store.name()
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	r.observer.Observe(ctx, ev)
+}
