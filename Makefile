@@ -20,6 +20,7 @@ IMAGE ?= sqsworker-webhook:dev
 up:
 	localstack/up
 	localstack/postgres-up
+	localstack/prometheus-up
 
 ## down: stop the emulator started by up
 down:

@@ -191,6 +191,11 @@ type Config struct {
 	// MaxAbandonedHandlers); the body gives the reason. Empty turns it off. See
 	// [CheckHealth].
 	HealthCheckAddress string
+
+	// MetricsHandler, if set, is served at GET /metrics ([MetricsPath]) on
+	// HealthCheckAddress, beside /healthz, so a container exposes one port: for example
+	// the Prometheus handler of package otelsqsworker. It requires HealthCheckAddress.
+	MetricsHandler http.Handler
 }
 
 // withDefaults returns c with zero fields set to their defaults. Fields that depend on
@@ -294,6 +299,9 @@ func (c Config) validate(client API) error {
 	}
 	if c.HeartbeatInterval > 0 && c.VisibilityExtension > 0 && c.HeartbeatInterval >= c.VisibilityExtension {
 		add("Config.HeartbeatInterval %s must be shorter than Config.VisibilityExtension %s, or messages reappear between heartbeats", c.HeartbeatInterval, c.VisibilityExtension)
+	}
+	if c.MetricsHandler != nil && c.HealthCheckAddress == "" {
+		add("Config.MetricsHandler is set without Config.HealthCheckAddress, the address it is served on")
 	}
 	if c.DrainTimeout < 0 {
 		add("Config.DrainTimeout %s is negative", c.DrainTimeout)

@@ -43,6 +43,7 @@ func TestNewRejectsEachBadSetting(t *testing.T) {
 			c.HeartbeatInterval, c.VisibilityExtension = 30*time.Second, 30*time.Second
 		}, "Config.HeartbeatInterval"},
 		{"negative drain", func(c *Config) { c.DrainTimeout = -time.Second }, "Config.DrainTimeout"},
+		{"metrics handler without a health address", func(c *Config) { c.MetricsHandler = http.NotFoundHandler() }, "Config.MetricsHandler"},
 		{"negative backoff base", func(c *Config) { c.Backoff.Base = -time.Second }, "Config.Backoff.Base"},
 		{"negative backoff cap", func(c *Config) { c.Backoff.Cap = -time.Second }, "Config.Backoff.Cap"},
 		{"backoff base above cap", func(c *Config) { c.Backoff.Base, c.Backoff.Cap = time.Minute, time.Second }, "Config.Backoff.Base"},

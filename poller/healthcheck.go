@@ -16,6 +16,10 @@ import (
 // HealthCheckPath is the path the health endpoint serves (Config.HealthCheckAddress).
 const HealthCheckPath = "/healthz"
 
+// MetricsPath is the path Config.MetricsHandler is served at, on the health endpoint's
+// address.
+const MetricsPath = "/metrics"
+
 // healthCheckTimeout bounds CheckHealth when its context has no deadline, and the
 // health server's shutdown.
 const healthCheckTimeout = 5 * time.Second
@@ -33,6 +37,7 @@ type healthServer struct {
 type healthServerParams struct {
 	address string
 	status  func() (healthy bool, reason string)
+	metrics http.Handler
 	logger  *slog.Logger
 }
 
@@ -51,6 +56,9 @@ func newHealthServer(params healthServerParams) (*healthServer, error) {
 		}
 		_, _ = io.WriteString(w, reason+"\n")
 	})
+	if params.metrics != nil {
+		mux.Handle("GET "+MetricsPath, params.metrics)
+	}
 	return &healthServer{
 		listener: listener,
 		server:   &http.Server{Handler: mux, ReadHeaderTimeout: healthCheckTimeout},

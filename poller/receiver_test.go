@@ -331,8 +331,11 @@ func TestShutdownLeavesEveryReceiveInFlight(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Shutdown = %v, want the ctx's DeadlineExceeded", err)
 		}
-		if took := time.Since(begin); took < 300*time.Millisecond || took > 2*time.Second {
-			t.Errorf("Shutdown took %s, want the ctx's 300ms plus little", took)
+		// The polls block until cancelled, so a Shutdown that waited for them would never
+		// return; the upper bound only tells "returned at the ctx's end" from "hung" (a
+		// tighter one failed under -race -count=20 on a loaded 2-core machine).
+		if took := time.Since(begin); took < 300*time.Millisecond || took > 30*time.Second {
+			t.Errorf("Shutdown took %s, want the ctx's 300ms plus the release", took)
 		}
 		if first.ctx.Err() == nil || second.ctx.Err() == nil {
 			t.Error("a long poll was not cancelled at the end of Shutdown's ctx")

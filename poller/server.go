@@ -107,6 +107,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.health, err = newHealthServer(healthServerParams{
 			address: config.HealthCheckAddress,
 			status:  s.healthStatus,
+			metrics: config.MetricsHandler,
 			logger:  s.logger,
 		})
 		if err != nil {
@@ -364,6 +365,18 @@ var ErrDeletesNotConfirmed = errors.New("poller: deletes not confirmed")
 func (s *Server) abortHandlers() {
 	s.logger.Warn("poller: drain deadline reached; cancelling running handlers and releasing their messages")
 	s.dispatcher.abort()
+}
+
+// HealthCheckAddress returns the address the health endpoint (and Config.MetricsHandler)
+// listens on, with the port chosen when Config.HealthCheckAddress asked for port 0; ""
+// before Start or without a health endpoint.
+func (s *Server) HealthCheckAddress() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.health == nil {
+		return ""
+	}
+	return s.health.address()
 }
 
 // Stats returns a snapshot of the server's counters.

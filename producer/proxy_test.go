@@ -28,6 +28,7 @@ type countingProxy struct {
 // the emulator through it.
 func newCountingSQS(t *testing.T) (*sqs.Client, *countingProxy) {
 	t.Helper()
+	testenv.AWSConfig(t) // an emulator test: fails (or, in make test-stress's unit stage, skips) without one
 	target, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_SQS"))
 	if err != nil || target.Host == "" {
 		t.Fatalf("AWS_ENDPOINT_URL_SQS %q is not a URL (run with `make test`)", os.Getenv("AWS_ENDPOINT_URL_SQS"))

@@ -244,9 +244,12 @@ const ReceiveTimeout = 30 * time.Second
 // test when timeout passes first. An empty receive is never taken to mean "nothing left":
 // under load the emulator can return an empty long poll while messages are visible (and
 // SQS samples its servers on a short poll). Set input.VisibilityTimeout so received
-// messages stay hidden while the rest arrive. Once want messages have arrived, one more
-// receive with no wait collects any extra message, so a caller that asserts an exact count
-// sees duplicates.
+// messages stay hidden while the rest arrive. A receive whose answer was lost (seen under
+// load: SQS hid its messages, then the SDK retried) hides them for VisibilityTimeout, so
+// that long is added to timeout; a message seen again once its visibility ran out is
+// counted once (by message id). Once want messages have arrived, one more receive with no
+// wait collects any extra message, so a caller that asserts an exact count sees
+// duplicates (a second copy has its own message id).
 func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, want int, timeout time.Duration) []sqstypes.Message {
 	t.Helper()
 	if input.MaxNumberOfMessages == 0 {
@@ -255,7 +258,17 @@ func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, wa
 	if input.WaitTimeSeconds == 0 {
 		input.WaitTimeSeconds = 1
 	}
+	timeout += time.Duration(input.VisibilityTimeout) * time.Second
 	var messages []sqstypes.Message
+	seen := map[string]bool{}
+	add := func(received []sqstypes.Message) {
+		for _, message := range received {
+			if id := aws.ToString(message.MessageId); !seen[id] {
+				seen[id] = true
+				messages = append(messages, message)
+			}
+		}
+	}
 	deadline := time.Now().Add(timeout)
 	for len(messages) < want {
 		if time.Now().After(deadline) {
@@ -265,7 +278,7 @@ func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, wa
 		if err != nil {
 			t.Fatalf("testenv: receiving from %s: %v", aws.ToString(input.QueueUrl), err)
 		}
-		messages = append(messages, output.Messages...)
+		add(output.Messages)
 	}
 	extra := input
 	extra.WaitTimeSeconds = 0
@@ -273,7 +286,8 @@ func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, wa
 	if err != nil {
 		t.Fatalf("testenv: receiving from %s: %v", aws.ToString(input.QueueUrl), err)
 	}
-	return append(messages, output.Messages...)
+	add(output.Messages)
+	return messages
 }
 
 // RequireFIFOGroupBlocking is the N10 probe the FIFO scenarios (CASES.md N02, N09) run

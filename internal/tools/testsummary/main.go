@@ -37,7 +37,7 @@ type key struct{ pkg, test string }
 
 type summary struct {
 	output   map[key]*strings.Builder
-	failed   []key // failed tests and packages, in the order they finished
+	failed   []failure // failed tests and packages, in the order they finished
 	packages []string
 	result   map[string]event // each package's final pass/fail/skip event
 	passed   int
@@ -45,6 +45,24 @@ type summary struct {
 	skipped  int
 	other    []string // lines that were not JSON (build errors print so)
 	w        io.Writer
+}
+
+// failure is one failed test or package with the output it printed in that run (with
+// -count=N a test runs N times under one name; a later passing run must not take the
+// failed run's output with it).
+type failure struct {
+	key
+	output string
+}
+
+// take removes and returns the output recorded for k so far.
+func (s *summary) take(k key) string {
+	b := s.output[k]
+	delete(s.output, k)
+	if b == nil {
+		return ""
+	}
+	return b.String()
 }
 
 func main() {
@@ -92,7 +110,7 @@ func (s *summary) add(e event) {
 			s.result[e.Package] = e
 			s.packageLine(e)
 			if e.Action == "fail" {
-				s.failed = append(s.failed, k)
+				s.failed = append(s.failed, failure{k, s.take(k)})
 			}
 			return
 		}
@@ -102,7 +120,7 @@ func (s *summary) add(e event) {
 			delete(s.output, k) // a passed test's output is not shown
 		case "fail":
 			s.failures++
-			s.failed = append(s.failed, k)
+			s.failed = append(s.failed, failure{k, s.take(k)})
 		case "skip":
 			s.skipped++
 			delete(s.output, k)
@@ -141,7 +159,8 @@ func (s *summary) report() bool {
 	// Failed tests' output, then that of packages that failed outside a test (a build
 	// error, a panic, a timeout, TestMain), which count as one failure each, so the line
 	// never says "0 failed" for a failed run.
-	for _, k := range s.failed {
+	for _, f := range s.failed {
+		k := f.key
 		if k.test == "" {
 			failedPackages = append(failedPackages, k.pkg)
 			if s.failedTestIn(k.pkg) {
@@ -152,9 +171,7 @@ func (s *summary) report() bool {
 		} else {
 			fmt.Fprintf(w, "--- output of %s %s\n", k.pkg, k.test)
 		}
-		if b := s.output[k]; b != nil {
-			fmt.Fprint(w, b.String())
-		}
+		fmt.Fprint(w, f.output)
 	}
 	for _, pkg := range failedPackages {
 		fmt.Fprintf(w, "FAIL\t%s\n", pkg)
@@ -168,8 +185,8 @@ func (s *summary) report() bool {
 }
 
 func (s *summary) failedTestIn(pkg string) bool {
-	for _, k := range s.failed {
-		if k.pkg == pkg && k.test != "" {
+	for _, f := range s.failed {
+		if f.pkg == pkg && f.test != "" {
 			return true
 		}
 	}

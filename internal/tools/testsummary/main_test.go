@@ -35,6 +35,17 @@ func TestReport(t *testing.T) {
 			want: []string{"FAIL\tp\t1.000s", "--- output of p TestA", "    a_test.go:4: boom", "FAIL\tp", "1 passed, 1 failed"},
 		},
 		{
+			name: "with -count=N a later passing run keeps the failed run's output",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:4: boom\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"noise of the passing run\n"}
+{"Action":"pass","Package":"p","Test":"TestA"}
+{"Action":"fail","Package":"p","Elapsed":1}`,
+			want:  []string{"--- output of p TestA", "    a_test.go:4: boom", "1 passed, 1 failed"},
+			never: []string{"noise of the passing run"},
+		},
+		{
 			name: "a package that fails outside its tests counts as a failure",
 			input: `{"Action":"start","Package":"p"}
 {"Action":"output","Package":"p","Output":"panic: TestMain\n"}

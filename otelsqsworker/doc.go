@@ -1,0 +1,2 @@
+// Package otelsqsworker instruments sqsworker with OpenTelemetry.
+package otelsqsworker

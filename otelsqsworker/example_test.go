@@ -1,0 +1,74 @@
+package otelsqsworker_test
+
+import (
+	"context"
+	"log"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/poller"
+)
+
+// A container worker with Prometheus metrics on /metrics beside /healthz (one port),
+// queue gauges read every 15 s, and a consumer span per delivery attempt. The README's
+// "Metrics and traces" section in full.
+func Example() {
+	ctx := context.Background()
+	awsConfig, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := sqs.NewFromConfig(awsConfig)
+	queueURL := os.Getenv("QUEUE_URL")
+	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error { return nil })
+
+	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	if err != nil {
+		log.Fatal(err)
+	}
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	if err != nil {
+		log.Fatal(err)
+	}
+	gauges, err := otelsqsworker.NewQueueGauges(otelsqsworker.QueueGaugesConfig{
+		Client: client, QueueURLs: []string{queueURL}, MeterProvider: provider,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	gaugesCtx, stopGauges := context.WithCancel(ctx)
+	defer stopGauges()
+	go gauges.Run(gaugesCtx)
+
+	traced := sqsworker.Chain(handler, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
+		TracerProvider: otel.GetTracerProvider(), // the SDK provider you configured
+	}))
+	server, err := poller.New(client, poller.Config{
+		QueueURL:           queueURL,
+		Observer:           metrics,
+		HealthCheckAddress: ":8080", // GET /healthz and GET /metrics
+		MetricsHandler:     metricsHandler,
+	}, traced)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = server
+}
+
+// The README's Prometheus snippet.
+func Example_prometheus() {
+	var client *sqs.Client
+	var queueURL string
+	var handler sqsworker.Handler
+	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
+		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, handler)
+	// curl -s localhost:8080/metrics | grep sqsworker_messages_finished_total
+	_, _ = server, err
+}

@@ -1,0 +1,113 @@
+package otelsqsworker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker"
+)
+
+const queueURL = "http://127.0.0.1:4566/000000000000/orders"
+
+func newMessage(jobType string) *sqsworker.Message {
+	m := &sqsworker.Message{ID: "m1", QueueURL: queueURL, ReceiveCount: 1}
+	if jobType != "" {
+		m.MessageAttributes = map[string]sqsworker.MessageAttribute{otelsqsworker.AttributeJobType: {DataType: "String", StringValue: jobType}}
+	}
+	return m
+}
+
+// life reports one message's events as the hosts do for a handler result.
+func life(ctx context.Context, o sqsworker.Observer, m *sqsworker.Message, err error) {
+	now := time.Now()
+	o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventReceived, Message: m, Time: now, ReceiveLag: 1500 * time.Millisecond})
+	o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventStarted, Message: m, Time: now})
+	outcome := sqsworker.Classify(err)
+	o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventFinished, Message: m, Time: now, Outcome: outcome, HandlerDuration: 20 * time.Millisecond})
+	switch outcome.Kind {
+	case sqsworker.OutcomeDelete:
+		o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventDeleted, Message: m, Time: now})
+	case sqsworker.OutcomeDeadLetter:
+		o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventDeadLettered, Message: m, Time: now, Outcome: outcome})
+		o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventDeleted, Message: m, Time: now})
+	default:
+		o.Observe(ctx, sqsworker.Event{Kind: sqsworker.EventRescheduled, Message: m, Time: now, Outcome: outcome})
+	}
+}
+
+// sums returns every Int64 sum data point as "name{attrs}" → value.
+func sums(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var data metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &data))
+	out := map[string]int64{}
+	for _, scope := range data.ScopeMetrics {
+		for _, m := range scope.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+"{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+".count{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = int64(p.Count)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+".g{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = p.Value
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+".ms{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = int64(p.Value * 1000)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestMetricsCountsByOutcome(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	require.NoError(t, err)
+	ctx := context.Background()
+	life(ctx, metrics, newMessage("email"), nil)
+	life(ctx, metrics, newMessage("email"), nil)
+	life(ctx, metrics, newMessage("email"), sqsworker.Permanent("BadAddress", errors.New("no such mailbox")))
+	life(ctx, metrics, newMessage(""), errors.New("timeout"))
+
+	got := sums(t, reader)
+	q := "messaging.destination.name=orders"
+	require.Equal(t, map[string]int64{
+		"sqsworker.messages.received{" + q + "}":                                                   4,
+		"sqsworker.messages.in_flight{" + q + "}":                                                  0,
+		"sqsworker.deletes{" + q + "}":                                                             3,
+		"sqsworker.dead_letter.sends{" + q + "}":                                                   1,
+		"sqsworker.heartbeats{" + q + "}":                                                          0,
+		"sqsworker.heartbeat.failures{" + q + "}":                                                  0,
+		"sqsworker.delete.failures{" + q + "}":                                                     0,
+		"sqsworker.dead_letter.send_failures{" + q + "}":                                           0,
+		"sqsworker.reschedule.failures{" + q + "}":                                                 0,
+		"sqsworker.messages.released{" + q + "}":                                                   0,
+		"sqsworker.handlers.abandoned{" + q + "}":                                                  0,
+		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=email,sqsworker.outcome=delete}": 2,
+		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=email,sqsworker.outcome=dead-letter,sqsworker.reason=BadAddress}": 1,
+		"sqsworker.messages.finished{" + q + ",sqsworker.job.type=,sqsworker.outcome=retry,sqsworker.reason=HandlerError}":          1,
+		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=email,sqsworker.outcome=delete}":                             2,
+		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=email,sqsworker.outcome=dead-letter}":                        1,
+		"sqsworker.handler.duration.count{" + q + ",sqsworker.job.type=,sqsworker.outcome=retry}":                                   1,
+		"sqsworker.receive.lag.count{" + q + "}":           4,
+		"sqsworker.queue.oldest_message.age.ms{" + q + "}": 1500,
+	}, got)
+	// The age estimate is the largest lag since the previous collection.
+	require.Equal(t, int64(0), sums(t, reader)["sqsworker.queue.oldest_message.age.ms{"+q+"}"])
+}
