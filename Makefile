@@ -14,7 +14,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test test-stress demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go bench-outbox fuzz
+.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go bench-outbox fuzz
 
 ## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433)
 up:
@@ -66,6 +66,12 @@ test-stress: up $(TESTSUMMARY)
 	done; \
 	echo "test-stress: $$passed of $$runs runs passed ($$(( $$(date +%s) - start )) s)"; \
 	test $$passed -eq $$runs
+
+## test-elasticmq: the emulator packages again with SQS on ElasticMQ (localstack/elasticmq-up; DynamoDB stays on moto)
+test-elasticmq: up $(TESTSUMMARY)
+	localstack/elasticmq-up
+	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
+	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
 ## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL); prints the summary line
 DEMO_STORE ?= dynamodb

@@ -344,6 +344,7 @@ func TestRelayKilledAfterSendIsAbsorbedByIdempotency(t *testing.T) {
 
 func TestRefusedEntriesAreMarkedFailedAndTheRelayGoesOn(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention) // the test sets or reads MaximumMessageSize
 	stores(t, func(t *testing.T, h harness) {
 		client := testenv.SQS(t)
 		queue := testenv.NewQueue(t, client, testenv.QueueOptions{})

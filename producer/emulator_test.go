@@ -290,6 +290,7 @@ func TestEmulatorBatcherMergesAThousandSends(t *testing.T) {
 
 func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention) // the test sets or reads MaximumMessageSize
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
 	_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{

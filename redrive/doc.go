@@ -12,7 +12,8 @@
 //     deduplication id from [NextDeduplicationID]). It sends, waits for SQS to confirm,
 //     and only then deletes from the source, so a crash can duplicate a message but
 //     never lose one. Batches are packed by count (10) and by bytes (body plus
-//     attributes, as SQS counts them) up to the destination's MaximumMessageSize.
+//     attributes, as SQS counts them) up to the destination's MaximumMessageSize. Each
+//     moved message carries [AttributeRedriveCount] when it fits.
 //   - [Peek]: receive and release messages to read their failure attributes and expiry.
 //
 // A filtered move:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,11 +56,21 @@ func NewMover(api MoverAPI, config Config) (*Mover, error) {
 	return &Mover{api: api, config: config}, nil
 }
 
+// AttributeRedriveCount is the message attribute (Number) a [Mover] adds to each message
+// it moves: how many times the tool moved it, 1 on its first move (the value it carried
+// plus one). A message that already has 10 message attributes (the SQS maximum), or that
+// the attribute would make larger than the destination allows, moves unchanged, and the
+// count goes to the log (Info) only.
+const AttributeRedriveCount = "x-redrive-count"
+
 // item is one message selected for sending.
 type item struct {
 	raw     types.Message
 	message *sqsworker.Message
 	size    int
+	// attributes are the message attributes to send: the received ones, plus
+	// AttributeRedriveCount when it fits.
+	attributes map[string]types.MessageAttributeValue
 }
 
 // run holds the state of one Mover.Run.
@@ -99,7 +110,11 @@ func (m *Mover) Run(ctx context.Context) (result *Result, err error) {
 	if _, err := loadQueue(ctx, m.api, m.config.Source); err != nil {
 		return r.result, err
 	}
+	// The destination is checked before anything is received (CASES.md N11 (d)).
 	if r.dest, err = loadQueue(ctx, m.api, m.config.Destination); err != nil {
+		if errors.Is(err, ErrQueueNotFound) {
+			return r.result, DestinationMissing(m.config.Destination, err)
+		}
 		return r.result, err
 	}
 	r.maxBytes = r.dest.MaximumMessageSize
@@ -184,7 +199,8 @@ func (r *run) loop(ctx context.Context) error {
 				r.hold(message)
 				continue
 			}
-			selected = append(selected, &item{raw: raw, message: message, size: size})
+			attributes, sendSize := r.withRedriveCount(raw, message, size)
+			selected = append(selected, &item{raw: raw, message: message, size: sendSize, attributes: attributes})
 		}
 		if fresh == 0 {
 			// An empty answer can be false (seen on the emulator under load; short polls
@@ -234,6 +250,51 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		r.report()
 	}
+}
+
+// DestinationMissing returns the error a move reports when its destination (a queue
+// name, URL or ARN) does not exist, before anything was received: "destination queue
+// NAME does not exist; nothing was moved", wrapping err (which matches
+// [ErrQueueNotFound]). [Mover.Run] returns it; a front end that resolves a queue name
+// first (cmd/sqsworker) reports the same.
+func DestinationMissing(destination string, err error) error {
+	name := destination
+	if i := strings.LastIndexAny(name, "/:"); i >= 0 {
+		name = name[i+1:]
+	}
+	return fmt.Errorf("destination queue %s does not exist; nothing was moved: %w", name, err)
+}
+
+// withRedriveCount returns the message attributes to send for raw, with
+// AttributeRedriveCount set to one more than it was, and the message's size with them;
+// or raw's own attributes and size, logging the count, when the attribute would be an
+// 11th or would make the message larger than the destination allows.
+func (r *run) withRedriveCount(raw types.Message, message *sqsworker.Message, size int) (map[string]types.MessageAttributeValue, int) {
+	previous, present := raw.MessageAttributes[AttributeRedriveCount]
+	count, _ := strconv.Atoi(aws.ToString(previous.StringValue))
+	value := strconv.Itoa(count + 1)
+	newSize := size + len(AttributeRedriveCount) + len("Number") + len(value)
+	if present {
+		newSize -= len(AttributeRedriveCount) + len(aws.ToString(previous.DataType)) + len(aws.ToString(previous.StringValue)) + len(previous.BinaryValue)
+	}
+	reason := ""
+	switch {
+	case !present && len(raw.MessageAttributes) >= sqsx.MaxMessageAttributes:
+		reason = "the message already has 10 message attributes, the SQS maximum"
+	case newSize > r.maxBytes:
+		reason = "the attribute would make the message larger than the destination's MaximumMessageSize"
+	}
+	if reason != "" {
+		r.config.Logger.Info("redrive: moved without "+AttributeRedriveCount+": "+reason,
+			"message_id", message.ID, "redrive_count", count+1)
+		return raw.MessageAttributes, size
+	}
+	attributes := make(map[string]types.MessageAttributeValue, len(raw.MessageAttributes)+1)
+	for name, attribute := range raw.MessageAttributes {
+		attributes[name] = attribute
+	}
+	attributes[AttributeRedriveCount] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(value)}
+	return attributes, newSize
 }
 
 // counts reads the source's ApproximateNumberOfMessages (visible) and

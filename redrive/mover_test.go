@@ -271,6 +271,9 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 				for name, value := range message.MessageAttributes {
 					got[name] = aws.ToString(value.StringValue)
 				}
+				if id != "big" { // big is at the limit: it moves without the redrive count
+					want[id][redrive.AttributeRedriveCount] = "1"
+				}
 				if fmt.Sprint(got) != fmt.Sprint(want[id]) {
 					t.Fatalf("message %s arrived with attributes %v, want %v", id, got, want[id])
 				}
@@ -392,6 +395,29 @@ func TestMoverC18FIFODeduplication(t *testing.T) {
 		t.Fatalf("handling order = %v, want [k1 k3 k2]: k2 now comes after k3", order)
 	}
 	assertEmpty(t, client, queue.DeadLetterQueueURL)
+}
+
+// A message moved before carries x-redrive-count; the next move counts on from it
+// (1 becomes 2), replacing the attribute rather than adding one.
+func TestMoverRedriveCountCountsOn(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	sendOne(t, client, &sqs.SendMessageInput{
+		QueueUrl: aws.String(queue.DeadLetterQueueURL), MessageBody: aws.String(body("again", 0)),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			redrive.AttributeRedriveCount: {DataType: aws.String("Number"), StringValue: aws.String("1")},
+			"tenant":                      stringAttribute("T1"),
+		},
+	})
+	if result := run(t, client, redrive.Config{Source: queue.DeadLetterQueueURL, Destination: queue.URL}); result.Moved != 1 {
+		t.Fatalf("result = %+v, want 1 moved", result)
+	}
+	moved := drain(t, client, queue.URL, 1)[0]
+	if len(moved.MessageAttributes) != 2 || aws.ToString(moved.MessageAttributes[redrive.AttributeRedriveCount].StringValue) != "2" ||
+		aws.ToString(moved.MessageAttributes["tenant"].StringValue) != "T1" {
+		t.Fatalf("moved with attributes %+v, want tenant=T1 and %s=2", moved.MessageAttributes, redrive.AttributeRedriveCount)
+	}
 }
 
 // A receive whose response is lost (the connection reset after SQS handed the messages

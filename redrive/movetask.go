@@ -236,10 +236,27 @@ func CancelActiveMoveTask(ctx context.Context, api MoveTaskAPI, source string) (
 	return &task, nil
 }
 
+// moveCountSettle bounds how long [WaitMoveTask] keeps polling a COMPLETED task whose
+// ApproximateNumberOfMessagesMoved is still below ApproximateNumberOfMessagesToMove: on
+// AWS the count may lag the status.
+const moveCountSettle = 30 * time.Second
+
+// moveTaskListWait bounds how long [WaitMoveTask] waits for a task it has not seen yet
+// to appear in ListMessageMoveTasks.
+const moveTaskListWait = 10 * time.Second
+
+// ErrMoveTaskNotListed is returned (wrapped) by [WaitMoveTask] when a task it has seen
+// is no longer among the queue's listed tasks. AWS lists the 10 most recent tasks,
+// CANCELLED ones included; ElasticMQ 1.7.1 drops a cancelled task at once.
+var ErrMoveTaskNotListed = errors.New("redrive: the message move task is no longer listed by ListMessageMoveTasks")
+
 // WaitMoveTask polls ListMessageMoveTasks every interval (if zero, 1 s) until task ends,
 // calling progress (if not nil) with each new state, and returns the final state. A task
-// that FAILED or was CANCELLED is returned without error: check Status. Errors: a failed
-// ListMessageMoveTasks request, ctx's error.
+// that FAILED or was CANCELLED is returned without error: check Status. A COMPLETED task
+// is polled on, for up to 30 s, until its moved count reaches its to-move count, which
+// on AWS may lag the status. Errors: a failed ListMessageMoveTasks request,
+// [ErrMoveTaskNotListed] for a task that vanished from the list before it ended (or did
+// not appear in it within 10 s), ctx's error.
 //
 // SQS lists a task's handle only while it runs, so the task is recognised by its handle
 // first and by its start time after that; a task that ended before the first poll is the
@@ -249,12 +266,27 @@ func WaitMoveTask(ctx context.Context, api MoveTaskAPI, task *MoveTask, interval
 		interval = time.Second
 	}
 	current := *task
+	// A task with a start time was listed before; one without (just started) may take a
+	// moment to appear.
+	seen := !current.StartedAt.IsZero()
+	var settleBy, missingSince time.Time
 	for {
 		tasks, err := listMoveTasks(ctx, api, current.SourceARN, maxListedMoveTasks)
 		if err != nil {
 			return &current, err
 		}
-		if found, ok := findTask(tasks, current); ok {
+		found, ok := findTask(tasks, current)
+		if !ok {
+			if missingSince.IsZero() {
+				missingSince = time.Now()
+			}
+			if seen || time.Since(missingSince) > moveTaskListWait {
+				return &current, fmt.Errorf("%w: task %s on %s, last seen %s (moved %d of %d); check the queues' message counts",
+					ErrMoveTaskNotListed, orUnknown(current.Handle), current.SourceARN, current.Status, current.Moved, current.ToMove)
+			}
+		}
+		if ok {
+			seen, missingSince = true, time.Time{}
 			if found.Handle == "" {
 				found.Handle = current.Handle
 			}
@@ -262,6 +294,17 @@ func WaitMoveTask(ctx context.Context, api MoveTaskAPI, task *MoveTask, interval
 			current = found
 			if changed && progress != nil {
 				progress(current)
+			}
+			if current.Status == MoveTaskCompleted && current.Moved < current.ToMove {
+				if settleBy.IsZero() {
+					settleBy = time.Now().Add(moveCountSettle)
+				}
+				if time.Now().Before(settleBy) {
+					if err := sleep(ctx, interval); err != nil {
+						return &current, fmt.Errorf("redrive: waiting for move task: %w", err)
+					}
+					continue
+				}
 			}
 			if current.Status.Done() {
 				return &current, nil
@@ -286,4 +329,11 @@ func findTask(tasks []MoveTask, want MoveTask) (MoveTask, bool) {
 		return tasks[0], true
 	}
 	return MoveTask{}, false
+}
+
+func orUnknown(handle string) string {
+	if handle == "" {
+		return "(handle unknown)"
+	}
+	return handle
 }

@@ -98,12 +98,13 @@ func entryText(err error) string {
 	return err.Error()
 }
 
-// entry builds the send entry for it: body and message attributes unchanged; on a
-// FIFO destination the message group kept and a new deduplication id.
+// entry builds the send entry for it: body and message attributes unchanged, plus
+// AttributeRedriveCount when it fits; on a FIFO destination the message group kept and
+// a new deduplication id.
 func (r *run) entry(it *item) types.SendMessageBatchRequestEntry {
 	entry := types.SendMessageBatchRequestEntry{
 		MessageBody:       it.raw.Body,
-		MessageAttributes: it.raw.MessageAttributes,
+		MessageAttributes: it.attributes,
 	}
 	if r.dest.FIFO {
 		group := groupOf(it.message)

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
@@ -218,5 +223,49 @@ func TestDeadLetterExpiryBasis(t *testing.T) {
 		if letter.ExpiryExact != tc.exact || letter.ExpiryBasis != tc.basis || !letter.ExpiresAt.Equal(sent.Add(24*time.Hour)) {
 			t.Errorf("%s: exact %v basis %q expires %s; want %v %q %s", tc.name, letter.ExpiryExact, letter.ExpiryBasis, letter.ExpiresAt, tc.exact, tc.basis, sent.Add(24*time.Hour))
 		}
+	}
+}
+
+func TestWithRedriveCount(t *testing.T) {
+	text := func(value string) types.MessageAttributeValue {
+		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(value)}
+	}
+	count := func(value string) types.MessageAttributeValue {
+		return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(value)}
+	}
+	ten := map[string]types.MessageAttributeValue{}
+	for i := range 10 {
+		ten[strconv.Itoa(i)] = text("v")
+	}
+	added := len(AttributeRedriveCount) + len("Number") + 1
+	tests := []struct {
+		name       string
+		attributes map[string]types.MessageAttributeValue
+		maxBytes   int
+		wantCount  string // "" when the attribute is not sent
+		wantGrowth int
+	}{
+		{name: "first move", attributes: map[string]types.MessageAttributeValue{"tenant": text("T1")}, maxBytes: 1000, wantCount: "1", wantGrowth: added},
+		{name: "counts on", attributes: map[string]types.MessageAttributeValue{AttributeRedriveCount: count("9")}, maxBytes: 1000, wantCount: "10", wantGrowth: 1},
+		{name: "ten attributes", attributes: ten, maxBytes: 1000},
+		{name: "at the size limit", attributes: map[string]types.MessageAttributeValue{"tenant": text("T1")}, maxBytes: 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{Mover: &Mover{config: Config{Logger: slog.New(slog.DiscardHandler)}}, maxBytes: tc.maxBytes}
+			raw := types.Message{MessageId: aws.String("m"), Body: aws.String("b"), MessageAttributes: tc.attributes}
+			message := convertMessage("q", raw)
+			const size = 100 // as if the message were 100 bytes
+			got, gotSize := r.withRedriveCount(raw, message, size)
+			if value := aws.ToString(got[AttributeRedriveCount].StringValue); value != tc.wantCount {
+				t.Errorf("%s = %q, want %q", AttributeRedriveCount, value, tc.wantCount)
+			}
+			if gotSize != size+tc.wantGrowth {
+				t.Errorf("size = %d, want %d", gotSize, size+tc.wantGrowth)
+			}
+			if tc.wantCount == "" && len(got) != len(tc.attributes) {
+				t.Errorf("attributes = %v, want the %d received ones unchanged", got, len(tc.attributes))
+			}
+		})
 	}
 }

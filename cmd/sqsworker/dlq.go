@@ -68,6 +68,10 @@ expiry_basis, and retention_seconds in seconds.`,
 			if result == nil {
 				return err
 			}
+			if result.ReceivesUsed > 0 {
+				a.warn("looking used %s on %s (SQS has no read-only peek): each added one to that message's ApproximateReceiveCount, "+
+					"which a redrive policy counts", plural(result.ReceivesUsed, "receive"), queueName(url))
+			}
 			if a.json() {
 				if printErr := a.printJSON(result); printErr != nil {
 					return printErr

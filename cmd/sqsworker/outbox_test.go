@@ -19,6 +19,7 @@ import (
 // An entry SQS refuses is listed by `outbox failed` with its reason.
 func TestOutboxFailedListsRefusedEntries(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention) // the test sets or reads MaximumMessageSize
 	ctx := context.Background()
 	sqsClient, db := testenv.SQS(t), testenv.DynamoDB(t)
 	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -246,9 +247,11 @@ do. Each batch is received, sent to the destination, and deleted from --from onl
 confirmed the send, so an interruption can duplicate a message but never lose one.
 
 Batches hold at most 10 messages and at most the destination's MaximumMessageSize in bytes
-(body plus attribute names, types and values). Message attributes are kept. A message
-larger than the destination allows is reported and left in --from. A failed entry is
-retried alone.
+(body plus attribute names, types and values). Message attributes are kept, and
+x-redrive-count (Number: the moves so far) is added, except to a message that already has
+10 attributes or would grow too large: its count is logged instead. A message larger than
+the destination allows is reported and left in --from. A failed entry is retried alone. A
+destination that does not exist is refused before anything is received.
 
 FIFO destination: the message group is kept and the message gets a new deduplication id
 (<old>-r<n>): its old id, inside SQS's 5-minute window, would be accepted and silently
@@ -298,8 +301,14 @@ or duplicated (sent but not deleted), 1 on error.`,
 				}
 			}
 			if config.Destination, err = resolveQueue(ctx, client, to); err != nil {
+				if errors.Is(err, redrive.ErrQueueNotFound) {
+					return redrive.DestinationMissing(to, err)
+				}
 				return err
 			}
+			// The mover's Info logs (the redrive count of a message that moved without
+			// it); its warnings reach stderr through result.Warnings below.
+			config.Logger = slog.New(infoOnly{slog.NewTextHandler(a.stderr, nil)})
 			total := 0
 			if attributes, err := queueAttributes(ctx, client, config.Source); err == nil {
 				total = atoi(attributes["ApproximateNumberOfMessages"])
@@ -388,3 +397,17 @@ func (a *app) printMove(config redrive.Config, result *redrive.Result) {
 		fmt.Fprintf(out, "Now in both queues, delete failed: %s (%s)\n", failure.ID, failure.Error)
 	}
 }
+
+// infoOnly passes on Info records only: the mover's warnings are printed from its
+// Result, so they are not logged twice.
+type infoOnly struct{ slog.Handler }
+
+func (h infoOnly) Enabled(ctx context.Context, level slog.Level) bool {
+	return level == slog.LevelInfo && h.Handler.Enabled(ctx, level)
+}
+
+func (h infoOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return infoOnly{h.Handler.WithAttrs(attrs)}
+}
+
+func (h infoOnly) WithGroup(name string) slog.Handler { return infoOnly{h.Handler.WithGroup(name)} }

@@ -219,6 +219,12 @@ func queueURL(ctx context.Context, client SQSAPI, name string) (string, error) {
 	if err == nil {
 		return aws.ToString(output.QueueUrl), nil
 	}
+	// By type first: the SDK decodes the error shape from the body, while ErrorCode() is
+	// the X-Amzn-Query-Error header's code, which endpoints spell differently (AWS:
+	// AWS.SimpleQueueService.NonExistentQueue; ElasticMQ: com.amazonaws.sqs#QueueDoesNotExist).
+	if _, ok := errors.AsType[*sqstypes.QueueDoesNotExist](err); ok {
+		return "", nil
+	}
 	var apiError smithy.APIError
 	if errors.As(err, &apiError) {
 		switch apiError.ErrorCode() {

@@ -160,15 +160,25 @@ func TestApplyOnEmulator(t *testing.T) {
 	attributes := testenv.QueueAttributes(t, sqsClient, queue.URL)
 	wantAttributes := map[string]string{
 		"VisibilityTimeout":             "30",
-		"MessageRetentionPeriod":        "345600",
 		"ReceiveMessageWaitTimeSeconds": "20",
-		"MaximumMessageSize":            "1048576",
 	}
 	for name, want := range wantAttributes {
 		if attributes[name] != want {
 			t.Errorf("source %s = %q, want %q", name, attributes[name], want)
 		}
 	}
+	t.Run("size and retention", func(t *testing.T) {
+		testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention)
+		if attributes["MessageRetentionPeriod"] != "345600" || attributes["MaximumMessageSize"] != "1048576" {
+			t.Errorf("source retention %s, maximum size %s; want 345600 and 1048576",
+				attributes["MessageRetentionPeriod"], attributes["MaximumMessageSize"])
+		}
+		dlqAttributes := testenv.QueueAttributes(t, sqsClient, queue.DeadLetterQueueURL)
+		if dlqAttributes["MessageRetentionPeriod"] != "1209600" || dlqAttributes["MaximumMessageSize"] != "1048576" {
+			t.Errorf("dead-letter queue retention %s, maximum size %s; want 1209600 and 1048576",
+				dlqAttributes["MessageRetentionPeriod"], dlqAttributes["MaximumMessageSize"])
+		}
+	})
 	var policy struct {
 		DeadLetterTargetARN string          `json:"deadLetterTargetArn"`
 		MaxReceiveCount     json.RawMessage `json:"maxReceiveCount"`
@@ -179,12 +189,6 @@ func TestApplyOnEmulator(t *testing.T) {
 	if policy.DeadLetterTargetARN != queue.DeadLetterQueueARN || strings.Trim(string(policy.MaxReceiveCount), `"`) != "5" {
 		t.Errorf("RedrivePolicy = %s, want the dead-letter queue %s and maxReceiveCount 5", attributes["RedrivePolicy"], queue.DeadLetterQueueARN)
 	}
-	dlqAttributes := testenv.QueueAttributes(t, sqsClient, queue.DeadLetterQueueURL)
-	if dlqAttributes["MessageRetentionPeriod"] != "1209600" || dlqAttributes["MaximumMessageSize"] != "1048576" {
-		t.Errorf("dead-letter queue retention %s, maximum size %s; want 1209600 and 1048576",
-			dlqAttributes["MessageRetentionPeriod"], dlqAttributes["MaximumMessageSize"])
-	}
-
 	description, err := dynamoClient.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table.Name)})
 	if err != nil {
 		t.Fatal(err)

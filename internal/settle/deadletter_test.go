@@ -24,6 +24,7 @@ import (
 // of at most 256 KiB (LocalStack defaults to 1 MiB, as SQS does for new queues).
 func smallQueue(t *testing.T, client *sqs.Client) (testenv.Queue, *sqsx.Queue) {
 	t.Helper()
+	testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	for _, url := range []string{created.URL, created.DeadLetterQueueURL} {
 		_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{

@@ -5,7 +5,9 @@
 // The clients are configured only through the standard AWS variables
 // (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, credentials), which
 // `make test` sets from localstack/env. A test that needs the emulator fails, never skips,
-// when they are missing: CI must not pass by hiding a missing emulator.
+// when they are missing: CI must not pass by hiding a missing emulator. The SQS emulator
+// is LocalStack or ElasticMQ ([SQSEmulator]); a check that depends on AWS behaviour one
+// of them lacks skips there only ([SkipOn], the deviations in localstack/README.md).
 package testenv
 
 import (
