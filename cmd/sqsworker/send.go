@@ -166,6 +166,9 @@ was sent or on error, 2 on bad usage.`,
 			if err != nil {
 				return err
 			}
+			if err := needGroups(queue, messages); err != nil {
+				return usageError(err)
+			}
 			report, sendErr := a.sendMessages(ctx, client, queue, messages)
 			return a.printSendReport(report, len(messages), sendErr)
 		},
@@ -333,4 +336,21 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queu
 		}
 	}
 	return report, nil
+}
+
+// needGroups refuses, before anything is sent, messages for a FIFO queue without a message
+// group id (SQS requires one on every FIFO message), naming the flag that sets it.
+func needGroups(queue *sqsx.Queue, messages []fileMessage) error {
+	if !queue.FIFO {
+		return nil
+	}
+	for i, m := range messages {
+		if m.Group == "" {
+			if len(messages) == 1 {
+				return fmt.Errorf("%s is a FIFO queue: every message needs a message group id; give --group", queue.URL)
+			}
+			return fmt.Errorf("%s is a FIFO queue: every message needs a message group id; line %d has none (give --group, or \"group\" in the line); nothing was sent", queue.URL, i+1)
+		}
+	}
+	return nil
 }

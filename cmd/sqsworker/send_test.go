@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 func TestParseDelay(t *testing.T) {
@@ -114,4 +115,21 @@ func TestSendReportsWhatWasSentWhenALaterBatchFails(t *testing.T) {
 	if err := a.printSendReport(report, len(messages), sendErr); exitCode(err) != exitError || !strings.Contains(stdout.String(), "Sent 0 of 15 messages") {
 		t.Errorf("first batch failing: exit %d (%v), output %q", exitCode(err), err, stdout.String())
 	}
+}
+
+// TestSendFIFONeedsAGroup: a message for a FIFO queue without a message group id is
+// refused before anything is sent, naming the --group flag (it used to fail at the send
+// with the library's "the job has no GroupID" and "Line 1 not sent").
+func TestSendFIFONeedsAGroup(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true, ContentBasedDeduplication: true, NoDeadLetterQueue: true})
+	r := cli(t, nil, "send", queue.URL, "--body", `{"jobId":"j-2"}`)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "needs a message group id; give --group") {
+		t.Fatalf("send without --group: exit %d, stderr %q; want exit %d naming --group", r.code, r.stderr, exitUsage)
+	}
+	if visible, inFlight := testenv.Counts(t, client, queue.URL); visible+inFlight != 0 {
+		t.Fatalf("queue holds %d messages, want none sent", visible+inFlight)
+	}
+	want(t, exitOK, "send", queue.URL, "--body", `{"jobId":"j-2"}`, "--group", "g1")
 }
