@@ -48,16 +48,18 @@ func TestPermanentFailureAtTheSizeLimitIsDeadLettered(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	received, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	// Wait for the message itself, never for one long poll (the emulator can answer a
+	// long poll empty under load while the message is visible).
+	received := testenv.Receive(t, client, sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(queue.URL),
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		WaitTimeSeconds:             5,
-	})
-	if err != nil || len(received.Messages) != 1 {
-		t.Fatalf("receive: %v, %d messages", err, len(received.Messages))
+		VisibilityTimeout:           60,
+	}, 1, testenv.ReceiveTimeout)
+	if len(received) != 1 {
+		t.Fatalf("received %d messages, want the 1 sent", len(received))
 	}
-	message := received.Messages[0]
+	message := received[0]
 	record := events.SQSMessage{
 		MessageId:      aws.ToString(message.MessageId),
 		ReceiptHandle:  aws.ToString(message.ReceiptHandle),
@@ -88,14 +90,15 @@ func TestPermanentFailureAtTheSizeLimitIsDeadLettered(t *testing.T) {
 	if got := calls.Load(); got != 1 {
 		t.Errorf("handler called %d times, want 1", got)
 	}
-	dead, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	deadLetters := testenv.Receive(t, client, sqs.ReceiveMessageInput{
 		QueueUrl:              aws.String(queue.DeadLetterQueueURL),
 		MessageAttributeNames: []string{"All"},
-		WaitTimeSeconds:       5,
-	})
-	if err != nil || len(dead.Messages) != 1 {
-		t.Fatalf("dead-letter queue receive: %v, %d messages", err, len(dead.Messages))
+		VisibilityTimeout:     60,
+	}, 1, testenv.ReceiveTimeout)
+	if len(deadLetters) != 1 {
+		t.Fatalf("dead-letter queue holds %d messages, want 1", len(deadLetters))
 	}
+	dead := &sqs.ReceiveMessageOutput{Messages: deadLetters}
 	if aws.ToString(dead.Messages[0].Body) != body {
 		t.Errorf("dead-letter body differs (%d bytes, want %d)", len(aws.ToString(dead.Messages[0].Body)), len(body))
 	}

@@ -56,15 +56,15 @@ func TestEmulatorPermanentFailureAtTheSizeLimitDeadLettersAfterOneCall(t *testin
 		stats := server.Stats()
 		return stats.DeadLettered == 1 && stats.Deleted == 1
 	})
-	output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	deadLetters := testenv.Receive(t, client, sqs.ReceiveMessageInput{
 		QueueUrl:              aws.String(queue.DeadLetterQueueURL),
 		MessageAttributeNames: []string{"All"},
-		WaitTimeSeconds:       5,
-	})
-	if err != nil || len(output.Messages) != 1 {
-		t.Fatalf("dead-letter queue receive: %v, %d messages", err, len(output.Messages))
+		VisibilityTimeout:     60,
+	}, 1, testenv.ReceiveTimeout)
+	if len(deadLetters) != 1 {
+		t.Fatalf("dead-letter queue holds %d messages, want 1", len(deadLetters))
 	}
-	dead := output.Messages[0]
+	dead := deadLetters[0]
 	if aws.ToString(dead.Body) != body {
 		t.Errorf("dead-letter body differs (%d bytes, want %d)", len(aws.ToString(dead.Body)), len(body))
 	}

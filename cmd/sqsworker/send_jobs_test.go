@@ -86,12 +86,13 @@ func TestCLISendJobWithLongDelay(t *testing.T) {
 	if len(sent.Sent) != 1 {
 		t.Fatalf("send report = %+v", sent)
 	}
-	output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(queue.URL), WaitTimeSeconds: 5, MessageAttributeNames: []string{"All"},
-	})
-	if err != nil || len(output.Messages) != 1 {
-		t.Fatalf("receive: %v, %d messages", err, len(output.Messages))
+	received := testenv.Receive(t, client, sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(queue.URL), VisibilityTimeout: 60, MessageAttributeNames: []string{"All"},
+	}, 1, testenv.ReceiveTimeout)
+	if len(received) != 1 {
+		t.Fatalf("queue holds %d messages, want 1", len(received))
 	}
+	output := &sqs.ReceiveMessageOutput{Messages: received}
 	if got := aws.ToString(output.Messages[0].MessageAttributes[sqsworker.AttributeJobType].StringValue); got != "welcome-email" || aws.ToString(output.Messages[0].MessageId) != sent.Sent[0].ID {
 		t.Errorf("received job type %q id %s, want welcome-email %s", got, aws.ToString(output.Messages[0].MessageId), sent.Sent[0].ID)
 	}
