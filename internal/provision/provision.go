@@ -251,7 +251,19 @@ func applyTable(ctx context.Context, client DynamoDBAPI, table Table, options Op
 				{AttributeName: aws.String(table.PartitionKey), KeyType: dynamodbtypes.KeyTypeHash},
 			},
 		})
-		if err != nil {
+		var inUse *dynamodbtypes.ResourceInUseException
+		if errors.As(err, &inUse) {
+			// The table was absent when this call began and exists now: created by this
+			// call's first attempt, whose answer was lost and which the SDK retried (seen
+			// on the emulator under load), or by a concurrent creator. Either way it is
+			// ours to use once its key schema matches.
+			if description, err = client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table.Name)}); err != nil {
+				return result, fmt.Errorf("provision: describing table %s: %w", table.Name, err)
+			}
+			if err := checkKeySchema(description.Table, table); err != nil {
+				return result, err
+			}
+		} else if err != nil {
 			return result, fmt.Errorf("provision: creating table %s: %w", table.Name, err)
 		}
 		result.Created = true

@@ -13,6 +13,7 @@ import (
 	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
@@ -248,5 +249,38 @@ func TestApplyOnEmulator(t *testing.T) {
 	}
 	if scan.Count != 0 {
 		t.Errorf("after Reset the table holds %d items, want none", scan.Count)
+	}
+}
+
+// TestCreateTableWithLostAnswer: the first CreateTable's answer is lost (the proxy resets
+// the connection after DynamoDB created the table) and the SDK retries it, which meets
+// ResourceInUseException. The table exists with the right key, so applying it succeeds
+// (seen as a failed `sqsworker create table` in a clean-clone CI run, where moto's answer
+// failed the SDK's CRC32 check and was retried).
+func TestCreateTableWithLostAnswer(t *testing.T) {
+	t.Parallel()
+	direct := testenv.DynamoDB(t)
+	proxy := faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"))
+	proxy.SetRules(faultproxy.Rule{Operations: []string{"CreateTable"}, Fraction: 1, Times: 1, Reset: true})
+	client := dynamodb.NewFromConfig(testenv.AWSConfig(t), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+	name := testenv.UniqueName(t)
+	t.Cleanup(func() {
+		_, _ = direct.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	result, err := applyTable(context.Background(), client, Table{Name: name, PartitionKey: "id"}, Options{})
+	if err != nil {
+		t.Fatalf("applyTable: %v", err)
+	}
+	if !result.Created {
+		t.Errorf("result = %+v, want Created", result)
+	}
+	var creates []string
+	for _, call := range proxy.Calls() {
+		if call.Operation == "CreateTable" {
+			creates = append(creates, call.Fault)
+		}
+	}
+	if len(creates) != 2 || creates[0] != "reset" {
+		t.Fatalf("CreateTable calls %q, want a reset one and its retry", creates)
 	}
 }
