@@ -145,11 +145,7 @@ type postgresHarness struct {
 // postgresURL returns the test server's URL (localstack/postgres-up, SQSWORKER_POSTGRES_URL).
 func postgresURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("SQSWORKER_POSTGRES_URL")
-	if url == "" {
-		t.Fatal("SQSWORKER_POSTGRES_URL is not set; run the tests with `make test`, which starts PostgreSQL (localstack/postgres-up) and sets it")
-	}
-	return url
+	return testenv.PostgresURL(t)
 }
 
 // newSchemaPool creates a schema of its own for the test, migrates the outbox into it

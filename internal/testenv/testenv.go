@@ -355,3 +355,18 @@ func Recv[T any](t testing.TB, ch <-chan T, timeout time.Duration, what string) 
 		panic("unreachable")
 	}
 }
+
+// PostgresURL returns the URL of the local PostgreSQL server (SQSWORKER_POSTGRES_URL, set by
+// localstack/env; localstack/postgres-up starts the server) and fails the test when it is
+// not set. Like AWSConfig it skips the test when UnitOnlyVariable is 1.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	if os.Getenv(UnitOnlyVariable) == "1" {
+		t.Skipf("testenv: PostgreSQL test, skipped because %s=1 (the unit-level stage of make test-stress)", UnitOnlyVariable)
+	}
+	url := os.Getenv("SQSWORKER_POSTGRES_URL")
+	if url == "" {
+		t.Fatal("testenv: SQSWORKER_POSTGRES_URL is not set; run the tests with `make test`, which starts PostgreSQL (localstack/postgres-up) and sets it (localstack/env)")
+	}
+	return url
+}

@@ -101,9 +101,7 @@ func TestDemoOnEmulator(t *testing.T) {
 // TestDemoOnPostgres is the same run with the orders and their outbox in PostgreSQL
 // (localstack/postgres-up): two relays, one SIGKILLed.
 func TestDemoOnPostgres(t *testing.T) {
-	if os.Getenv("SQSWORKER_POSTGRES_URL") == "" {
-		t.Fatal("SQSWORKER_POSTGRES_URL is not set; run the tests with `make test` (localstack/postgres-up and localstack/env)")
-	}
+	testenv.PostgresURL(t)
 	runDemoOnEmulator(t, storePostgres)
 }
 
