@@ -245,8 +245,8 @@ const ReceiveTimeout = 30 * time.Second
 // under load the emulator can return an empty long poll while messages are visible (and
 // SQS samples its servers on a short poll). Set input.VisibilityTimeout so received
 // messages stay hidden while the rest arrive. A receive whose answer was lost (seen under
-// load: SQS hid its messages, then the SDK retried) hides them for VisibilityTimeout, so
-// that long is added to timeout; a message seen again once its visibility ran out is
+// load: SQS hid its messages, then the SDK retried) hides them for VisibilityTimeout (the
+// queue's when input sets none), so that long is added to timeout; a message seen again once its visibility ran out is
 // counted once (by message id). Once want messages have arrived, one more receive with no
 // wait collects any extra message, so a caller that asserts an exact count sees
 // duplicates (a second copy has its own message id).
@@ -258,7 +258,12 @@ func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, wa
 	if input.WaitTimeSeconds == 0 {
 		input.WaitTimeSeconds = 1
 	}
-	timeout += time.Duration(input.VisibilityTimeout) * time.Second
+	visibility := time.Duration(input.VisibilityTimeout) * time.Second
+	if input.VisibilityTimeout == 0 { // the queue's own visibility timeout applies
+		seconds, _ := strconv.Atoi(QueueAttributes(t, client, aws.ToString(input.QueueUrl))["VisibilityTimeout"])
+		visibility = time.Duration(seconds) * time.Second
+	}
+	timeout += visibility
 	var messages []sqstypes.Message
 	seen := map[string]bool{}
 	add := func(received []sqstypes.Message) {
