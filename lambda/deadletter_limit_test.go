@@ -98,11 +98,11 @@ func TestPermanentFailureAtTheSizeLimitIsDeadLettered(t *testing.T) {
 	if len(deadLetters) != 1 {
 		t.Fatalf("dead-letter queue holds %d messages, want 1", len(deadLetters))
 	}
-	dead := &sqs.ReceiveMessageOutput{Messages: deadLetters}
-	if aws.ToString(dead.Messages[0].Body) != body {
-		t.Errorf("dead-letter body differs (%d bytes, want %d)", len(aws.ToString(dead.Messages[0].Body)), len(body))
+	dead := deadLetters[0]
+	if aws.ToString(dead.Body) != body {
+		t.Errorf("dead-letter body differs (%d bytes, want %d)", len(aws.ToString(dead.Body)), len(body))
 	}
-	if got := dead.Messages[0].MessageAttributes; len(got) != 1 || aws.ToString(got["tenant"].StringValue) != "acme" {
+	if got := dead.MessageAttributes; len(got) != 1 || aws.ToString(got["tenant"].StringValue) != "acme" {
 		t.Errorf("dead-letter attributes = %v; want only tenant=acme (no room for failure attributes)", got)
 	}
 }

@@ -92,9 +92,9 @@ func TestCLISendJobWithLongDelay(t *testing.T) {
 	if len(received) != 1 {
 		t.Fatalf("queue holds %d messages, want 1", len(received))
 	}
-	output := &sqs.ReceiveMessageOutput{Messages: received}
-	if got := aws.ToString(output.Messages[0].MessageAttributes[sqsworker.AttributeJobType].StringValue); got != "welcome-email" || aws.ToString(output.Messages[0].MessageId) != sent.Sent[0].ID {
-		t.Errorf("received job type %q id %s, want welcome-email %s", got, aws.ToString(output.Messages[0].MessageId), sent.Sent[0].ID)
+	message := received[0]
+	if got := aws.ToString(message.MessageAttributes[sqsworker.AttributeJobType].StringValue); got != "welcome-email" || aws.ToString(message.MessageId) != sent.Sent[0].ID {
+		t.Errorf("received job type %q id %s, want welcome-email %s", got, aws.ToString(message.MessageId), sent.Sent[0].ID)
 	}
 
 	r := want(t, exitOK, "send", queueName(queue.URL), "--body", `{"month":"2026-11"}`, "--job-type", "report", "--delay", "40m")
