@@ -3,7 +3,6 @@ package poller
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,15 +27,7 @@ func TestEmulatorPermanentFailureAtTheSizeLimitDeadLettersAfterOneCall(t *testin
 	t.Parallel()
 	ctx := context.Background()
 	client := testenv.SQS(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3})
-	for _, url := range []string{queue.URL, queue.DeadLetterQueueURL} {
-		if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-			QueueUrl:   aws.String(url),
-			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsx.DefaultMaximumMessageSize)},
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3, MaximumMessageSize: sqsx.DefaultMaximumMessageSize})
 	own := map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}
 	body := strings.Repeat("b", sqsx.DefaultMaximumMessageSize-sqsx.MessageSize(&sqsworker.Message{MessageAttributes: own}))
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{

@@ -83,6 +83,9 @@ type QueueOptions struct {
 	MaxReceiveCount int
 	// NoDeadLetterQueue creates the source queue without a dead-letter queue and redrive policy.
 	NoDeadLetterQueue bool
+	// MaximumMessageSize, if not zero, is set on the source queue and its dead-letter
+	// queue (bytes); if zero, the emulator's default.
+	MaximumMessageSize int
 }
 
 // Queue names a test queue pair.
@@ -111,6 +114,9 @@ func NewQueue(t testing.TB, client *sqs.Client, options QueueOptions) Queue {
 		maxReceiveCount = 3
 	}
 	fifoAttributes := func(attributes map[string]string) map[string]string {
+		if options.MaximumMessageSize != 0 {
+			attributes["MaximumMessageSize"] = strconv.Itoa(options.MaximumMessageSize)
+		}
 		if options.FIFO {
 			attributes["FifoQueue"] = "true"
 			if options.ContentBasedDeduplication {
