@@ -32,6 +32,33 @@
 // before Lambda's timeout (only a handler's return value is observed: work it detaches
 // and returns nil from counts as a success).
 //
+// # Concurrent invocations (Lambda Managed Instances)
+//
+// Lambda Managed Instances send several invocations at once to one execution environment
+// (the function's PerExecutionEnvironmentMaxConcurrency;
+// https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-runtimes.html).
+// aws-lambda-go reads AWS_LAMBDA_MAX_CONCURRENCY, which Lambda sets there, and runs that
+// many invoke loops in one process, each calling the same handler function. A
+// [BatchHandler] is safe for that: everything about one invocation (its records, their
+// outcomes, its deadline budget and watchdog, its response) lives in that call of
+// [BatchHandler.Handle]. Invocations share only the SQS client (made once, under a
+// lock), the cache of queue descriptions (one GetQueueAttributes load per queue, shared
+// by the invocations that need it; none holds a lock across the call, and each waits
+// for it only until its own deadline), the counters behind [BatchHandler.Stats]
+// (atomic), and the backoff's Random (calls serialised). What you pass in is shared by
+// every invocation and called from several goroutines at once, as it already is for the
+// records of one invocation: the handler, the observer, the error handler, the logger
+// and the SQS client must be safe for concurrent use (*sqs.Client, slog's handlers,
+// [sqsworker.ServeMux], the idempotency middleware and the emf Recorder are).
+//
+// [WithConcurrency] bounds the records of one invocation: the process runs up to
+// AWS_LAMBDA_MAX_CONCURRENCY times that many handlers at once. Every log line carries
+// its own invocation's aws_request_id; with more than one invoke loop aws-lambda-go does
+// not set the _X_AMZN_TRACE_ID variable and puts the trace id only in the invocation's
+// context. A handler that ignores its context and is abandoned keeps running in the
+// process while later invocations run (on default Lambda the environment is frozen
+// between invocations).
+//
 // Usage, with awslambda as the import name of github.com/aws/aws-lambda-go/lambda:
 //
 //	func main() {

@@ -18,7 +18,8 @@ import (
 // with handler and returns the records that failed in batchItemFailures, by message id;
 // when none failed the response is {"batchItemFailures":[]}. See the package
 // documentation for the outcome rules and the options for concurrency, FIFO ordering and
-// the deadline budget.
+// the deadline budget. The returned function is safe for concurrent invocations (Lambda
+// Managed Instances; see the package documentation).
 //
 // It panics when handler is nil.
 func NewBatchHandler(handler sqsworker.Handler, options ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
@@ -28,8 +29,10 @@ func NewBatchHandler(handler sqsworker.Handler, options ...Option) func(context.
 // BatchHandler handles the invocations of one execution environment. Build it once (at
 // package level or in main) and pass Handle to lambda.Start; it keeps no state from one
 // invocation to the next except its SQS client, the queues' descriptions and its
-// counters. It is safe for concurrent invocations (Lambda Managed Instances run several
-// in one process).
+// counters. It is safe for concurrent invocations: Lambda Managed Instances run up to
+// AWS_LAMBDA_MAX_CONCURRENCY of them at once in one process, each on its own goroutine,
+// and each invocation's records, outcomes and response stay its own (see the package
+// documentation for what they share).
 type BatchHandler struct {
 	handler sqsworker.Handler
 	cfg     config
@@ -38,7 +41,8 @@ type BatchHandler struct {
 	calls   sqsCalls
 }
 
-// New returns the batch handler of handler. It panics when handler is nil.
+// New returns the batch handler of handler. Build one per process and share it between
+// concurrent invocations. It panics when handler is nil.
 func New(handler sqsworker.Handler, options ...Option) *BatchHandler {
 	if handler == nil {
 		panic("lambda: NewBatchHandler: nil handler")
@@ -60,7 +64,8 @@ func New(handler sqsworker.Handler, options ...Option) *BatchHandler {
 }
 
 // Stats returns the counts of every invocation so far, as [sqsworker.Counter] counts the
-// events the adapter reports.
+// events the adapter reports. It is safe to call while invocations run; each count is
+// exact, but counts read while invocations run need not be of one instant.
 func (b *BatchHandler) Stats() sqsworker.Stats { return b.counter.Stats() }
 
 // record is one record of the invocation and what became of it.
@@ -97,7 +102,9 @@ type invocation struct {
 	settled  chan struct{} // closed when gaveUp and settling reaches 0
 }
 
-// Handle handles one invocation: it is the function lambda.Start calls.
+// Handle handles one invocation: it is the function lambda.Start calls. Several calls
+// may run at once (Lambda Managed Instances); each reports only its own records in its
+// response, its observer events and its logs.
 func (b *BatchHandler) Handle(ctx context.Context, event events.SQSEvent) (events.SQSEventResponse, error) {
 	invoked := time.Now()
 	storage := make([]record, len(event.Records))

@@ -92,7 +92,9 @@ func newConfig(options []Option) config {
 }
 
 // WithConcurrency sets how many records of a standard queue, or message groups of a FIFO
-// queue, are handled at once; if not given, DefaultConcurrency. It panics when n < 1.
+// queue, are handled at once; if not given, DefaultConcurrency. The bound is per
+// invocation: with concurrent invocations (Lambda Managed Instances) the process runs up
+// to AWS_LAMBDA_MAX_CONCURRENCY times n handlers at once. It panics when n < 1.
 func WithConcurrency(n int) Option {
 	if n < 1 {
 		panic(fmt.Sprintf("lambda: concurrency must be at least 1, got %d", n))
@@ -153,7 +155,8 @@ func WithBackoff(backoff sqsworker.Backoff) Option {
 // WithLogger sets the logger for per-record failures, dead-letter sends and failed SQS
 // calls; if not given or nil, slog.Default() (read when NewBatchHandler is called). Pass
 // slog.New(slog.DiscardHandler) to discard them. Every line of an invocation carries its
-// Lambda request id (aws_request_id) when the context has one.
+// Lambda request id (aws_request_id) when the context has one, so the lines of
+// concurrent invocations can be told apart. The logger is shared by every invocation.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) {
 		if logger != nil {
@@ -163,7 +166,9 @@ func WithLogger(logger *slog.Logger) Option {
 }
 
 // WithSQSClient sets the SQS client; if not given, one is made from the default AWS
-// configuration (config.LoadDefaultConfig) the first time it is needed.
+// configuration (config.LoadDefaultConfig) the first time it is needed. The client is
+// shared by every record and every concurrent invocation, so it must be safe for
+// concurrent use, as *sqs.Client is.
 func WithSQSClient(client SQSAPI) Option {
 	return func(c *config) { c.client = client }
 }
@@ -171,13 +176,18 @@ func WithSQSClient(client SQSAPI) Option {
 // WithObserver sets the observer told about every record's life (received, started,
 // finished, dead-lettered, rescheduled, released, abandoned, deleted), the same events
 // the poller reports; see [sqsworker.Observer]. Several observers combine with
-// sqsworker.Observers.
+// sqsworker.Observers. It is called from the goroutines of every record and every
+// concurrent invocation at once, with the invocation's context (what lambda/emf's
+// Recorder uses to keep each invocation's counts apart), so it must be safe for
+// concurrent use.
 func WithObserver(observer sqsworker.Observer) Option {
 	return func(c *config) { c.observer = observer }
 }
 
 // WithErrorHandler sets a function called for every failed attempt (an error, a panic,
-// a timeout) with the handler's error, as poller.Config.ErrorHandler is.
+// a timeout) with the handler's error, as poller.Config.ErrorHandler is. It is called
+// concurrently, from every record and every concurrent invocation, with the record's
+// invocation context.
 func WithErrorHandler(handler func(ctx context.Context, message *sqsworker.Message, err error)) Option {
 	return func(c *config) { c.errorHandler = handler }
 }

@@ -60,7 +60,9 @@ type Config struct {
 // Recorder is a [sqsworker.Observer] for the Lambda host that counts each invocation's
 // events and writes them as one EMF line when the invocation returns ([Recorder.Wrap]).
 // Events outside a wrapped invocation are ignored. It is safe for concurrent
-// invocations.
+// invocations (Lambda Managed Instances run several at once in one process): each
+// invocation's counts travel in its own context, so each line counts only its own
+// invocation's records, and lines are written whole, one at a time.
 type Recorder struct {
 	cfg     Config
 	writing sync.Mutex
@@ -101,7 +103,8 @@ const (
 )
 
 // Wrap returns handle with one EMF line written after every invocation, whatever it
-// returned. A write error is ignored: metrics never fail an invocation.
+// returned. A write error is ignored: metrics never fail an invocation. The returned
+// function may be called concurrently.
 func (r *Recorder) Wrap(handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, event events.SQSEvent) (events.SQSEventResponse, error) {
 		inv := &invocation{}
