@@ -77,11 +77,31 @@ resource "aws_lambda_event_source_mapping" "this" {
   # batch, and only those are retried. Without it one failure retries the whole batch.
   function_response_types = ["ReportBatchItemFailures"]
 
+  # Standard mode: Lambda scales the pollers, maximum_concurrency caps the invocations.
   dynamic "scaling_config" {
     for_each = var.maximum_concurrency == null ? [] : [var.maximum_concurrency]
 
     content {
       maximum_concurrency = scaling_config.value
+    }
+  }
+
+  # Provisioned mode: minimum and maximum event pollers (a null one takes AWS's default).
+  # The variables' validations refuse it together with maximum_concurrency, as AWS does.
+  dynamic "provisioned_poller_config" {
+    for_each = var.minimum_pollers == null && var.maximum_pollers == null ? [] : [{ minimum = var.minimum_pollers, maximum = var.maximum_pollers }]
+
+    content {
+      minimum_pollers = provisioned_poller_config.value.minimum
+      maximum_pollers = provisioned_poller_config.value.maximum
+    }
+  }
+
+  dynamic "metrics_config" {
+    for_each = length(var.event_source_mapping_metrics) == 0 ? [] : [var.event_source_mapping_metrics]
+
+    content {
+      metrics = metrics_config.value
     }
   }
 

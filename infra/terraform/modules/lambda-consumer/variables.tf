@@ -226,13 +226,56 @@ variable "maximum_batching_window_in_seconds" {
 }
 
 variable "maximum_concurrency" {
-  description = "Most concurrent invocations the event source mapping makes (scaling_config.maximum_concurrency, 2 to 1000). The way to limit a consumer's concurrency; null leaves it unlimited."
+  description = "Most concurrent invocations the event source mapping makes (scaling_config.maximum_concurrency, 2 to 1000). The way to limit a consumer's concurrency in standard mode; null leaves it unlimited. Not allowed together with provisioned mode (minimum_pollers, maximum_pollers)."
   type        = number
   default     = null
 
   validation {
     condition     = var.maximum_concurrency == null ? true : var.maximum_concurrency >= 2 && var.maximum_concurrency <= 1000 && floor(var.maximum_concurrency) == var.maximum_concurrency
     error_message = "maximum_concurrency (${var.maximum_concurrency == null ? "null" : var.maximum_concurrency}) must be a whole number from 2 to 1000, the range of the event source mapping's scaling_config."
+  }
+
+  validation {
+    condition     = var.maximum_concurrency == null || (var.minimum_pollers == null && var.maximum_pollers == null)
+    error_message = "maximum_concurrency (${var.maximum_concurrency == null ? "null" : var.maximum_concurrency}) cannot be set together with provisioned mode (minimum_pollers ${var.minimum_pollers == null ? "null" : var.minimum_pollers}, maximum_pollers ${var.maximum_pollers == null ? "null" : var.maximum_pollers}): AWS does not allow an SQS event source mapping both scaling_config.maximum_concurrency and provisioned_poller_config (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html). In provisioned mode concurrency follows the event pollers, up to 10 concurrent invocations each: limit it with maximum_pollers and leave maximum_concurrency null."
+  }
+}
+
+variable "minimum_pollers" {
+  description = "Provisioned mode of the event source mapping (provisioned_poller_config.minimum_pollers): the fewest event pollers kept ready, a whole number from 2 to 200 for an SQS source (AWS's default 2). Setting minimum_pollers or maximum_pollers turns provisioned mode on, which excludes maximum_concurrency; each SQS event poller handles up to 1 MB/s, 10 concurrent invocations or 10 polls a second, and is billed while provisioned. Null for both leaves the mapping in standard mode."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.minimum_pollers == null ? true : var.minimum_pollers >= 2 && var.minimum_pollers <= 200 && floor(var.minimum_pollers) == var.minimum_pollers
+    error_message = "minimum_pollers (${var.minimum_pollers == null ? "null" : var.minimum_pollers}) must be a whole number from 2 to 200, the range of provisioned_poller_config.minimum_pollers for an SQS event source mapping (Lambda API reference, ProvisionedPollerConfig)."
+  }
+}
+
+variable "maximum_pollers" {
+  description = "Provisioned mode of the event source mapping (provisioned_poller_config.maximum_pollers): the most event pollers it scales up to, a whole number from 2 to 10000 for an SQS source (AWS's default 200), at least minimum_pollers. It bounds the mapping's concurrency in provisioned mode (up to 10 concurrent invocations per poller). Null leaves AWS's default when minimum_pollers is set."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.maximum_pollers == null ? true : var.maximum_pollers >= 2 && var.maximum_pollers <= 10000 && floor(var.maximum_pollers) == var.maximum_pollers
+    error_message = "maximum_pollers (${var.maximum_pollers == null ? "null" : var.maximum_pollers}) must be a whole number from 2 to 10000, the range of provisioned_poller_config.maximum_pollers for an SQS event source mapping (Lambda API reference, ProvisionedPollerConfig)."
+  }
+
+  validation {
+    condition     = var.maximum_pollers == null || var.minimum_pollers == null ? true : var.maximum_pollers >= var.minimum_pollers
+    error_message = "maximum_pollers (${var.maximum_pollers == null ? "null" : var.maximum_pollers}) must be at least minimum_pollers (${var.minimum_pollers == null ? "null" : var.minimum_pollers}): the event source mapping cannot scale down to more event pollers than it may scale up to."
+  }
+}
+
+variable "event_source_mapping_metrics" {
+  description = "Metrics the event source mapping publishes to CloudWatch (metrics_config.metrics): [\"EventCount\"] (the default) for the counts of the events it processed, filtered out or dropped (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html#event-source-mapping-metrics), or [] for none. EventCount is the one value for an SQS source (ErrorCount and KafkaMetrics are for Kafka sources)."
+  type        = list(string)
+  default     = ["EventCount"]
+
+  validation {
+    condition     = alltrue([for metric in var.event_source_mapping_metrics : metric == "EventCount"]) && length(distinct(var.event_source_mapping_metrics)) == length(var.event_source_mapping_metrics)
+    error_message = "event_source_mapping_metrics (${join(", ", var.event_source_mapping_metrics)}) may hold only \"EventCount\", once, or nothing: EventCount is the one metrics_config value for an SQS event source mapping (ErrorCount and KafkaMetrics are for Kafka sources)."
   }
 }
 
