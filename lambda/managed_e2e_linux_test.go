@@ -22,6 +22,8 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
+// This file is Linux only: Lambda runs on Linux, and the harness needs Linux namespaces.
+
 // managedFunction is one Lambda Managed Instances execution environment: the pinned RIE
 // in its multi-concurrency mode (AWS_LAMBDA_MAX_CONCURRENCY set), serving up to that many
 // invocations at once to one bootstrap process, which aws-lambda-go runs with as many
