@@ -101,6 +101,7 @@ func startManagedFunction(t *testing.T, concurrency int, timeout time.Duration, 
 		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", int(timeout/time.Second)),
 		"AWS_LAMBDA_FUNCTION_NAME=sqsworker-managed-test",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128",
+		"LOG_LEVEL=info", // the RIE's own log level: its LocalProcessSupervisor.Exec line counts the runtime's starts
 		"LAMBDATEST_LOG="+fn.logPath,
 	)
 	cmd.Env = append(cmd.Env, env...)
