@@ -348,3 +348,94 @@ func TestConcurrentInvocations(t *testing.T) {
 		t.Errorf("%d 'handler failed' lines; want 16", failedLines)
 	}
 }
+
+// TestConcurrentInvocationsOneAbandoned: of 8 concurrent invocations of one BatchHandler,
+// invocation 0 has a 1 s deadline and a handler that ignores its context; it is abandoned
+// at its own deadline while the other 7, whose handlers run at the same time, finish
+// normally. Only invocation 0 reports its record failed and counts an abandoned handler
+// in its EMF line; the handler's later return touches nothing. Run with -race.
+func TestConcurrentInvocationsOneAbandoned(t *testing.T) {
+	t.Parallel()
+	fake := &recordingSQS{}
+	var metrics bytes.Buffer
+	recorder := emf.New(emf.Config{Writer: &syncWriter{w: &metrics}})
+	stuckStarted, releaseStuck, stuckReturned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+		if strings.HasPrefix(m.ID, "inv0-") {
+			close(stuckStarted)
+			<-releaseStuck // ignores ctx
+			close(stuckReturned)
+			return nil
+		}
+		select { // runs while invocation 0's handler is stuck
+		case <-stuckStarted:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	batch := lambda.New(handler, lambda.WithSQSClient(fake), lambda.WithDeadlineMargin(200*time.Millisecond),
+		lambda.WithObserver(recorder), lambda.WithLogger(slog.New(slog.DiscardHandler)), noJitter)
+	handle := recorder.Wrap(batch.Handle)
+	t.Cleanup(func() {
+		close(releaseStuck)
+		<-stuckReturned
+	})
+
+	responses := make([]events.SQSEventResponse, managedInvocations)
+	var wg sync.WaitGroup
+	for i := range managedInvocations {
+		wg.Go(func() {
+			event := managedEvent(i)
+			event.Records = event.Records[:1] // one record per invocation
+			timeout := time.Minute
+			if i == 0 {
+				timeout = time.Second
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), timeout)
+			defer cancel()
+			response, err := handle(ctx, event)
+			if err != nil {
+				t.Errorf("invocation %d: %v", i, err)
+			}
+			responses[i] = response
+		})
+	}
+	wg.Wait()
+	for i, response := range responses {
+		var got []string
+		for _, failure := range response.BatchItemFailures {
+			got = append(got, failure.ItemIdentifier)
+		}
+		var want []string
+		if i == 0 {
+			want = []string{"inv0-m0"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("invocation %d reported failures %v; want %v", i, got, want)
+		}
+	}
+	if got := fake.visibilityByReceipt(); !maps.Equal(got, map[string]int32{"rh-inv0-m0": 0}) {
+		t.Errorf("visibility changes %v; want only the abandoned record's, to 0", got)
+	}
+	lines := strings.Split(strings.TrimSpace(metrics.String()), "\n")
+	if len(lines) != managedInvocations {
+		t.Fatalf("%d EMF lines; want %d", len(lines), managedInvocations)
+	}
+	for _, line := range lines {
+		var values map[string]any
+		if err := json.Unmarshal([]byte(line), &values); err != nil {
+			t.Fatal(err)
+		}
+		abandoned, succeeded := 0.0, 1.0
+		if values[emf.DimensionQueue] == "orders-0" {
+			abandoned, succeeded = 1, 0
+		}
+		if values["Abandoned"] != abandoned || values["Succeeded"] != succeeded || values["Received"] != 1.0 {
+			t.Errorf("EMF line %s: want Abandoned %v, Succeeded %v, Received 1", line, abandoned, succeeded)
+		}
+	}
+	if stats := batch.Stats(); stats.Abandoned != 1 || stats.Deleted != 7 || stats.Released != 1 {
+		t.Errorf("stats %+v; want 1 abandoned (and released), 7 deleted", stats)
+	}
+}
