@@ -81,22 +81,24 @@ func NewRefresher(api RefresherAPI, queueURLs, metricsURLs []string, interval ti
 // Interval is the poll interval.
 func (r *Refresher) Interval() time.Duration { return r.interval }
 
-// Start polls once at once, then every interval, until Stop is called or ctx ends.
-// Call it once.
+// Start polls once and returns when that poll has ended (so that the first page shows
+// every queue), then polls every interval in its goroutine until Stop is called or ctx
+// ends. Call it once.
 func (r *Refresher) Start(ctx context.Context) {
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan struct{})
+	r.poll(ctx)
 	go func() {
 		defer close(r.done)
 		ticker := time.NewTicker(r.interval)
 		defer ticker.Stop()
 		for {
-			r.poll(ctx)
 			select {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
 			}
+			r.poll(ctx)
 		}
 	}()
 }

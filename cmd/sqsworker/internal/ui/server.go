@@ -117,7 +117,8 @@ func New(api API, config Config) (*Server, error) {
 	}, nil
 }
 
-// Start starts the refresher's polling goroutine (see [Refresher]).
+// Start makes the refresher's first poll and starts its polling goroutine (see
+// [Refresher.Start]).
 func (s *Server) Start(ctx context.Context) { s.refresher.Start(ctx) }
 
 // Stop stops the refresher and waits for its goroutine.
