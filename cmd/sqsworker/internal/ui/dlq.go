@@ -11,6 +11,11 @@ import (
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
+// peekPatience is how long a look goes on receiving while SQS counts visible dead
+// letters that no receive returns (an emulator under load, a short poll on AWS), so that
+// the groups count every message (redrive.PeekOptions.Patience).
+const peekPatience = 5 * time.Second
+
 // NoReason is the group of dead letters without a failure-reason attribute: the redrive
 // policy moved them after maxReceiveCount receives (a host's own dead-letter send
 // always records a reason). As a redrive filter it selects those messages.
@@ -99,7 +104,7 @@ func (s *Server) dlqPeek(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusNotFound, err)
 		return
 	}
-	result, err := redrive.Peek(r.Context(), s.api, dlq.URL, redrive.PeekOptions{MaxMessages: s.config.PeekMax})
+	result, err := redrive.Peek(r.Context(), s.api, dlq.URL, redrive.PeekOptions{MaxMessages: s.config.PeekMax, Patience: peekPatience})
 	if result == nil {
 		s.fail(w, http.StatusBadGateway, err)
 		return

@@ -22,7 +22,7 @@
 // credentials, so it is meant for one audience: a browser on the same machine. By
 // default it listens on 127.0.0.1 only. Another address needs an explicit flag and an
 // access token ([Config.AccessToken]), which every request must carry (once as
-// ?token=..., then as a cookie). On top of that, every request passes [Protect]:
+// ?token=..., then as a cookie). On top of that, every request passes [Guard.Protect]:
 //
 //   - the Host header must name the address the page listens on (127.0.0.1, localhost
 //     or [::1] with its port, or the configured host), which defeats DNS rebinding: a

@@ -142,14 +142,15 @@ func TestRefresherStartStop(t *testing.T) {
 	}
 }
 
-// exposition is what the otelsqsworker Prometheus handler serves for two queues (the
-// OpenTelemetry exporter's names and labels).
+// exposition is what the otelsqsworker Prometheus handler (otelsqsworker.NewPrometheus)
+// serves for one queue, in the layout captured from the real handler (names, labels,
+// order), with the counts as format verbs.
 const exposition = `# HELP sqsworker_messages_finished_total Handler calls that returned, by outcome and reason.
 # TYPE sqsworker_messages_finished_total counter
-sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="delete",sqsworker_reason=""} %d
-sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="dead-letter",sqsworker_reason="HTTP410"} %d
-sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="retry",sqsworker_reason="HandlerError"} %d
-sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="defer",sqsworker_reason="IdempotencyInProgress"} 7
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="delete"} %d
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="dead-letter",sqsworker_reason="HTTP410"} %d
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="retry",sqsworker_reason="HandlerError"} %d
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="defer",sqsworker_reason="IdempotencyInProgress"} 7
 # HELP target_info Target metadata
 # TYPE target_info gauge
 target_info{service_name="worker"} 1

@@ -19,13 +19,16 @@ type Snapshot struct {
 // QueueSnapshot is one queue's counts, as GetQueueAttributes reports them
 // (approximate), and its dead-letter queue's.
 type QueueSnapshot struct {
-	Name     string `json:"name"`
-	URL      string `json:"url"`
-	ARN      string `json:"arn"`
-	FIFO     bool   `json:"fifo"`
-	Visible  int    `json:"visible"`
-	InFlight int    `json:"in_flight"`
-	Delayed  int    `json:"delayed"`
+	// Name, URL and ARN name the queue; FIFO is true for a FIFO queue.
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	ARN  string `json:"arn"`
+	FIFO bool   `json:"fifo"`
+	// Visible, InFlight and Delayed are ApproximateNumberOfMessages,
+	// ApproximateNumberOfMessagesNotVisible and ApproximateNumberOfMessagesDelayed.
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	Delayed  int `json:"delayed"`
 	// MaxReceiveCount is the redrive policy's maxReceiveCount, 0 without a policy.
 	MaxReceiveCount int `json:"max_receive_count,omitempty"`
 	// DLQ is the redrive policy's dead-letter queue, nil without a policy.
@@ -38,12 +41,14 @@ type QueueSnapshot struct {
 
 // DLQSnapshot is a dead-letter queue's counts and its recent native move tasks.
 type DLQSnapshot struct {
-	Name     string `json:"name"`
-	URL      string `json:"url"`
-	ARN      string `json:"arn"`
-	Visible  int    `json:"visible"`
-	InFlight int    `json:"in_flight"`
-	Delayed  int    `json:"delayed"`
+	// Name, URL and ARN name the dead-letter queue (ARN from the redrive policy).
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	ARN  string `json:"arn"`
+	// Visible, InFlight and Delayed are its approximate counts, as for QueueSnapshot.
+	Visible  int `json:"visible"`
+	InFlight int `json:"in_flight"`
+	Delayed  int `json:"delayed"`
 	// Depth is Visible + InFlight + Delayed.
 	Depth int `json:"depth"`
 	// Retention is the MessageRetentionPeriod.
