@@ -92,13 +92,16 @@ state-changing actions only as same-origin POSTs carrying a per-process form tok
 			server.Start(ctx)
 			defer server.Stop()
 			fmt.Fprintf(a.stdout, "Operations page: http://%s/\n", config.Addr)
+			if token != "" {
+				fmt.Fprintf(a.stdout, "Open it once as http://%s/?token=TOKEN (the --token value); a cookie keeps it.\n", config.Addr)
+			}
 			return serveUntilDone(ctx, listener, server.Handler())
 		},
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVar(&queues, "queue", nil, "queue to show (name, URL or ARN; repeatable); its dead-letter queue comes from its redrive policy")
 	flags.StringArrayVar(&metrics, "metrics", nil, "a worker's /metrics URL (otelsqsworker Prometheus handler; repeatable, summed) for throughput and failure rate")
-	flags.StringVar(&addr, "addr", "127.0.0.1:8089", "listen address; a non-loopback one needs --public and --token")
+	flags.StringVar(&addr, "addr", "127.0.0.1:8089", "listen address; a non-loopback one (the address browsers use, not 0.0.0.0) needs --public and --token")
 	flags.BoolVar(&public, "public", false, "allow a non-loopback --addr (requires --token)")
 	flags.StringVar(&token, "token", "", "access token every request must carry (required with --public; at least 16 characters)")
 	flags.DurationVar(&config.Interval, "interval", ui.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
@@ -121,6 +124,9 @@ func checkUIAddress(addr string, public bool, token string) error {
 	}
 	if loopback {
 		return nil
+	}
+	if host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("--addr %s: name the address browsers will use (the page accepts only requests whose Host header names it), not all interfaces", addr)
 	}
 	if !public || token == "" {
 		return fmt.Errorf("--addr %s is not a loopback address: the page acts with your AWS credentials, so serving it beyond this machine needs --public and --token", addr)

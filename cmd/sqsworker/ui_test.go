@@ -24,6 +24,7 @@ func TestUIUsage(t *testing.T) {
 		"non-loopback":         {[]string{"ui", "--queue", "q", "--addr", "10.0.0.5:8089"}, "not a loopback address"},
 		"public without token": {[]string{"ui", "--queue", "q", "--addr", "10.0.0.5:8089", "--public"}, "needs --public and --token"},
 		"short token":          {[]string{"ui", "--queue", "q", "--token", "abc"}, "at least 16 characters"},
+		"all interfaces":       {[]string{"ui", "--queue", "q", "--addr", "0.0.0.0:8089", "--public", "--token", "0123456789abcdef"}, "not all interfaces"},
 		"bad address":          {[]string{"ui", "--queue", "q", "--addr", "nowhere"}, `--addr "nowhere"`},
 	} {
 		t.Run(name, func(t *testing.T) {

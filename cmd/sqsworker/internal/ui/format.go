@@ -16,7 +16,7 @@ func parsePages() (map[string]*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": timestamp, "task": taskText}
+	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": timestamp, "task": taskText, "name": queueName}
 	pages := map[string]*template.Template{}
 	for _, name := range names {
 		base := name[len("templates/"):]
