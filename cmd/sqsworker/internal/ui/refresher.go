@@ -72,7 +72,7 @@ func NewRefresher(api RefresherAPI, queueURLs, metricsURLs []string, interval ti
 	}
 	return &Refresher{
 		api: api, queues: queueURLs, metrics: metricsURLs, interval: interval,
-		http:    &http.Client{Timeout: interval},
+		http:    &http.Client{Timeout: max(interval, 5*time.Second)},
 		polled:  make(chan struct{}),
 		dlqURLs: map[string]string{}, last: map[string]sample{},
 	}, nil
