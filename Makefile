@@ -14,13 +14,14 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go bench-outbox fuzz
+.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-ci bench-go bench-outbox fuzz ui-screenshots
 
-## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433)
+## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433); install Prometheus and Chromium for their tests
 up:
 	localstack/up
 	localstack/postgres-up
 	localstack/prometheus-up
+	localstack/chromium-up
 
 ## down: stop the emulator started by up
 down:
@@ -72,6 +73,10 @@ test-elasticmq: up $(TESTSUMMARY)
 	localstack/elasticmq-up
 	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
 	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
+
+## ui-screenshots: rewrite docs/ui-*.png, the operations page as the headless-Chromium test sees it
+ui-screenshots: up
+	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./cmd/sqsworker/internal/ui
 
 ## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL); prints the summary line
 DEMO_STORE ?= dynamodb

@@ -11,7 +11,7 @@ import (
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sqsworker",
-		Short: "Operate sqsworker queues: statistics, dead letters, redrive, test messages, idempotency records, schedules",
+		Short: "Operate sqsworker queues: statistics, dead letters, redrive, test messages, idempotency records, schedules, operations page",
 		Long: `sqsworker operates the queues of an sqsworker deployment.
 
 AWS configuration comes from the standard chain: --profile or AWS_PROFILE, --region or
@@ -58,6 +58,7 @@ Exit codes:
 		newCreateCommand(a),
 		newSchedulesCommand(a),
 		newOutboxCommand(a),
+		newUICommand(a),
 	)
 	return root
 }

@@ -1,0 +1,44 @@
+// Package ui is the operations page of the sqsworker CLI (`sqsworker ui`): a small web
+// server that shows every configured queue (depth, in flight, delayed, dead-letter
+// queue depth, throughput and failure rate, refreshed live), browses dead-letter
+// queues grouped by failure reason, redrives them (a filtered client-side move with a
+// dry run first, or SQS's native message move task) and looks up and releases
+// idempotency records. It is a front end only: the work is done by the redrive and
+// idempotency packages, exactly as the CLI's `redrive`, `dlq` and `idempotency`
+// commands do it.
+//
+// # How it is built
+//
+// Pages are rendered on the server with html/template (contextual escaping of every
+// message body, attribute and error text) from templates embedded in the binary with
+// embed.FS, plus one small hand-written script (static/refresh.js) that polls the JSON
+// snapshot for the live counts. There is no front-end framework and no build step: there
+// is nothing to build, nothing to keep up to date and nothing to audit beyond these
+// files, and the CLI stays one self-contained binary.
+//
+// # Security
+//
+// The page moves and deletes messages and idempotency records with the operator's AWS
+// credentials, so it is meant for one audience: a browser on the same machine. By
+// default it listens on 127.0.0.1 only. Another address needs an explicit flag and an
+// access token ([Config.AccessToken]), which every request must carry (once as
+// ?token=..., then as a cookie). On top of that, every request passes [Guard.Protect]:
+//
+//   - the Host header must name the address the page listens on (127.0.0.1, localhost
+//     or [::1] with its port, or the configured host), which defeats DNS rebinding: a
+//     hostile site that points its own name at 127.0.0.1 sends its name as Host;
+//   - every state-changing action is a POST route (a GET of it answers 405 and changes
+//     nothing), and a POST must be same-origin (net/http's CrossOriginProtection, on
+//     Sec-Fetch-Site and Origin) and carry the per-process token that only the page's
+//     own forms hold (a random value made at start; a restart invalidates old pages);
+//   - responses forbid framing and foreign scripts (Content-Security-Policy) and
+//     caching.
+//
+// # SQS calls
+//
+// The live counts come from a [Refresher] that owns one goroutine: every interval it
+// makes one GetQueueAttributes call per queue and per dead-letter queue, and one
+// ListMessageMoveTasks per dead-letter queue, whatever the number of open pages; pages
+// read its last snapshot. Looking at dead letters receives them (SQS has no read-only
+// peek), so it is a POST action too, bounded by [Config.PeekMax].
+package ui

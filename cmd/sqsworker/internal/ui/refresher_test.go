@@ -1,0 +1,215 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// countingAPI answers the refresher's calls from fixed queues and counts them.
+type countingAPI struct {
+	API
+	mu         sync.Mutex
+	attributes map[string]map[string]string // queue URL -> attributes
+	calls      map[string]int               // "GetQueueAttributes <url>", "GetQueueUrl <name>", "ListMessageMoveTasks <arn>"
+}
+
+func (c *countingAPI) count(call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[call]++
+}
+
+func (c *countingAPI) GetQueueAttributes(ctx context.Context, input *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	c.count("GetQueueAttributes " + aws.ToString(input.QueueUrl))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &sqs.GetQueueAttributesOutput{Attributes: c.attributes[aws.ToString(input.QueueUrl)]}, nil
+}
+
+func (c *countingAPI) GetQueueUrl(ctx context.Context, input *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	c.count("GetQueueUrl " + aws.ToString(input.QueueName))
+	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String("http://sqs.local/000000000000/" + aws.ToString(input.QueueName))}, nil
+}
+
+func (c *countingAPI) ListMessageMoveTasks(ctx context.Context, input *sqs.ListMessageMoveTasksInput, _ ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+	c.count("ListMessageMoveTasks " + aws.ToString(input.SourceArn))
+	return &sqs.ListMessageMoveTasksOutput{Results: []types.ListMessageMoveTasksResultEntry{{
+		Status: aws.String("RUNNING"), SourceArn: input.SourceArn, ApproximateNumberOfMessagesMoved: 2, ApproximateNumberOfMessagesToMove: aws.Int64(5),
+	}}}, nil
+}
+
+const (
+	ordersURL = "http://sqs.local/000000000000/orders"
+	refundURL = "http://sqs.local/000000000000/refunds"
+	plainURL  = "http://sqs.local/000000000000/plain"
+	sharedDLQ = "http://sqs.local/000000000000/shared-dlq"
+	dlqARN    = "arn:aws:sqs:us-east-1:000000000000:shared-dlq"
+)
+
+func newCountingAPI() *countingAPI {
+	policy := `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":"5"}`
+	return &countingAPI{calls: map[string]int{}, attributes: map[string]map[string]string{
+		ordersURL: {"ApproximateNumberOfMessages": "10", "ApproximateNumberOfMessagesNotVisible": "2", "ApproximateNumberOfMessagesDelayed": "1", "RedrivePolicy": policy},
+		refundURL: {"ApproximateNumberOfMessages": "0", "RedrivePolicy": policy},
+		plainURL:  {"ApproximateNumberOfMessages": "4"},
+		sharedDLQ: {"ApproximateNumberOfMessages": "3", "ApproximateNumberOfMessagesNotVisible": "1", "MessageRetentionPeriod": "1209600"},
+	}}
+}
+
+// Each poll makes one GetQueueAttributes per queue and per dead-letter queue (a shared
+// one once), one ListMessageMoveTasks per dead-letter queue and GetQueueUrl only the first
+// time; reading the snapshot, however often, makes none.
+func TestRefresherCallsPerPoll(t *testing.T) {
+	t.Parallel()
+	api := newCountingAPI()
+	s, err := New(api, Config{Addr: "127.0.0.1:8089", Queues: []string{ordersURL, refundURL, plainURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const polls = 3
+	for range polls {
+		s.refresher.poll(context.Background())
+	}
+	handler := s.Handler()
+	for range 50 { // fifty open pages refreshing
+		if w := serveOnce(handler, request(http.MethodGet, "/api/queues", nil)); w.Code != http.StatusOK {
+			t.Fatalf("/api/queues = %d", w.Code)
+		}
+		if w := serveOnce(handler, request(http.MethodGet, "/", nil)); w.Code != http.StatusOK {
+			t.Fatalf("/ = %d", w.Code)
+		}
+	}
+	want := map[string]int{
+		"GetQueueAttributes " + ordersURL: polls, "GetQueueAttributes " + refundURL: polls, "GetQueueAttributes " + plainURL: polls,
+		"GetQueueAttributes " + sharedDLQ: polls, "ListMessageMoveTasks " + dlqARN: polls, "GetQueueUrl shared-dlq": 1,
+	}
+	if fmt.Sprint(api.calls) != fmt.Sprint(want) {
+		t.Fatalf("calls = %v, want %v", api.calls, want)
+	}
+	snapshot := s.refresher.Snapshot()
+	orders, _ := snapshot.Queue("orders")
+	if orders.Visible != 10 || orders.InFlight != 2 || orders.Delayed != 1 || orders.MaxReceiveCount != 5 || orders.DLQ == nil ||
+		orders.DLQ.Depth != 4 || orders.DLQ.Retention != 14*24*time.Hour || len(orders.DLQ.MoveTasks) != 1 {
+		t.Fatalf("orders = %+v (DLQ %+v)", orders, orders.DLQ)
+	}
+	if c := cells(orders); c["move_task"] != "RUNNING: moved 2 of 5" || c["dlq_depth"] != "4" {
+		t.Fatalf("cells = %v", c)
+	}
+	var answer live
+	if err := json.NewDecoder(serveOnce(handler, request(http.MethodGet, "/api/queues", nil)).Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	if len(answer.Queues) != 3 || answer.Queues[0].Cells["visible"] != "10" || answer.Queues[2].Cells["dlq_depth"] != "-" {
+		t.Fatalf("/api/queues = %+v", answer)
+	}
+}
+
+// Start polls at once and every interval; Stop ends the goroutine.
+func TestRefresherStartStop(t *testing.T) {
+	t.Parallel()
+	api := newCountingAPI()
+	r, err := NewRefresher(api, []string{plainURL}, nil, MinInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := r.Polled()
+	r.Start(context.Background())
+	select {
+	case <-polled:
+	case <-time.After(time.Minute):
+		t.Fatal("no first poll")
+	}
+	r.Stop()
+	api.mu.Lock()
+	calls := api.calls["GetQueueAttributes "+plainURL]
+	api.mu.Unlock()
+	if calls < 1 {
+		t.Fatalf("calls after Stop = %d", calls)
+	}
+	if _, err := NewRefresher(api, []string{plainURL}, nil, MinInterval/2); err == nil {
+		t.Fatal("an interval below MinInterval was accepted")
+	}
+}
+
+// exposition is what the otelsqsworker Prometheus handler (otelsqsworker.NewPrometheus)
+// serves for one queue, in the layout captured from the real handler (names, labels,
+// order), with the counts as format verbs.
+const exposition = `# HELP sqsworker_messages_finished_total Handler calls that returned, by outcome and reason.
+# TYPE sqsworker_messages_finished_total counter
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="delete"} %d
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="dead-letter",sqsworker_reason="HTTP410"} %d
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="retry",sqsworker_reason="HandlerError"} %d
+sqsworker_messages_finished_total{messaging_destination_name="orders",otel_scope_name="github.com/sqsworker/sqsworker/otelsqsworker",otel_scope_schema_url="",otel_scope_version="",sqsworker_job_type="",sqsworker_outcome="defer",sqsworker_reason="IdempotencyInProgress"} 7
+# HELP target_info Target metadata
+# TYPE target_info gauge
+target_info{service_name="worker"} 1
+`
+
+// Throughput and failure rate from two scrapes of two workers: the counters' increase
+// summed, failures over all finished calls.
+func TestRatesFromMetrics(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	scrape := 0
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n := scrape
+		scrape++
+		mu.Unlock()
+		// Two workers share this server: scrapes 0,1 are the first poll, 2,3 the second.
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		if n < 2 {
+			fmt.Fprintf(w, exposition, 100, 5, 5)
+		} else {
+			fmt.Fprintf(w, exposition, 130, 8, 12)
+		}
+	}))
+	defer worker.Close()
+	counts, err := scrapeFinished(context.Background(), worker.Client(), []string{worker.URL, worker.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counts["orders"]; got != (finishedCounts{Total: 234, Failed: 20}) {
+		t.Fatalf("first scrape = %+v, want 2 × (100+5+5+7) total, 2 × 10 failed", got)
+	}
+	later, err := scrapeFinished(context.Background(), worker.Client(), []string{worker.URL, worker.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	rates := rates(sample{at: at, finished: counts["orders"], hasMetrics: true}, sample{at: at.Add(2 * time.Second), finished: later["orders"], hasMetrics: true}, true)
+	// Increase: 2 × (30 + 3 + 7) = 80 calls in 2 s, of which 2 × 10 = 20 failed.
+	if !rates.Known || rates.PerSecond != 40 || rates.Failure != 0.25 {
+		t.Fatalf("rates = %+v, want 40/s and 25%%", rates)
+	}
+	if c := cells(QueueSnapshot{Rates: rates}); c["throughput"] != "40.00/s" || c["failure"] != "25.0%" {
+		t.Fatalf("cells = %v", c)
+	}
+	if _, err := scrapeFinished(context.Background(), worker.Client(), []string{worker.URL + "/missing\x7f"}); err == nil || !strings.Contains(err.Error(), "metrics") {
+		t.Fatalf("bad URL: %v", err)
+	}
+}
+
+// Without metrics: the net drain and the dead letters per minute.
+func TestRatesFromSQS(t *testing.T) {
+	t.Parallel()
+	at := time.Now()
+	got := rates(sample{at: at, depth: 100, dlqDepth: 1, hasDLQ: true}, sample{at: at.Add(10 * time.Second), depth: 80, dlqDepth: 3, hasDLQ: true}, false)
+	if !got.Known || got.PerSecond != 2 || got.Failure != 12 {
+		t.Fatalf("rates = %+v, want 2/s and 12 dead letters/min", got)
+	}
+	if first := rates(sample{}, sample{at: at}, false); first.Known {
+		t.Fatalf("rates from one poll = %+v, want unknown", first)
+	}
+}
