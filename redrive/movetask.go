@@ -171,7 +171,19 @@ func ListMoveTasks(ctx context.Context, api MoveTaskAPI, source string, limit in
 	return listMoveTasks(ctx, api, sourceARN, limit)
 }
 
-func listMoveTasks(ctx context.Context, api MoveTaskAPI, sourceARN string, limit int) ([]MoveTask, error) {
+// MoveTaskLister is the one SQS call [ListMoveTasksOfARN] makes. *sqs.Client satisfies it.
+type MoveTaskLister interface {
+	ListMessageMoveTasks(ctx context.Context, input *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+}
+
+// ListMoveTasksOfARN is [ListMoveTasks] for a source already known by its ARN: exactly
+// one ListMessageMoveTasks call and no queue lookup, for callers that poll at a bounded
+// rate (the operations page). limit is 1 to 10; 0 means 10.
+func ListMoveTasksOfARN(ctx context.Context, api MoveTaskLister, sourceARN string, limit int) ([]MoveTask, error) {
+	return listMoveTasks(ctx, api, sourceARN, limit)
+}
+
+func listMoveTasks(ctx context.Context, api MoveTaskLister, sourceARN string, limit int) ([]MoveTask, error) {
 	if limit <= 0 || limit > maxListedMoveTasks {
 		limit = maxListedMoveTasks
 	}

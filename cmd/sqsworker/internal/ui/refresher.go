@@ -236,14 +236,12 @@ func (r *Refresher) pollDLQ(ctx context.Context, arn string) *DLQSnapshot {
 	if seconds, err := strconv.Atoi(attributes[string(types.QueueAttributeNameMessageRetentionPeriod)]); err == nil {
 		dlq.Retention = time.Duration(seconds) * time.Second
 	}
-	output, err := r.api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arn), MaxResults: aws.Int32(sqsx.MaxListedMoveTasks)})
+	tasks, err := redrive.ListMoveTasksOfARN(ctx, r.api, arn, sqsx.MaxListedMoveTasks)
 	if err != nil {
-		dlq.Error = fmt.Sprintf("listing message move tasks: %v", err)
+		dlq.Error = err.Error()
 		return dlq
 	}
-	for _, entry := range output.Results {
-		dlq.MoveTasks = append(dlq.MoveTasks, moveTask(entry))
-	}
+	dlq.MoveTasks = tasks
 	return dlq
 }
 
@@ -297,26 +295,6 @@ func parsePolicy(text string) (arn string, maxReceiveCount int, err error) {
 	}
 	maxReceiveCount, _ = strconv.Atoi(strings.Trim(string(policy.MaxReceiveCount), `"`))
 	return policy.DeadLetterTargetARN, maxReceiveCount, nil
-}
-
-// moveTask converts a ListMessageMoveTasks entry as redrive.ListMoveTasks does; the
-// refresher lists by the ARN it already read, which saves the GetQueueAttributes call
-// redrive.ListMoveTasks makes to resolve it.
-func moveTask(entry types.ListMessageMoveTasksResultEntry) redrive.MoveTask {
-	task := redrive.MoveTask{
-		Handle:         aws.ToString(entry.TaskHandle),
-		Status:         redrive.MoveTaskStatus(aws.ToString(entry.Status)),
-		SourceARN:      aws.ToString(entry.SourceArn),
-		DestinationARN: aws.ToString(entry.DestinationArn),
-		RatePerSecond:  int(aws.ToInt32(entry.MaxNumberOfMessagesPerSecond)),
-		Moved:          entry.ApproximateNumberOfMessagesMoved,
-		ToMove:         aws.ToInt64(entry.ApproximateNumberOfMessagesToMove),
-		FailureReason:  aws.ToString(entry.FailureReason),
-	}
-	if entry.StartedTimestamp > 0 {
-		task.StartedAt = time.UnixMilli(entry.StartedTimestamp)
-	}
-	return task
 }
 
 // queueName returns the last segment of a queue URL or ARN.
