@@ -68,11 +68,13 @@ type MetricsConfig struct {
 //     CloudWatch metric only); 0 when nothing was received.
 //
 // Every count (sqsworker.messages.finished included) is kept in an atomic of its
-// attribute set and read when the metrics are collected; only the two histograms go
-// through the SDK at each event. The attribute sets are built once per queue, job type,
-// outcome and reason and found again through copy-on-write maps read with one atomic
-// load (the first queue seen is compared before any map): Observe takes no lock and allocates nothing once a combination has been seen
-// (see BenchmarkMetrics).
+// attribute set and read when the metrics are collected (observable instruments,
+// cumulative; with a delta exporter a series that did not change reports 0); only the
+// two histograms go through the SDK at each event. The attribute sets are built once
+// per queue, job type, outcome and reason and found again through copy-on-write maps
+// read with one atomic load (the first queue seen is compared before any map): Observe
+// takes no lock and allocates nothing once a combination has been seen (see
+// BenchmarkMetrics).
 type Metrics struct {
 	jobType                     func(*sqsworker.Message) string
 	handlerDuration, receiveLag metric.Float64Histogram
