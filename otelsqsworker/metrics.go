@@ -53,7 +53,8 @@ type MetricsConfig struct {
 //   - sqsworker.messages.received {message} [sqsworker_messages_received_total]: by queue;
 //   - sqsworker.messages.finished {message} [sqsworker_messages_finished_total]: handler
 //     calls that returned, by queue, job type, outcome (delete, dead-letter, retry,
-//     retry-after, defer) and reason (PermanentError's reason, HandlerError, Panic, ...);
+//     retry-after, defer) and reason (PermanentError's reason, HandlerError, Panic, ...;
+//     past 1000 attribute sets in all, a reason not seen before is counted as "other");
 //   - sqsworker.handler.duration (s) histogram, by queue, job type and outcome;
 //   - sqsworker.receive.lag (s) histogram: receive time minus the message's
 //     SentTimestamp (end-to-end latency), by queue;
