@@ -82,7 +82,8 @@ type Metrics struct {
 	finished                    metric.Int64ObservableCounter
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
-	mu                          sync.Mutex                             // serializes additions to queues
+	mu                          sync.Mutex                             // guards byName and the replacement of queues
+	byName                      map[string]*queueEntry                 // one entry per queue name
 	queues                      atomic.Pointer[map[string]*queueEntry] // by queue URL; replaced, never changed
 	first                       atomic.Pointer[queueEntry]             // the first queue seen, found without hashing
 	setCount                    atomic.Int64
@@ -176,6 +177,7 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	if m.jobType == nil {
 		m.jobType = defaultJobType
 	}
+	m.byName = map[string]*queueEntry{}
 	m.queues.Store(&map[string]*queueEntry{})
 	var errs []error
 	for kind, c := range queueCounts {
@@ -261,7 +263,9 @@ func observables(counts []metric.Int64Observable) []metric.Observable {
 	return out
 }
 
-// queue returns the entry of the queue URL, making it the first time.
+// queue returns the entry of the queue URL, making it the first time. URLs of one name
+// (another endpoint, account or region) share the name's entry: the attribute is the
+// name.
 func (m *Metrics) queue(queueURL string) *queueEntry {
 	if first := m.first.Load(); first != nil && first.url == queueURL {
 		return first
@@ -276,14 +280,18 @@ func (m *Metrics) queue(queueURL string) *queueEntry {
 		return entry
 	}
 	name := QueueName(queueURL)
-	entry := &queueEntry{
-		url:       queueURL,
-		queue:     name,
-		base:      newMeasurement(KeyQueue.String(name)),
-		durations: map[outcomeKey]*measurement{},
-		finished:  map[outcomeKey]*counted{},
+	entry, ok := m.byName[name]
+	if !ok {
+		entry = &queueEntry{
+			url:       queueURL,
+			queue:     name,
+			base:      newMeasurement(KeyQueue.String(name)),
+			durations: map[outcomeKey]*measurement{},
+			finished:  map[outcomeKey]*counted{},
+		}
+		entry.outcomes.Store(&map[outcomeKey]*outcomeEntry{})
+		m.byName[name] = entry
 	}
-	entry.outcomes.Store(&map[outcomeKey]*outcomeEntry{})
 	m.queues.Store(withEntry(queues, queueURL, entry))
 	m.first.CompareAndSwap(nil, entry)
 	return entry
@@ -353,7 +361,9 @@ func (q *queueEntry) noteLag(lag time.Duration) {
 // observeQueues reports every queue's counts and finished messages, and reports and
 // resets its largest receive lag.
 func (m *Metrics) observeQueues(_ context.Context, observer metric.Observer) error {
-	for _, q := range *m.queues.Load() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, q := range m.byName {
 		option := metric.WithAttributeSet(q.base.set)
 		for kind := range q.counts {
 			observer.ObserveInt64(m.counts[kind], q.counts[kind].Load(), option)

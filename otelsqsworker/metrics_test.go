@@ -116,7 +116,7 @@ func TestMetricsCountsByOutcome(t *testing.T) {
 }
 
 // TestMetricsSeveralQueuesAndBoundedReasons: messages of two queues interleaved are
-// counted each under its own queue; reasons past the 1000 attribute sets are counted
+// counted each under its own queue, and a third URL of one of the names under that name; reasons past the 1000 attribute sets are counted
 // under "other", while reasons seen before the limit keep their own series.
 func TestMetricsSeveralQueuesAndBoundedReasons(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
@@ -129,6 +129,10 @@ func TestMetricsSeveralQueuesAndBoundedReasons(t *testing.T) {
 		life(ctx, metrics, newMessage("email"), nil)
 		life(ctx, metrics, other, nil)
 	}
+	// Another URL of the name "orders" counts as "orders".
+	sameName := newMessage("email")
+	sameName.QueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
+	life(ctx, metrics, sameName, nil)
 	// 4 sets so far (duration and finished of each queue), 1 more for the dead-letter
 	// duration: reasons 0 to 994 get sets of their own, 995 to 999 are "other".
 	for i := range 1000 {
@@ -142,9 +146,10 @@ func TestMetricsSeveralQueuesAndBoundedReasons(t *testing.T) {
 	finished := func(queue, rest string) string {
 		return "sqsworker.messages.finished{" + queue + ",sqsworker.job.type=email,sqsworker.outcome=" + rest + "}"
 	}
-	require.Equal(t, int64(3), got[finished(orders, "delete")])
+	require.Equal(t, int64(4), got[finished(orders, "delete")])
 	require.Equal(t, int64(3), got[finished(invoices, "delete")])
-	require.Equal(t, int64(3+1002), got["sqsworker.messages.received{"+orders+"}"])
+	require.Equal(t, int64(4+1002), got["sqsworker.messages.received{"+orders+"}"])
+	require.Equal(t, int64(0), got["sqsworker.messages.in_flight{"+orders+"}"])
 	require.Equal(t, int64(3), got["sqsworker.messages.received{"+invoices+"}"])
 	require.Equal(t, int64(2), got[finished(orders, "dead-letter,sqsworker.reason=reason-0")])
 	require.Equal(t, int64(1), got[finished(orders, "dead-letter,sqsworker.reason=reason-994")])
