@@ -133,6 +133,7 @@ type queueEntry struct {
 	// outcomes is the lock-free lookup of Observe; mu guards its replacement and the
 	// maps the sets are built in.
 	outcomes  atomic.Pointer[map[outcomeKey]*outcomeEntry]
+	first     atomic.Pointer[outcomeEntry] // the first key cached, compared before the map
 	mu        sync.Mutex
 	durations map[outcomeKey]*measurement // reason ""
 	finished  map[outcomeKey]*counted
@@ -145,6 +146,7 @@ type outcomeKey struct {
 
 // outcomeEntry is what an EventFinished of one key records to.
 type outcomeEntry struct {
+	key      outcomeKey
 	duration *measurement // queue, job type, outcome
 	finished *counted     // queue, job type, outcome, reason ("other" past the limit)
 }
@@ -301,6 +303,9 @@ func (m *Metrics) queue(queueURL string) *queueEntry {
 // the first time. Past maxAttributeSets sets in all, new reasons become "other" (and
 // such keys are looked up under the lock each time, so the lookup map stays bounded).
 func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *outcomeEntry {
+	if first := q.first.Load(); first != nil && first.key == key {
+		return first
+	}
 	if cached, ok := (*q.outcomes.Load())[key]; ok {
 		return cached
 	}
@@ -331,9 +336,10 @@ func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *outcomeEntry {
 		q.finished[finishedKey] = finished
 		m.setCount.Add(1)
 	}
-	entry := &outcomeEntry{duration: duration, finished: finished}
+	entry := &outcomeEntry{key: key, duration: duration, finished: finished}
 	if finishedKey == key {
 		q.outcomes.Store(withEntry(outcomes, key, entry))
+		q.first.CompareAndSwap(nil, entry)
 	}
 	return entry
 }
