@@ -73,8 +73,8 @@ type MetricsConfig struct {
 // cumulative; with a delta exporter a series that did not change reports 0); only the
 // two histograms go through the SDK at each event. The attribute sets are built once
 // per queue, job type, outcome and reason and found again through copy-on-write maps
-// read with one atomic load (the first queue and outcome seen are compared first): Observe
-// takes no lock and allocates nothing once a combination has been seen (see
+// read with one atomic load (the first queue and outcome seen are compared first):
+// Observe takes no lock and allocates nothing once a combination has been seen (see
 // BenchmarkMetrics).
 type Metrics struct {
 	jobType                     func(*sqsworker.Message) string
