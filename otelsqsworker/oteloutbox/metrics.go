@@ -1,6 +1,3 @@
-// Package oteloutbox records OpenTelemetry metrics of outbox relays (package
-// github.com/sqsworker/sqsworker/outbox): a package of its own, so that a worker that
-// imports otelsqsworker does not link the outbox's PostgreSQL driver.
 package oteloutbox
 
 import (

@@ -1,6 +1,3 @@
-// Package otelscheduler records OpenTelemetry metrics of a scheduler replica (package
-// github.com/sqsworker/sqsworker/scheduler): a package of its own, so that a worker that
-// imports otelsqsworker does not link the scheduler's cron parser.
 package otelscheduler
 
 import (
