@@ -14,6 +14,15 @@
 //   - [NewPrometheus] serves everything recorded to its MeterProvider in Prometheus'
 //     format, beside the poller's /healthz.
 //
+// A container worker with Prometheus metrics and a span per delivery attempt:
+//
+//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+//	traced := sqsworker.Chain(handler, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
+//		TracerProvider: otel.GetTracerProvider()}))
+//	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
+//		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, traced)
+//
 // The outbox relays and the scheduler have observers of their own, in packages of
 // their own so that a worker importing this one links neither the outbox's PostgreSQL
 // driver nor the scheduler: [github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox]
