@@ -48,6 +48,17 @@ func BenchmarkMetrics(b *testing.B) {
 		}
 		run(b, metrics)
 	})
+	b.Run("prometheus-exporter", func(b *testing.B) {
+		provider, _, err := otelsqsworker.NewPrometheus()
+		if err != nil {
+			b.Fatal(err)
+		}
+		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, metrics)
+	})
 	b.Run("sdk-reader-parallel-failures", func(b *testing.B) {
 		provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})

@@ -1,2 +1,32 @@
-// Package otelsqsworker instruments sqsworker with OpenTelemetry.
+// Package otelsqsworker instruments sqsworker with OpenTelemetry, in a module of its own
+// so that the library's go.mod does not require OpenTelemetry:
+//
+//   - [Metrics] is a sqsworker.Observer recording every message's life on either host
+//     (messages finished by outcome and reason, handler duration and receive lag
+//     histograms, in flight, heartbeats, deletes, dead-letter sends, abandoned
+//     handlers). Per message it costs two histogram records through the SDK and a few
+//     atomic adds, with no allocation (BenchmarkMetrics; figures in docs/benchmarks.md);
+//   - [QueueGauges] reads each queue's depth, in flight, delayed and dead-letter depth
+//     with one GetQueueAttributes per queue per interval (15 s by default);
+//   - [Tracing] runs each delivery attempt in a consumer span continuing the producer's
+//     W3C trace context or X-Ray trace header; with no TracerProvider it returns the
+//     handler unchanged;
+//   - [NewPrometheus] serves everything recorded to its MeterProvider in Prometheus'
+//     format, beside the poller's /healthz.
+//
+// A container worker with Prometheus metrics and a span per delivery attempt:
+//
+//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+//	traced := sqsworker.Chain(handler, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
+//		TracerProvider: otel.GetTracerProvider()}))
+//	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
+//		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, traced)
+//
+// The outbox relays and the scheduler have observers of their own, in packages of
+// their own so that a worker importing this one links neither the outbox's PostgreSQL
+// driver nor the scheduler: [github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox]
+// (entries published, refused and retried, outbox lag, backlog and oldest entry's age)
+// and [github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler] (ticks by schedule
+// and outcome, tick delay, leadership).
 package otelsqsworker

@@ -6,12 +6,18 @@ import (
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
+	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/scheduler"
 )
 
 // A container worker with Prometheus metrics on /metrics beside /healthz (one port),
@@ -71,4 +77,22 @@ func Example_prometheus() {
 		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, handler)
 	// curl -s localhost:8080/metrics | grep sqsworker_messages_finished_total
 	_, _ = server, err
+}
+
+// The README's outbox and scheduler metrics: their observers record to the same
+// provider, so one /metrics serves them all.
+func Example_outboxAndScheduler() {
+	var relayStore *outbox.DynamoDB
+	var dynamoClient *dynamodb.Client
+	var jobs *producer.Producer
+	var sqsClient *sqs.Client
+	var schedules []scheduler.Schedule
+	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
+	relay, err := outbox.NewDynamoDBRelay(dynamoClient, relayStore, jobs, outbox.RelayConfig{Observer: relayMetrics})
+	tickMetrics, err := otelscheduler.NewMetrics(otelscheduler.Config{MeterProvider: provider})
+	ticks, err := scheduler.New(sqsClient, dynamoClient, scheduler.Config{Table: "jobs", Observer: tickMetrics}, schedules)
+	// serve metricsHandler (poller.Config.MetricsHandler, or http.Handle("/metrics", ...));
+	// curl -s localhost:8080/metrics | grep -E 'sqsworker_(outbox|scheduler)_'
+	_, _, _, _ = metricsHandler, relay, ticks, err
 }

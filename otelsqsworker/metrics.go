@@ -53,7 +53,8 @@ type MetricsConfig struct {
 //   - sqsworker.messages.received {message} [sqsworker_messages_received_total]: by queue;
 //   - sqsworker.messages.finished {message} [sqsworker_messages_finished_total]: handler
 //     calls that returned, by queue, job type, outcome (delete, dead-letter, retry,
-//     retry-after, defer) and reason (PermanentError's reason, HandlerError, Panic, ...);
+//     retry-after, defer) and reason (PermanentError's reason, HandlerError, Panic, ...;
+//     past 1000 attribute sets in all, a reason not seen before is counted as "other");
 //   - sqsworker.handler.duration (s) histogram, by queue, job type and outcome;
 //   - sqsworker.receive.lag (s) histogram: receive time minus the message's
 //     SentTimestamp (end-to-end latency), by queue;
@@ -67,17 +68,24 @@ type MetricsConfig struct {
 //     the previous collection, an estimate of SQS's ApproximateAgeOfOldestMessage (a
 //     CloudWatch metric only); 0 when nothing was received.
 //
-// The counts by queue alone are kept in atomics and read when the metrics are
-// collected; the histograms and sqsworker.messages.finished go through the SDK.
-// Observe takes a read lock only (per queue, for the outcome sets) and allocates nothing once a queue, job type,
-// outcome and reason combination has been seen (see BenchmarkMetrics).
+// Every count (sqsworker.messages.finished included) is kept in an atomic of its
+// attribute set and read when the metrics are collected (observable instruments,
+// cumulative; with a delta exporter a series that did not change reports 0); only the
+// two histograms go through the SDK at each event. The attribute sets are built once
+// per queue, job type, outcome and reason and found again through copy-on-write maps
+// read with one atomic load (the first queue and outcome seen are compared first):
+// Observe takes no lock and allocates nothing once a combination has been seen (see
+// BenchmarkMetrics).
 type Metrics struct {
 	jobType                     func(*sqsworker.Message) string
-	finished                    metric.Int64Counter
 	handlerDuration, receiveLag metric.Float64Histogram
+	finished                    metric.Int64ObservableCounter
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
-	queues                      sync.Map // queue name → *queueEntry
+	mu                          sync.Mutex                             // guards byName and the replacement of queues
+	byName                      map[string]*queueEntry                 // one entry per queue name
+	queues                      atomic.Pointer[map[string]*queueEntry] // by queue URL; replaced, never changed
+	first                       atomic.Pointer[queueEntry]             // the first queue seen, found without hashing
 	setCount                    atomic.Int64
 }
 
@@ -114,15 +122,21 @@ var queueCounts = [countKinds]struct{ name, unit, description string }{
 	countAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended."},
 }
 
-// queueEntry holds one queue's attribute sets, built once, and its largest receive lag
-// since the previous collection.
+// queueEntry holds one queue's counts, its attribute sets, built once, and its largest
+// receive lag since the previous collection.
 type queueEntry struct {
-	queue    string
-	base     *measurement // the queue alone
-	maxLag   atomic.Int64 // nanoseconds
-	counts   [countKinds]atomic.Int64
-	mu       sync.RWMutex
-	outcomes map[outcomeKey]*measurement
+	url    string
+	queue  string
+	base   *measurement // the queue alone
+	maxLag atomic.Int64 // nanoseconds
+	counts [countKinds]atomic.Int64
+	// outcomes is the lock-free lookup of Observe; mu guards its replacement and the
+	// maps the sets are built in.
+	outcomes  atomic.Pointer[map[outcomeKey]*outcomeEntry]
+	first     atomic.Pointer[outcomeEntry] // the first key cached, compared before the map
+	mu        sync.Mutex
+	durations map[outcomeKey]*measurement // reason ""
+	finished  map[outcomeKey]*counted
 }
 
 type outcomeKey struct {
@@ -130,16 +144,28 @@ type outcomeKey struct {
 	outcome         sqsworker.OutcomeKind
 }
 
+// outcomeEntry is what an EventFinished of one key records to.
+type outcomeEntry struct {
+	key      outcomeKey
+	duration *measurement // queue, job type, outcome
+	finished *counted     // queue, job type, outcome, reason ("other" past the limit)
+}
+
 // measurement holds the options of one attribute set, built once.
 type measurement struct {
 	set    attribute.Set
-	add    []metric.AddOption
 	record []metric.RecordOption
 }
 
 func newMeasurement(attrs ...attribute.KeyValue) *measurement {
 	set := attribute.NewSet(attrs...)
-	return &measurement{set: set, add: []metric.AddOption{metric.WithAttributeSet(set)}, record: []metric.RecordOption{metric.WithAttributeSet(set)}}
+	return &measurement{set: set, record: []metric.RecordOption{metric.WithAttributeSet(set)}}
+}
+
+// counted is a count of one attribute set, read at collection.
+type counted struct {
+	set   attribute.Set
+	count atomic.Int64
 }
 
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
@@ -153,6 +179,8 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	if m.jobType == nil {
 		m.jobType = defaultJobType
 	}
+	m.byName = map[string]*queueEntry{}
+	m.queues.Store(&map[string]*queueEntry{})
 	var errs []error
 	for kind, c := range queueCounts {
 		var err error
@@ -163,8 +191,8 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 		}
 		errs = append(errs, err)
 	}
-	finished, err := meter.Int64Counter("sqsworker.messages.finished", metric.WithUnit("{message}"), metric.WithDescription("Handler calls that returned, by outcome and reason."))
-	m.finished = finished
+	var err error
+	m.finished, err = meter.Int64ObservableCounter("sqsworker.messages.finished", metric.WithUnit("{message}"), metric.WithDescription("Handler calls that returned, by outcome and reason."))
 	errs = append(errs, err)
 	m.handlerDuration, err = meter.Float64Histogram("sqsworker.handler.duration", metric.WithUnit("s"), metric.WithDescription("Handler run time."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
@@ -178,7 +206,7 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if _, err := meter.RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest}, observables(m.counts[:])...)...); err != nil {
+	if _, err := meter.RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)...); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -189,7 +217,7 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 	if ev.Message == nil {
 		return
 	}
-	q := m.queue(QueueName(ev.Message.QueueURL))
+	q := m.queue(ev.Message.QueueURL)
 	switch ev.Kind {
 	case sqsworker.EventReceived:
 		q.counts[countReceived].Add(1)
@@ -199,10 +227,9 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 			q.noteLag(ev.ReceiveLag)
 		}
 	case sqsworker.EventFinished:
-		key := outcomeKey{jobType: m.jobType(ev.Message), outcome: ev.Outcome.Kind}
-		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), m.outcome(q, key).record...)
-		key.reason = ev.Outcome.Reason
-		m.finished.Add(ctx, 1, m.outcome(q, key).add...)
+		entry := m.outcome(q, outcomeKey{jobType: m.jobType(ev.Message), outcome: ev.Outcome.Kind, reason: ev.Outcome.Reason})
+		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), entry.duration.record...)
+		entry.finished.count.Add(1)
 	case sqsworker.EventHeartbeatExtended:
 		q.counts[countHeartbeats].Add(1)
 	case sqsworker.EventHeartbeatFailed:
@@ -238,44 +265,94 @@ func observables(counts []metric.Int64Observable) []metric.Observable {
 	return out
 }
 
-// queue returns the entry of the queue, making it the first time.
-func (m *Metrics) queue(name string) *queueEntry {
-	if entry, ok := m.queues.Load(name); ok {
-		return entry.(*queueEntry)
+// queue returns the entry of the queue URL, making it the first time. URLs of one name
+// (another endpoint, account or region) share the name's entry: the attribute is the
+// name.
+func (m *Metrics) queue(queueURL string) *queueEntry {
+	if first := m.first.Load(); first != nil && first.url == queueURL {
+		return first
 	}
-	entry, _ := m.queues.LoadOrStore(name, &queueEntry{
-		queue:    name,
-		base:     newMeasurement(KeyQueue.String(name)),
-		outcomes: map[outcomeKey]*measurement{},
-	})
-	return entry.(*queueEntry)
+	if entry, ok := (*m.queues.Load())[queueURL]; ok {
+		return entry
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	queues := *m.queues.Load()
+	if entry, ok := queues[queueURL]; ok {
+		return entry
+	}
+	name := QueueName(queueURL)
+	entry, ok := m.byName[name]
+	if !ok {
+		entry = &queueEntry{
+			url:       queueURL,
+			queue:     name,
+			base:      newMeasurement(KeyQueue.String(name)),
+			durations: map[outcomeKey]*measurement{},
+			finished:  map[outcomeKey]*counted{},
+		}
+		entry.outcomes.Store(&map[outcomeKey]*outcomeEntry{})
+		m.byName[name] = entry
+	}
+	m.queues.Store(withEntry(queues, queueURL, entry))
+	m.first.CompareAndSwap(nil, entry)
+	return entry
 }
 
-// outcome returns the cached options of the queue's attribute set for key, building
-// them the first time. Past maxAttributeSets sets in all, new reasons become "other".
-func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *measurement {
-	q.mu.RLock()
-	cached, ok := q.outcomes[key]
-	q.mu.RUnlock()
-	if ok {
+// outcome returns what an EventFinished of key records to, building its attribute sets
+// the first time. Past maxAttributeSets sets in all, new reasons become "other" (and
+// such keys are looked up under the lock each time, so the lookup map stays bounded).
+func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *outcomeEntry {
+	if first := q.first.Load(); first != nil && first.key == key {
+		return first
+	}
+	if cached, ok := (*q.outcomes.Load())[key]; ok {
 		return cached
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if m.setCount.Load() >= maxAttributeSets && key.reason != "" {
-		key.reason = "other"
-	}
-	if cached, ok := q.outcomes[key]; ok {
+	outcomes := *q.outcomes.Load()
+	if cached, ok := outcomes[key]; ok {
 		return cached
 	}
-	attrs := []attribute.KeyValue{KeyQueue.String(q.queue), KeyJobType.String(key.jobType), KeyOutcome.String(key.outcome.String())}
-	if key.reason != "" {
-		attrs = append(attrs, KeyReason.String(key.reason))
+	durationKey := outcomeKey{jobType: key.jobType, outcome: key.outcome}
+	duration, ok := q.durations[durationKey]
+	if !ok {
+		duration = newMeasurement(KeyQueue.String(q.queue), KeyJobType.String(key.jobType), KeyOutcome.String(key.outcome.String()))
+		q.durations[durationKey] = duration
+		m.setCount.Add(1)
 	}
-	built := newMeasurement(attrs...)
-	q.outcomes[key] = built
-	m.setCount.Add(1)
-	return built
+	finishedKey := key
+	if m.setCount.Load() >= maxAttributeSets && key.reason != "" {
+		finishedKey.reason = "other"
+	}
+	finished, ok := q.finished[finishedKey]
+	if !ok {
+		attrs := []attribute.KeyValue{KeyQueue.String(q.queue), KeyJobType.String(key.jobType), KeyOutcome.String(key.outcome.String())}
+		if finishedKey.reason != "" {
+			attrs = append(attrs, KeyReason.String(finishedKey.reason))
+		}
+		finished = &counted{set: attribute.NewSet(attrs...)}
+		q.finished[finishedKey] = finished
+		m.setCount.Add(1)
+	}
+	entry := &outcomeEntry{key: key, duration: duration, finished: finished}
+	if finishedKey == key {
+		q.outcomes.Store(withEntry(outcomes, key, entry))
+		q.first.CompareAndSwap(nil, entry)
+	}
+	return entry
+}
+
+// withEntry returns a copy of entries with key set to value: the copy-on-write of the
+// lookup maps, made once per queue or attribute set.
+func withEntry[K comparable, V any](entries map[K]V, key K, value V) *map[K]V {
+	copied := make(map[K]V, len(entries)+1)
+	for k, v := range entries {
+		copied[k] = v
+	}
+	copied[key] = value
+	return &copied
 }
 
 func (q *queueEntry) noteLag(lag time.Duration) {
@@ -287,18 +364,23 @@ func (q *queueEntry) noteLag(lag time.Duration) {
 	}
 }
 
-// observeQueues reports every queue's messages in flight, and reports and resets its
-// largest receive lag.
+// observeQueues reports every queue's counts and finished messages, and reports and
+// resets its largest receive lag.
 func (m *Metrics) observeQueues(_ context.Context, observer metric.Observer) error {
-	m.queues.Range(func(_, value any) bool {
-		q := value.(*queueEntry)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, q := range m.byName {
 		option := metric.WithAttributeSet(q.base.set)
 		for kind := range q.counts {
 			observer.ObserveInt64(m.counts[kind], q.counts[kind].Load(), option)
 		}
 		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), option)
-		return true
-	})
+		q.mu.Lock()
+		for _, c := range q.finished {
+			observer.ObserveInt64(m.finished, c.count.Load(), metric.WithAttributeSet(c.set))
+		}
+		q.mu.Unlock()
+	}
 	return nil
 }
 

@@ -3,6 +3,9 @@ package otelsqsworker_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,4 +113,105 @@ func TestMetricsCountsByOutcome(t *testing.T) {
 	}, got)
 	// The age estimate is the largest lag since the previous collection.
 	require.Equal(t, int64(0), sums(t, reader)["sqsworker.queue.oldest_message.age.ms{"+q+"}"])
+}
+
+// TestMetricsSeveralQueuesAndBoundedReasons: messages of two queues interleaved are
+// counted each under its own queue, and a third URL of one of the names under that name; reasons past the 1000 attribute sets are counted
+// under "other", while reasons seen before the limit keep their own series.
+func TestMetricsSeveralQueuesAndBoundedReasons(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	other := newMessage("email")
+	other.QueueURL = "http://127.0.0.1:4566/000000000000/invoices"
+	for range 3 {
+		life(ctx, metrics, newMessage("email"), nil)
+		life(ctx, metrics, other, nil)
+	}
+	// Another URL of the name "orders" counts as "orders".
+	sameName := newMessage("email")
+	sameName.QueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
+	life(ctx, metrics, sameName, nil)
+	// 4 sets so far (duration and finished of each queue), 1 more for the dead-letter
+	// duration: reasons 0 to 994 get sets of their own, 995 to 999 are "other".
+	for i := range 1000 {
+		life(ctx, metrics, newMessage("email"), sqsworker.Permanent(fmt.Sprintf("reason-%d", i), errors.New("bad")))
+	}
+	life(ctx, metrics, newMessage("email"), sqsworker.Permanent("reason-0", errors.New("bad")))
+	life(ctx, metrics, newMessage("email"), sqsworker.Permanent("reason-999", errors.New("bad")))
+
+	got := sums(t, reader)
+	orders, invoices := "messaging.destination.name=orders", "messaging.destination.name=invoices"
+	finished := func(queue, rest string) string {
+		return "sqsworker.messages.finished{" + queue + ",sqsworker.job.type=email,sqsworker.outcome=" + rest + "}"
+	}
+	require.Equal(t, int64(4), got[finished(orders, "delete")])
+	require.Equal(t, int64(3), got[finished(invoices, "delete")])
+	require.Equal(t, int64(4+1002), got["sqsworker.messages.received{"+orders+"}"])
+	require.Equal(t, int64(0), got["sqsworker.messages.in_flight{"+orders+"}"])
+	require.Equal(t, int64(3), got["sqsworker.messages.received{"+invoices+"}"])
+	require.Equal(t, int64(2), got[finished(orders, "dead-letter,sqsworker.reason=reason-0")])
+	require.Equal(t, int64(1), got[finished(orders, "dead-letter,sqsworker.reason=reason-994")])
+	require.NotContains(t, got, finished(orders, "dead-letter,sqsworker.reason=reason-995"))
+	require.Equal(t, int64(6), got[finished(orders, "dead-letter,sqsworker.reason=other")])
+	require.Equal(t, int64(1002), got["sqsworker.handler.duration.count{"+orders+",sqsworker.job.type=email,sqsworker.outcome=dead-letter}"])
+	var series, deadLettered int64
+	for name, value := range got {
+		if strings.HasPrefix(name, "sqsworker.messages.finished{"+orders+",sqsworker.job.type=email,sqsworker.outcome=dead-letter,") {
+			series++
+			deadLettered += value
+		}
+	}
+	require.Equal(t, int64(996), series) // 995 reasons and "other"
+	require.Equal(t, int64(1002), deadLettered)
+}
+
+// TestMetricsConcurrentObserveAndCollect: goroutines observing messages of new queues
+// and outcomes while the reader collects lose no count (run with -race).
+func TestMetricsConcurrentObserveAndCollect(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	done := make(chan struct{})
+	var workers sync.WaitGroup
+	for g := range 4 {
+		workers.Go(func() {
+			m := newMessage("email")
+			m.QueueURL = fmt.Sprintf("http://127.0.0.1:4566/000000000000/q%d", g%2)
+			for i := range 200 {
+				life(ctx, metrics, m, sqsworker.Permanent(fmt.Sprintf("r%d", i%7), errors.New("bad")))
+			}
+		})
+	}
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				var data metricdata.ResourceMetrics
+				_ = reader.Collect(ctx, &data)
+			}
+		}
+	}()
+	workers.Wait()
+	close(done)
+	<-collected
+	got := sums(t, reader)
+	for q := range 2 {
+		queue := fmt.Sprintf("messaging.destination.name=q%d", q)
+		require.Equal(t, int64(400), got["sqsworker.messages.received{"+queue+"}"])
+		require.Equal(t, int64(0), got["sqsworker.messages.in_flight{"+queue+"}"])
+		for r := range 7 {
+			want := int64(2 * (200 / 7))
+			if r < 200%7 {
+				want += 2
+			}
+			require.Equal(t, want, got[fmt.Sprintf("sqsworker.messages.finished{%s,sqsworker.job.type=email,sqsworker.outcome=dead-letter,sqsworker.reason=r%d}", queue, r)])
+		}
+	}
 }

@@ -56,10 +56,12 @@ func Tracing(cfg TracingConfig) sqsworker.Middleware {
 	if jobType == nil {
 		jobType = defaultJobType
 	}
+	consumer := trace.WithSpanKind(trace.SpanKindConsumer) // built once: an option is an interface
 	return func(next sqsworker.Handler) sqsworker.Handler {
 		return sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 			parent := propagator.Extract(ctx, attributeCarrier{m})
-			options := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+			options := make([]trace.SpanStartOption, 1, 4) // kind, link, attributes, group
+			options[0] = consumer
 			if xray, ok := parseAWSTraceHeader(m.Attributes[AttributeAWSTraceHeader]); ok {
 				if trace.SpanContextFromContext(parent).IsValid() {
 					options = append(options, trace.WithLinks(trace.Link{SpanContext: xray}))

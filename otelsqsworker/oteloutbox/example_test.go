@@ -1,0 +1,52 @@
+package oteloutbox_test
+
+import (
+	"context"
+	"log"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+// A PostgreSQL relay whose metrics Prometheus scrapes on :9090/metrics. The package
+// comment's snippet.
+func Example() {
+	ctx := context.Background()
+	awsConfig, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, "postgres://app@127.0.0.1:5432/shop")
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	box := outbox.NewPostgres(outbox.PostgresConfig{})
+
+	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	if err != nil {
+		log.Fatal(err)
+	}
+	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
+	if err != nil {
+		log.Fatal(err)
+	}
+	relay, err := outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{
+		RelayConfig: outbox.RelayConfig{Observer: relayMetrics}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("/metrics", metricsHandler)
+	go func() { log.Fatal(http.ListenAndServe(":9090", nil)) }()
+	log.Fatal(relay.Run(ctx))
+}

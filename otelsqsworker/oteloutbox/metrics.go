@@ -1,0 +1,147 @@
+package oteloutbox
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/outbox"
+)
+
+// ScopeName is the instrumentation scope of the meter this package uses.
+const ScopeName = "github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+
+// KeyStore is the attribute naming an outbox's store: "postgres", "dynamodb" or
+// "dynamodb-stream" (outbox.Event.Store). Queue and job type use otelsqsworker's keys
+// (messaging.destination.name, sqsworker.job.type).
+const KeyStore = attribute.Key("sqsworker.outbox.store")
+
+// Config configures [NewMetrics].
+type Config struct {
+	// MeterProvider records the instruments; if nil, otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+}
+
+// Metrics is an [outbox.Observer] that records OpenTelemetry metrics of outbox relays
+// (PostgreSQL and DynamoDB relays, and the DynamoDB Streams handler); pass it as
+// outbox.RelayConfig.Observer or to outbox.NewStreamHandler. Instruments (units as
+// UCUM; Prometheus names, from the OpenTelemetry Prometheus exporter, in brackets):
+//
+//   - sqsworker.outbox.entries.published {entry} [sqsworker_outbox_entries_published_total]:
+//     entries SQS confirmed, by store, queue and job type (the entry's Type);
+//   - sqsworker.outbox.entries.refused {entry} [sqsworker_outbox_entries_refused_total]:
+//     entries SQS refused, marked failed and never retried (outbox.EventFailed), by
+//     store, queue and job type;
+//   - sqsworker.outbox.entries.retried {entry} [sqsworker_outbox_entries_retried_total]:
+//     times an entry was left for a later cycle (outbox.EventRetry), by store, queue
+//     and job type;
+//   - sqsworker.outbox.store.errors {error} [sqsworker_outbox_store_errors_total]:
+//     failed store calls, by store;
+//   - sqsworker.outbox.lag (s) histogram [sqsworker_outbox_lag_seconds]: publish time
+//     minus the entry's CreatedAt, by store, queue and job type. CreatedAt is the
+//     writer's clock, so clock skew shows; a negative lag counts as 0;
+//   - sqsworker.outbox.backlog {entry} gauge [sqsworker_outbox_backlog]: unpublished
+//     entries, and sqsworker.outbox.oldest_entry.age (s) gauge
+//     [sqsworker_outbox_oldest_entry_age_seconds]: the age of the oldest one (0 when
+//     none), by store, as a relay last reported them (outbox.EventBacklog, every
+//     RelayConfig.ReportInterval, 10 s by default). Relays of two outboxes of one store
+//     kind in one process overwrite each other's gauges: give each its own provider.
+//
+// Queues and job types come from the program's own entries, so their attribute sets
+// are not bounded here. The relays report at most a few thousand entries a second, so
+// every measurement goes through the SDK, with attribute sets built once per store,
+// queue and job type. Observe is safe for concurrent use.
+type Metrics struct {
+	published, refused, retried, storeErrors metric.Int64Counter
+	lag                                      metric.Float64Histogram
+	backlog                                  metric.Int64Gauge
+	oldest                                   metric.Float64Gauge
+	sets                                     sync.Map // setKey → *sets
+}
+
+type setKey struct{ store, queueURL, jobType string }
+
+// sets holds the options of one key's attribute sets, built once.
+type sets struct {
+	entry []metric.AddOption    // store, queue, job type
+	lag   []metric.RecordOption // the same set
+	store []metric.AddOption    // store alone
+	gauge []metric.RecordOption // store alone
+}
+
+// NewMetrics creates the instruments. It returns an error when the meter refuses one.
+func NewMetrics(cfg Config) (*Metrics, error) {
+	provider := cfg.MeterProvider
+	if provider == nil {
+		provider = otel.GetMeterProvider()
+	}
+	meter := provider.Meter(ScopeName)
+	m := &Metrics{}
+	var errs []error
+	counter := func(name, unit, description string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(description))
+		errs = append(errs, err)
+		return c
+	}
+	m.published = counter("sqsworker.outbox.entries.published", "{entry}", "Outbox entries SQS confirmed.")
+	m.refused = counter("sqsworker.outbox.entries.refused", "{entry}", "Outbox entries SQS refused, marked failed and not retried.")
+	m.retried = counter("sqsworker.outbox.entries.retried", "{entry}", "Times an outbox entry was left unpublished for a later cycle.")
+	m.storeErrors = counter("sqsworker.outbox.store.errors", "{error}", "Failed outbox store calls.")
+	var err error
+	m.lag, err = meter.Float64Histogram("sqsworker.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Publish time minus the outbox entry's creation time."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600))
+	errs = append(errs, err)
+	m.backlog, err = meter.Int64Gauge("sqsworker.outbox.backlog", metric.WithUnit("{entry}"), metric.WithDescription("Unpublished outbox entries, as a relay last reported them."))
+	errs = append(errs, err)
+	m.oldest, err = meter.Float64Gauge("sqsworker.outbox.oldest_entry.age", metric.WithUnit("s"), metric.WithDescription("Age of the oldest unpublished outbox entry, as a relay last reported it."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Observe implements [outbox.Observer].
+func (m *Metrics) Observe(ctx context.Context, ev outbox.Event) {
+	key := setKey{store: ev.Store}
+	if ev.Entry != nil {
+		key.queueURL, key.jobType = ev.Entry.QueueURL, ev.Entry.Type
+	}
+	s := m.setsOf(key)
+	switch ev.Kind {
+	case outbox.EventPublished:
+		m.published.Add(ctx, 1, s.entry...)
+		if ev.Entry != nil && !ev.Entry.CreatedAt.IsZero() {
+			m.lag.Record(ctx, max(ev.Time.Sub(ev.Entry.CreatedAt), 0).Seconds(), s.lag...)
+		}
+	case outbox.EventFailed:
+		m.refused.Add(ctx, 1, s.entry...)
+	case outbox.EventRetry:
+		m.retried.Add(ctx, 1, s.entry...)
+	case outbox.EventStoreError:
+		m.storeErrors.Add(ctx, 1, s.store...)
+	case outbox.EventBacklog:
+		m.backlog.Record(ctx, int64(ev.Backlog), s.gauge...)
+		m.oldest.Record(ctx, ev.Lag.Seconds(), s.gauge...)
+	}
+}
+
+// setsOf returns the key's options, building them the first time.
+func (m *Metrics) setsOf(key setKey) *sets {
+	if cached, ok := m.sets.Load(key); ok {
+		return cached.(*sets)
+	}
+	entry := metric.WithAttributeSet(attribute.NewSet(KeyStore.String(key.store),
+		otelsqsworker.KeyQueue.String(otelsqsworker.QueueName(key.queueURL)), otelsqsworker.KeyJobType.String(key.jobType)))
+	store := metric.WithAttributeSet(attribute.NewSet(KeyStore.String(key.store)))
+	built, _ := m.sets.LoadOrStore(key, &sets{
+		entry: []metric.AddOption{entry}, lag: []metric.RecordOption{entry},
+		store: []metric.AddOption{store}, gauge: []metric.RecordOption{store},
+	})
+	return built.(*sets)
+}

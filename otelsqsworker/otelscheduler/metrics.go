@@ -1,0 +1,139 @@
+package otelscheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/scheduler"
+)
+
+// ScopeName is the instrumentation scope of the meter this package uses.
+const ScopeName = "github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
+
+// Attribute keys: the schedule's name and what became of a tick. A lost leadership's
+// reason uses otelsqsworker.KeyReason (sqsworker.reason).
+const (
+	KeySchedule    = attribute.Key("sqsworker.schedule")
+	KeyTickOutcome = attribute.Key("sqsworker.tick.outcome")
+)
+
+// The values of KeyTickOutcome.
+const (
+	TickEnqueued     = "enqueued"
+	TickDeduplicated = "deduplicated"
+	TickSkipped      = "skipped"
+	TickFailed       = "failed"
+)
+
+// Config configures [NewMetrics].
+type Config struct {
+	// MeterProvider records the instruments; if nil, otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+}
+
+// Metrics is a [scheduler.Observer] that records OpenTelemetry metrics of a scheduler
+// replica; pass it as scheduler.Config.Observer. Instruments (units as UCUM; Prometheus
+// names, from the OpenTelemetry Prometheus exporter, in brackets):
+//
+//   - sqsworker.scheduler.ticks {tick} [sqsworker_scheduler_ticks_total]: ticks by
+//     schedule and outcome: "enqueued" (the tick's message was sent), "deduplicated"
+//     (it had been sent already: nothing was sent), "skipped" (missed beyond the
+//     schedule's CatchUp; a scheduler.EventTicksSkipped adds its Skipped count) and
+//     "failed" (claiming, sending or recording failed; the tick is tried again while
+//     the replica leads, so one tick can fail more than once);
+//   - sqsworker.scheduler.tick.delay (s) histogram [sqsworker_scheduler_tick_delay_seconds]:
+//     when an enqueued tick's message was sent minus the tick's scheduled time, by
+//     schedule (a schedule's Jitter shows here);
+//   - sqsworker.scheduler.leader {replica} up-down counter [sqsworker_scheduler_leader]:
+//     1 while this replica holds the lease, 0 otherwise; summed over the replicas it is
+//     the number of leaders, 1 when healthy;
+//   - sqsworker.scheduler.leadership.gained {term}
+//     [sqsworker_scheduler_leadership_gained_total], and
+//     sqsworker.scheduler.leadership.lost {term}
+//     [sqsworker_scheduler_leadership_lost_total] by reason ("renewal refused",
+//     "expired", "fenced", "shutdown").
+//
+// Schedules come from the program, so their attribute sets are not bounded here; they
+// are built once per schedule and outcome. ObserveScheduler is safe for concurrent use.
+type Metrics struct {
+	ticks, gained, lost metric.Int64Counter
+	delay               metric.Float64Histogram
+	leader              metric.Int64UpDownCounter
+	ticksSets           sync.Map // tickKey → []metric.AddOption
+	delaySets           sync.Map // schedule → []metric.RecordOption
+}
+
+type tickKey struct{ schedule, outcome string }
+
+// NewMetrics creates the instruments. It returns an error when the meter refuses one.
+func NewMetrics(cfg Config) (*Metrics, error) {
+	provider := cfg.MeterProvider
+	if provider == nil {
+		provider = otel.GetMeterProvider()
+	}
+	meter := provider.Meter(ScopeName)
+	m := &Metrics{}
+	var errs []error
+	var err error
+	m.ticks, err = meter.Int64Counter("sqsworker.scheduler.ticks", metric.WithUnit("{tick}"), metric.WithDescription("Scheduler ticks by schedule and outcome."))
+	errs = append(errs, err)
+	m.delay, err = meter.Float64Histogram("sqsworker.scheduler.tick.delay", metric.WithUnit("s"), metric.WithDescription("When an enqueued tick's message was sent minus the tick's scheduled time."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600))
+	errs = append(errs, err)
+	m.leader, err = meter.Int64UpDownCounter("sqsworker.scheduler.leader", metric.WithUnit("{replica}"), metric.WithDescription("1 while this replica holds the scheduler's lease."))
+	errs = append(errs, err)
+	m.gained, err = meter.Int64Counter("sqsworker.scheduler.leadership.gained", metric.WithUnit("{term}"), metric.WithDescription("Times this replica took the scheduler's lease."))
+	errs = append(errs, err)
+	m.lost, err = meter.Int64Counter("sqsworker.scheduler.leadership.lost", metric.WithUnit("{term}"), metric.WithDescription("Times this replica lost the scheduler's lease, by reason."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ObserveScheduler implements [scheduler.Observer].
+func (m *Metrics) ObserveScheduler(ctx context.Context, ev scheduler.Event) {
+	switch ev.Kind {
+	case scheduler.EventLeadershipGained:
+		m.leader.Add(ctx, 1)
+		m.gained.Add(ctx, 1)
+	case scheduler.EventLeadershipLost:
+		m.leader.Add(ctx, -1)
+		m.lost.Add(ctx, 1, metric.WithAttributes(otelsqsworker.KeyReason.String(ev.Reason)))
+	case scheduler.EventTickEnqueued:
+		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, TickEnqueued)...)
+		if !ev.Tick.IsZero() {
+			m.delay.Record(ctx, max(ev.Time.Sub(ev.Tick), 0).Seconds(), m.delayOptions(ev.Schedule)...)
+		}
+	case scheduler.EventTickDeduplicated:
+		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, TickDeduplicated)...)
+	case scheduler.EventTicksSkipped:
+		m.ticks.Add(ctx, int64(ev.Skipped), m.tickOptions(ev.Schedule, TickSkipped)...)
+	case scheduler.EventTickFailed:
+		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, TickFailed)...)
+	}
+}
+
+func (m *Metrics) tickOptions(schedule, outcome string) []metric.AddOption {
+	key := tickKey{schedule, outcome}
+	if cached, ok := m.ticksSets.Load(key); ok {
+		return cached.([]metric.AddOption)
+	}
+	built, _ := m.ticksSets.LoadOrStore(key, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(KeySchedule.String(schedule), KeyTickOutcome.String(outcome)))})
+	return built.([]metric.AddOption)
+}
+
+func (m *Metrics) delayOptions(schedule string) []metric.RecordOption {
+	if cached, ok := m.delaySets.Load(schedule); ok {
+		return cached.([]metric.RecordOption)
+	}
+	built, _ := m.delaySets.LoadOrStore(schedule, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(KeySchedule.String(schedule)))})
+	return built.([]metric.RecordOption)
+}
