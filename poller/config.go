@@ -63,10 +63,32 @@ const (
 	RecommendedMaxReceiveCount = 5
 )
 
-// Config configures a [Server]. The zero value of every field but QueueURL is usable.
+// Config configures a [Server]. The zero value of every field but QueueURL (or Queues)
+// is usable.
 type Config struct {
-	// QueueURL specifies the queue to consume. Required.
+	// QueueURL specifies the queue to consume, with the handler given to [New]. Required
+	// unless Queues is set; not both.
 	QueueURL string
+
+	// Queues specifies several queues to consume from one Concurrency pool, each with
+	// its own handler (or the one given to New), weight, limits, visibility and backoff
+	// (see [QueueConfig]); Priority decides how they share the slots. Empty: QueueURL.
+	Queues []QueueConfig
+
+	// Priority specifies how Queues share the slots and receives: [Weighted] (the
+	// default) or [Strict]. It has no effect with one queue.
+	Priority Priority
+
+	// JobTypeLimits bounds the handler calls of each job type (the message's
+	// [sqsworker.AttributeJobType] attribute) across every queue of the server: at once,
+	// and per second. The job type is known only once a message is received, so a
+	// message over its type's limit waits in this process, its heartbeat running and
+	// its Concurrency slot held, until its type has room: nothing is lost or received
+	// again, and its receive count does not grow (releasing it with a short visibility
+	// change instead would count a receive toward maxReceiveCount each time, and could
+	// dead-letter a message that was never handled). For a limit that must act before
+	// the receive, give the job type its own queue and set [QueueConfig].Limit.
+	JobTypeLimits map[string]Limit
 
 	// Concurrency specifies how many messages are handled at the same time, and so how
 	// many the server holds at most (received, not yet settled); if zero, defaults to 10.
@@ -248,8 +270,8 @@ func (c Config) validate(client API) error {
 	add := func(format string, args ...any) {
 		problems = append(problems, fmt.Errorf("poller: "+format, args...))
 	}
-	if c.QueueURL == "" {
-		add("Config.QueueURL is empty")
+	if c.QueueURL == "" && len(c.Queues) == 0 {
+		add("Config.QueueURL is empty (set it, or Config.Queues)")
 	}
 	if c.Concurrency < 1 {
 		add("Config.Concurrency %d is below 1", c.Concurrency)

@@ -1,0 +1,163 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limit bounds how many messages of a queue ([QueueConfig].Limit) or of a job type
+// (Config.JobTypeLimits) this server handles: at once, and per second. The zero value
+// is no limit. A limit holds for one server (one process); n processes together may
+// start n times as many.
+type Limit struct {
+	// MaxConcurrency specifies the most handler calls running at once; 0 means no limit
+	// beyond Config.Concurrency. Negative values are rejected.
+	MaxConcurrency int
+
+	// RatePerSecond specifies the most handler starts per second, a token bucket
+	// (golang.org/x/time/rate) refilled at this rate with room for RateBurst tokens; 0
+	// means no limit. With RateBurst 1 (the default) handler starts are at least
+	// 1/RatePerSecond apart, so no window of one second holds more than RatePerSecond
+	// starts (a burst b allows b-1 more). The bucket is filled at 99% of the rate (see
+	// rateHeadroom), so the few milliseconds between a token and the handler's first
+	// line cannot put RatePerSecond+1 starts into a one-second window. Negative values,
+	// NaN and infinity are rejected.
+	RatePerSecond float64
+
+	// RateBurst specifies the token bucket's size: how many handler starts may follow
+	// one another at once after a quiet spell, and (for a queue's limit) how many
+	// messages one ReceiveMessage call may ask for; if zero, defaults to 1. It requires
+	// RatePerSecond. Negative values are rejected.
+	RateBurst int
+}
+
+// rateHeadroom is the share of Limit.RatePerSecond the token bucket is filled at. Token
+// grants under load are exactly 1/rate apart, so r+1 handler starts can fall into one
+// second whenever the first start of a run lags its token more than the last one's;
+// filling at 99% keeps r+1 grants 1% of a second (10 ms) further apart than one
+// second, which absorbs the scheduling delay between a token and the handler's call.
+const rateHeadroom = 0.99
+
+// validate reports the problems of l, naming it as name.
+func (l Limit) validate(name string) []error {
+	var problems []error
+	add := func(format string, args ...any) {
+		problems = append(problems, fmt.Errorf("poller: %s"+format, append([]any{name}, args...)...))
+	}
+	if l.MaxConcurrency < 0 {
+		add(".MaxConcurrency %d is negative", l.MaxConcurrency)
+	}
+	if l.RatePerSecond < 0 || math.IsNaN(l.RatePerSecond) || math.IsInf(l.RatePerSecond, 0) {
+		add(".RatePerSecond %v is not a finite number of jobs per second, 0 or more", l.RatePerSecond)
+	}
+	if l.RateBurst < 0 {
+		add(".RateBurst %d is negative", l.RateBurst)
+	}
+	if l.RateBurst > 0 && l.RatePerSecond == 0 {
+		add(".RateBurst %d is set without RatePerSecond", l.RateBurst)
+	}
+	return problems
+}
+
+// limiter enforces one Limit: a semaphore for MaxConcurrency, a token bucket for
+// RatePerSecond. A nil limiter (no limit) lets everything through.
+type limiter struct {
+	concurrency chan struct{} // nil: no concurrency limit
+	bucket      *rate.Limiter // nil: no rate limit
+}
+
+// newLimiter returns the limiter of l, or nil when l limits nothing.
+func newLimiter(l Limit) *limiter {
+	if l.MaxConcurrency == 0 && l.RatePerSecond == 0 {
+		return nil
+	}
+	lim := &limiter{}
+	if l.MaxConcurrency > 0 {
+		lim.concurrency = make(chan struct{}, l.MaxConcurrency)
+	}
+	if l.RatePerSecond > 0 {
+		lim.bucket = rate.NewLimiter(rate.Limit(l.RatePerSecond*rateHeadroom), max(l.RateBurst, 1))
+	}
+	return lim
+}
+
+// enter waits for a concurrency place and a token, for one handler start. It returns
+// the function that gives the place back (call it when the handler returns), or ctx's
+// error (or stop's: errStopped) when either ends first; then nothing is taken.
+func (l *limiter) enter(ctx context.Context, stop <-chan struct{}) (leave func(), err error) {
+	if l == nil {
+		return func() {}, nil
+	}
+	leave = func() {}
+	if l.concurrency != nil {
+		select {
+		case l.concurrency <- struct{}{}:
+			leave = func() { <-l.concurrency }
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-stop:
+			return nil, errStopped
+		}
+	}
+	if l.bucket != nil {
+		if err := waitToken(ctx, stop, l.bucket); err != nil {
+			leave()
+			return nil, err
+		}
+	}
+	return leave, nil
+}
+
+// errStopped reports a wait given up because the server is shutting down.
+var errStopped = fmt.Errorf("poller: shutting down")
+
+// waitToken takes one token of bucket, waiting for it unless ctx ends or stop closes
+// first (then nothing is taken).
+func waitToken(ctx context.Context, stop <-chan struct{}, bucket *rate.Limiter) error {
+	reservation := bucket.Reserve()
+	delay := reservation.Delay()
+	if delay == 0 {
+		return nil
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		reservation.Cancel()
+		return ctx.Err()
+	case <-stop:
+		reservation.Cancel()
+		return errStopped
+	}
+}
+
+// available returns how many tokens the queue's bucket will have free for new messages
+// once the waiting ones (received, not started yet) took theirs, waiting until that is
+// at least one. It returns 0 when stop closes first. A nil limiter or one without a
+// rate has limit free.
+func (l *limiter) available(stop <-chan struct{}, waiting func() int, limit int) int {
+	if l == nil || l.bucket == nil {
+		return limit
+	}
+	for {
+		now := time.Now()
+		free := l.bucket.TokensAt(now) - float64(waiting())
+		if free >= 1 {
+			return min(int(free), limit)
+		}
+		delay := time.Duration((1 - free) / float64(l.bucket.Limit()) * float64(time.Second))
+		timer := time.NewTimer(max(delay, time.Millisecond))
+		select {
+		case <-timer.C:
+		case <-stop:
+			timer.Stop()
+			return 0
+		}
+	}
+}
