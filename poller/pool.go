@@ -95,15 +95,7 @@ func (p *pool) acquire(q *poolQueue, stop <-chan struct{}, limit int) (taken int
 	for {
 		if taken, probe := p.grant(q, limit); taken > 0 {
 			q.waiting--
-			p.taken += taken
-			p.polling += taken
-			q.taken += taken
-			q.polling += taken
-			q.polls++
-			if !probe {
-				p.polls++
-				q.pass += float64(taken) / float64(q.weight)
-			}
+			p.take(q, taken, probe)
 			p.mu.Unlock()
 			return taken, probe
 		}
@@ -122,6 +114,19 @@ func (p *pool) acquire(q *poolQueue, stop <-chan struct{}, limit int) (taken int
 		}
 		p.mu.Lock()
 		p.waiters--
+	}
+}
+
+// take records a receive on q granted taken slots. p.mu must be held.
+func (p *pool) take(q *poolQueue, taken int, probe bool) {
+	p.taken += taken
+	p.polling += taken
+	q.taken += taken
+	q.polling += taken
+	q.polls++
+	if !probe {
+		p.polls++
+		q.pass += float64(taken) / float64(q.weight)
 	}
 }
 
