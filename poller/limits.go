@@ -41,9 +41,9 @@ type Limit struct {
 }
 
 // rateHeadroom is the share of Limit.RatePerSecond the token bucket is filled at. Token
-// grants under load are exactly 1/rate apart, so r+1 handler starts can fall into one
-// second whenever the first start of a run lags its token more than the last one's;
-// filling at 99% keeps r+1 grants 1% of a second (10 ms) further apart than one
+// grants under load are 1/rate apart (see waitToken), so r+1 handler starts could fall
+// into one second whenever the first start of a run lags its token more than the last
+// one's; filling at 99% keeps r+1 grants 1% of a second (10 ms) further apart than one
 // second, which absorbs the scheduling delay between a token and the handler's call.
 const rateHeadroom = 0.99
 
@@ -121,24 +121,27 @@ func (l *limiter) enter(ctx context.Context, stop <-chan struct{}) (leave func()
 var errStopped = fmt.Errorf("poller: shutting down")
 
 // waitToken takes one token of bucket, waiting for it unless ctx ends or stop closes
-// first (then nothing is taken).
+// first (then nothing is taken). The token is taken when this goroutine runs, not
+// reserved ahead: a reservation fixes its time, so a waiter whose timer fired late
+// would start closer than 1/rate to the next one; taken on waking, two starts are
+// always at least 1/rate apart (the bucket holds at most the burst).
 func waitToken(ctx context.Context, stop <-chan struct{}, bucket *rate.Limiter) error {
-	reservation := bucket.Reserve()
-	delay := reservation.Delay()
-	if delay == 0 {
-		return nil
-	}
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		reservation.Cancel()
-		return ctx.Err()
-	case <-stop:
-		reservation.Cancel()
-		return errStopped
+	for {
+		now := time.Now()
+		if bucket.AllowN(now, 1) {
+			return nil
+		}
+		missing := 1 - bucket.TokensAt(now)
+		timer := time.NewTimer(max(time.Duration(missing/float64(bucket.Limit())*float64(time.Second)), time.Millisecond))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-stop:
+			timer.Stop()
+			return errStopped
+		}
 	}
 }
 
