@@ -26,6 +26,9 @@ const (
 	// keeps 10 idle connections per host, which the receivers share with deletes and
 	// heartbeats; more calls in flight would open and close connections instead.
 	maxReceivers = 10
+	// maxReceiveGather bounds Config.ReceiveGather: a longer wait would leave slots
+	// idle for longer than most handlers run.
+	maxReceiveGather = time.Second
 	// defaultWaitTime is Config.WaitTime when zero: the longest long poll.
 	defaultWaitTime = sqsx.MaxWaitTime
 	// httpTimeoutSlack is how much longer than the long poll an HTTP timeout must be.
@@ -109,8 +112,19 @@ type Config struct {
 	// receivers add whole batches, not calls for one or two messages. On an idle queue
 	// each receiver makes one call per WaitTime. The cap of 10 is 100 messages per round
 	// trip, and the 10 idle connections per host of the SDK's default HTTP transport,
-	// shared with deletes and heartbeats.
+	// shared with deletes and heartbeats. With several queues (Queues) it counts per
+	// queue, and defaults to at least 2: while one receive of a queue is in flight the
+	// other waits for freed slots, so they go to the queue owed them by its weight
+	// rather than to whichever queue happens to be waiting.
 	Receivers int
+
+	// ReceiveGather specifies how long a receive waits for more Concurrency slots to
+	// free before asking for fewer messages than a full batch (MaxMessages, or what the
+	// receives in flight leave), counted from when it first could have asked; 0 turns
+	// it off (a receive goes as soon as one slot is free); at most 1 s; if negative,
+	// rejected. With slow handlers that finish one by one it trades a few milliseconds of
+	// an idle slot for fewer ReceiveMessage calls per message (see docs/benchmarks.md).
+	ReceiveGather time.Duration
 
 	// WaitTime specifies the long-poll wait (WaitTimeSeconds), whole seconds from 1 s to
 	// 20 s (SQS's limit); if zero, defaults to 20 s. A shutdown lets the long poll in
@@ -234,6 +248,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Receivers == 0 {
 		c.Receivers = defaultReceivers(c.Concurrency, c.MaxMessages)
+		if len(c.Queues) > 1 {
+			// Per queue: while one receive is in flight the other waits for slots, so
+			// the weighted shares hold (see pool) however long a receive takes.
+			c.Receivers = min(max(c.Receivers, 2), max(c.Concurrency, 1))
+		}
 	}
 	if c.WaitTime == 0 {
 		c.WaitTime = defaultWaitTime
@@ -284,6 +303,9 @@ func (c Config) validate(client API) error {
 		add("Config.Receivers %d is outside 1..%d", c.Receivers, maxReceivers)
 	case c.Concurrency >= 1 && c.Receivers > c.Concurrency:
 		add("Config.Receivers %d exceeds Config.Concurrency %d: a receiver would wait for a free slot it never gets", c.Receivers, c.Concurrency)
+	}
+	if c.ReceiveGather < 0 || c.ReceiveGather > maxReceiveGather {
+		add("Config.ReceiveGather %s is outside 0..%s", c.ReceiveGather, maxReceiveGather)
 	}
 	switch {
 	case c.WaitTime < time.Second:

@@ -36,6 +36,8 @@ type fakeQueue struct {
 
 	// emptyWait is how long an empty answer takes (a long poll); 0: 20 ms.
 	emptyWait time.Duration
+	// latency is how long every answer takes (a round trip).
+	latency time.Duration
 	// before, if set, is called (the fake's lock held) at the start of each receive.
 	before func(q *fakeQueue)
 
@@ -97,7 +99,11 @@ func (f *multiQueueAPI) ReceiveMessage(ctx context.Context, input *sqs.ReceiveMe
 	if wait == 0 {
 		wait = 20 * time.Millisecond
 	}
+	latency := q.latency
 	f.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
+	}
 	if len(messages) == 0 {
 		select {
 		case <-ctx.Done():
@@ -173,10 +179,21 @@ func (c *perQueueCounter) snapshot() (map[string]int, int) {
 }
 
 // TestMultiQueueWeightedShares: three bottomless queues of weights 6, 3 and 1 share one
-// pool of 10 slots: the handled messages split within 2 points of 60/30/10.
+// pool of 10 slots: the handled messages split within 2 points of 60/30/10, also when
+// a receive takes longer than a handler (a queue's receive in flight does not hand its
+// share to the others).
 func TestMultiQueueWeightedShares(t *testing.T) {
 	t.Parallel()
-	api := newMultiQueueAPI(&fakeQueue{name: "critical", remaining: -1}, &fakeQueue{name: "default", remaining: -1}, &fakeQueue{name: "low", remaining: -1})
+	for _, latency := range []time.Duration{0, 5 * time.Millisecond} {
+		t.Run(fmt.Sprintf("receive_latency_%s", latency), func(t *testing.T) {
+			t.Parallel()
+			testWeightedShares(t, latency)
+		})
+	}
+}
+
+func testWeightedShares(t *testing.T, latency time.Duration) {
+	api := newMultiQueueAPI(&fakeQueue{name: "critical", remaining: -1, latency: latency}, &fakeQueue{name: "default", remaining: -1, latency: latency}, &fakeQueue{name: "low", remaining: -1, latency: latency})
 	var counter perQueueCounter
 	startServer(t, api, Config{
 		Concurrency: 10,
@@ -185,7 +202,8 @@ func TestMultiQueueWeightedShares(t *testing.T) {
 			{URL: fakeQueueURLFor("default"), Weight: 3},
 			{URL: fakeQueueURLFor("low"), Weight: 1},
 		},
-	}, counter.handler(0))
+		Logger: quietLogger(),
+	}, counter.handler(time.Millisecond))
 	eventually(t, "3000 messages handled", func() bool { _, total := counter.snapshot(); return total >= 3000 })
 	counts, total := counter.snapshot()
 	for name, want := range map[string]float64{"critical": 0.6, "default": 0.3, "low": 0.1} {

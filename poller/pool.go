@@ -1,6 +1,9 @@
 package poller
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // pool is the counting semaphore behind Config.Concurrency, shared by every queue of a
 // server, and the scheduler that decides which queue's receive gets freed slots
@@ -30,6 +33,9 @@ type pool struct {
 	capacity int
 	strict   bool
 	queues   []*poolQueue
+	// gather is Config.ReceiveGather: how long a receive with no other in flight waits
+	// for more slots to free before asking for fewer than a full batch.
+	gather time.Duration
 
 	mu      sync.Mutex
 	taken   int           // by receives in flight and by the messages held
@@ -89,28 +95,54 @@ func (p *pool) multi() bool { return len(p.queues) > 1 }
 // receives in flight leave, if fewer. So further receives add full batches, not
 // fragments: handlers that finish together free their slots a few microseconds apart,
 // and receives grabbing the first one or two would multiply the calls per message.
+//
+// With Config.ReceiveGather, a receive that could go with fewer than a full batch waits
+// that long (from when it first could go) for more slots to free, so slow handlers
+// finishing one by one do not make one call per message.
 func (p *pool) acquire(q *poolQueue, stop <-chan struct{}, limit int) (taken int, probe bool) {
 	p.mu.Lock()
 	q.waiting++
+	var couldSince time.Time // when this receive first could have gone with a partial batch
 	for {
+		var timer *time.Timer
+		var gathering <-chan time.Time
 		if taken, probe := p.grant(q, limit); taken > 0 {
-			q.waiting--
-			p.take(q, taken, probe)
-			p.mu.Unlock()
-			return taken, probe
+			wait := time.Duration(0)
+			if !probe && p.gather > 0 && taken < p.fullBatch(q, limit) {
+				now := time.Now()
+				if couldSince.IsZero() {
+					couldSince = now
+				}
+				wait = p.gather - now.Sub(couldSince)
+			}
+			if wait <= 0 {
+				q.waiting--
+				p.take(q, taken, probe)
+				p.mu.Unlock()
+				return taken, probe
+			}
+			timer = time.NewTimer(wait)
+			gathering = timer.C
 		}
 		changed := p.changed
 		p.waiters++
 		p.mu.Unlock()
 		select {
 		case <-changed:
+		case <-gathering:
 		case <-stop:
+			if timer != nil {
+				timer.Stop()
+			}
 			p.mu.Lock()
 			p.waiters--
 			q.waiting--
 			p.broadcast() // another queue may be the one to go now
 			p.mu.Unlock()
 			return 0, false
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		p.mu.Lock()
 		p.waiters--
@@ -165,6 +197,12 @@ func (p *pool) want(q *poolQueue, limit int) int {
 		return 1
 	}
 	return max(min(limit, p.capacity-p.polling, q.limit-q.polling), 1)
+}
+
+// fullBatch is the most slots a receive on q could ask for if every slot the receives
+// in flight leave were free. p.mu must be held.
+func (p *pool) fullBatch(q *poolQueue, limit int) int {
+	return min(limit, p.capacity-p.polling, q.limit-q.polling)
 }
 
 // ready reports whether a waiting receive on busy queue q could take slots now. p.mu

@@ -183,6 +183,7 @@ func (s *Server) wire(queues []*queueRuntime, base context.Context) {
 		specs[i] = poolSpec{weight: q.spec.Weight, maxConcurrency: q.spec.Limit.MaxConcurrency}
 	}
 	concurrency := newPool(s.config.Concurrency, s.config.Priority == Strict, specs...)
+	concurrency.gather = s.config.ReceiveGather
 	jobTypes := make(map[string]*limiter, len(s.config.JobTypeLimits))
 	for jobType, limit := range s.config.JobTypeLimits {
 		jobTypes[jobType] = newLimiter(limit)
