@@ -122,8 +122,12 @@ type Config struct {
 	// free before asking for fewer messages than a full batch (MaxMessages, or what the
 	// receives in flight leave), counted from when it first could have asked; 0 turns
 	// it off (a receive goes as soon as one slot is free); at most 1 s; if negative,
-	// rejected. With slow handlers that finish one by one it trades a few milliseconds of
-	// an idle slot for fewer ReceiveMessage calls per message (see docs/benchmarks.md).
+	// rejected. With slow handlers that finish one by one it trades idle slot time for
+	// fewer ReceiveMessage calls per message. Measured with the bench (LocalStack,
+	// Concurrency 20, 10-200 ms handlers, slot bound about 190 msg/s; SQS calls per
+	// message, deletes included): off 173 msg/s at 0.87; 5 ms 167 at 0.76; 10 ms 157 at
+	// 0.58; 20 ms 154 at 0.48; 40 ms 141 at 0.35. Every millisecond gathered is a
+	// millisecond a freed slot stays idle, so it is off by default.
 	ReceiveGather time.Duration
 
 	// WaitTime specifies the long-poll wait (WaitTimeSeconds), whole seconds from 1 s to

@@ -246,3 +246,44 @@ func TestPoolAcquireStops(t *testing.T) {
 		t.Fatal("acquire did not return after stop")
 	}
 }
+
+// TestPoolGather: with ReceiveGather a receive that could take only part of a batch
+// waits for more slots to free, and goes at once when a full batch is free.
+func TestPoolGather(t *testing.T) {
+	t.Parallel()
+	p := newPool(10, false, poolSpec{})
+	p.gather = time.Minute
+	q := p.queues[0]
+	taken, _ := p.acquire(q, nil, 10)
+	p.received(q, taken, 10, false, true) // 10 held
+	p.release(q, 3)
+	result := make(chan int, 1)
+	go func() {
+		n, _ := p.acquire(q, nil, 10)
+		result <- n
+	}()
+	select {
+	case n := <-result:
+		t.Fatalf("acquire took %d of 10 slots within 100 ms; want it to gather for a full batch", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.release(q, 7)
+	select {
+	case n := <-result:
+		if n != 10 {
+			t.Fatalf("acquire = %d, want the full batch of 10", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("acquire did not go once a full batch was free")
+	}
+	p.received(q, 10, 0, false, true)
+
+	// Gathering ends after ReceiveGather with what is free.
+	p.gather = 20 * time.Millisecond
+	taken, _ = p.acquire(q, nil, 10)
+	p.received(q, taken, 10, false, true)
+	p.release(q, 4)
+	if n, _ := p.acquire(q, nil, 10); n != 4 {
+		t.Fatalf("acquire after the gather window = %d, want the 4 free", n)
+	}
+}
