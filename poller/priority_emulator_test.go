@@ -155,7 +155,9 @@ func TestEmulatorWeightedShares(t *testing.T) {
 
 // TestEmulatorStrictPriority: with strict priority and both queues full from the start,
 // no message of the low queue is handled while the high queue has any: every high
-// message starts before the first low one.
+// message starts before the first low one. The low queue is polled only after the high
+// one's empty long poll (2 s), so the high messages received last have that long to
+// start.
 func TestEmulatorStrictPriority(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
@@ -167,7 +169,7 @@ func TestEmulatorStrictPriority(t *testing.T) {
 	startServer(t, client, Config{
 		Concurrency: 10,
 		Receivers:   2,
-		WaitTime:    time.Second,
+		WaitTime:    2 * time.Second,
 		Priority:    Strict,
 		Queues:      []QueueConfig{{URL: low, Weight: 1}, {URL: high, Weight: 10}},
 		Logger:      quietLogger(),
