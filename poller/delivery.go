@@ -62,18 +62,23 @@ func (l *lane) tokenSettled(d *delivery) {
 	}
 }
 
-// enter waits until d may start: a token of its queue's rate limit, then a place and a
-// token of its job type's limit (the heartbeat keeps d hidden meanwhile). leave gives
-// the job type's place back when the handler returns. err is ctx's error, or
-// errStopped when stop closed first; then nothing is held.
-func (l *lane) enter(ctx context.Context, stop <-chan struct{}, d *delivery) (leave func(), err error) {
+// enter waits until d may start: a place of its job type's concurrency limit, then a
+// free token of its job type's rate limit and of its queue's (the heartbeat keeps d
+// hidden meanwhile). The pass's take takes the tokens (call it just before the
+// handler), its leave gives the places back when the handler returns. err is ctx's
+// error, or errStopped when stop closed first; then the pass is already left.
+func (l *lane) enter(ctx context.Context, stop <-chan struct{}, d *delivery) (*pass, error) {
 	defer l.tokenSettled(d)
-	if l.rate != nil {
-		if _, err := l.rate.enter(ctx, stop); err != nil {
-			return nil, err
-		}
+	p := &pass{}
+	if err := l.jobTypes[d.message.JobType()].enter(ctx, stop, p); err != nil {
+		p.leave()
+		return nil, err
 	}
-	return l.jobTypes[d.message.JobType()].enter(ctx, stop)
+	if err := l.rate.enter(ctx, stop, p); err != nil {
+		p.leave()
+		return nil, err
+	}
+	return p, nil
 }
 
 // byLane groups deliveries by their lane, keeping their order within each.

@@ -220,17 +220,18 @@ func (d *dispatcher) starved() (bool, int) {
 // which gives back the message's slot.
 func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, abandoned *abandonedHandler) {
 	message := held.message
-	leave, err := held.lane.enter(d.handlerContext, d.stopped, held)
+	limits, err := held.lane.enter(d.handlerContext, d.stopped, held)
 	if err != nil {
 		held.lane.settler.release([]*delivery{held}, "shutting down while waiting for its rate or concurrency limit")
 		return false, nil
 	}
-	defer leave()
+	defer limits.leave()
 	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
 	defer cancel()
 	result := make(chan error, 1)
 	held.lane.settler.started(held)
 	go func() { // owned by process: it waits for the result, or gives up at abandon
+		limits.take()
 		result <- settle.Call(ctx, held.lane.handler, message)
 	}()
 

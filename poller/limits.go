@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -73,6 +74,9 @@ func (l Limit) validate(name string) []error {
 type limiter struct {
 	concurrency chan struct{} // nil: no concurrency limit
 	bucket      *rate.Limiter // nil: no rate limit
+	// turn (one place) is held from when a message found a token free until it took
+	// it: only the holder takes tokens, so the token it saw stays free for it.
+	turn chan struct{}
 }
 
 // newLimiter returns the limiter of l, or nil when l limits nothing.
@@ -86,52 +90,99 @@ func newLimiter(l Limit) *limiter {
 	}
 	if l.RatePerSecond > 0 {
 		lim.bucket = rate.NewLimiter(rate.Limit(l.RatePerSecond*rateHeadroom), max(l.RateBurst, 1))
+		lim.turn = make(chan struct{}, 1)
 	}
 	return lim
 }
 
-// enter waits for a concurrency place and a token, for one handler start. It returns
-// the function that gives the place back (call it when the handler returns), or ctx's
-// error (or stop's: errStopped) when either ends first; then nothing is taken.
-func (l *limiter) enter(ctx context.Context, stop <-chan struct{}) (leave func(), err error) {
-	if l == nil {
-		return func() {}, nil
+// pass is what a message holds of its limiters between enter and the handler's end.
+type pass struct {
+	mu     sync.Mutex // take runs in the handler's goroutine, leave in process's
+	leaves []func()   // give the concurrency places back
+	takes  []func()   // take the tokens found free, ending the turns
+}
+
+// take takes the tokens the message found free, in the handler's goroutine just before
+// the handler is called, so that the time a token is taken is the handler's start
+// (not a goroutine start earlier, which the scheduler may delay by milliseconds).
+func (p *pass) take() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, take := range p.takes {
+		take()
 	}
-	leave = func() {}
+	p.takes = nil
+}
+
+// leave gives the concurrency places back (when the handler returned) and, if take was
+// not called, ends the turns without taking the tokens.
+func (p *pass) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, end := range p.takes {
+		end()
+	}
+	p.takes = nil
+	for _, leave := range p.leaves {
+		leave()
+	}
+	p.leaves = nil
+}
+
+// enter waits for a concurrency place, then for the turn and a free token, for one
+// handler start; the pass's take takes the token. It returns ctx's error (or stop's:
+// errStopped) when either ends first; then the pass holds nothing more.
+func (l *limiter) enter(ctx context.Context, stop <-chan struct{}, p *pass) error {
+	if l == nil {
+		return nil
+	}
 	if l.concurrency != nil {
 		select {
 		case l.concurrency <- struct{}{}:
-			leave = func() { <-l.concurrency }
+			p.leaves = append(p.leaves, func() { <-l.concurrency })
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-stop:
-			return nil, errStopped
+			return errStopped
 		}
 	}
-	if l.bucket != nil {
-		if err := waitToken(ctx, stop, l.bucket); err != nil {
-			leave()
-			return nil, err
-		}
+	if l.bucket == nil {
+		return nil
 	}
-	return leave, nil
+	select {
+	case l.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return errStopped
+	}
+	if err := waitFree(ctx, stop, l.bucket); err != nil {
+		<-l.turn
+		return err
+	}
+	p.takes = append(p.takes, func() { // called once: take and leave clear p.takes
+		// The turn kept the token free since waitFree saw it.
+		l.bucket.AllowN(time.Now(), 1)
+		<-l.turn
+	})
+	return nil
 }
 
 // errStopped reports a wait given up because the server is shutting down.
 var errStopped = fmt.Errorf("poller: shutting down")
 
-// waitToken takes one token of bucket, waiting for it unless ctx ends or stop closes
-// first (then nothing is taken). The token is taken when this goroutine runs, not
-// reserved ahead: a reservation fixes its time, so a waiter whose timer fired late
-// would start closer than 1/rate to the next one; taken on waking, two starts are
-// always at least 1/rate apart (the bucket holds at most the burst).
-func waitToken(ctx context.Context, stop <-chan struct{}, bucket *rate.Limiter) error {
+// waitFree waits until bucket has a whole token free, unless ctx ends or stop closes
+// first. Tokens are taken when they are used, not reserved ahead: a reservation fixes
+// its time, so a waiter whose timer fired late would start closer than 1/rate to the
+// next one; taken at the start, two starts are always at least 1/rate apart (the
+// bucket holds at most the burst).
+func waitFree(ctx context.Context, stop <-chan struct{}, bucket *rate.Limiter) error {
 	for {
 		now := time.Now()
-		if bucket.AllowN(now, 1) {
+		missing := 1 - bucket.TokensAt(now)
+		if missing <= 0 {
 			return nil
 		}
-		missing := 1 - bucket.TokensAt(now)
 		timer := time.NewTimer(max(time.Duration(missing/float64(bucket.Limit())*float64(time.Second)), time.Millisecond))
 		select {
 		case <-timer.C:
