@@ -312,9 +312,11 @@ func TestJobTypeMaxConcurrency(t *testing.T) {
 	var running, peak, handled atomic.Int64
 	release := make(chan struct{})
 	server := startServer(t, api, Config{
-		Concurrency:   10,
-		Queues:        []QueueConfig{{URL: fakeQueueURLFor("jobs")}},
-		JobTypeLimits: map[string]Limit{"slow": {MaxConcurrency: 2}},
+		Concurrency:         10,
+		HeartbeatInterval:   50 * time.Millisecond,
+		VisibilityExtension: 10 * time.Second,
+		Queues:              []QueueConfig{{URL: fakeQueueURLFor("jobs")}},
+		JobTypeLimits:       map[string]Limit{"slow": {MaxConcurrency: 2}},
 	}, sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 		now := running.Add(1)
 		defer running.Add(-1)
@@ -332,6 +334,19 @@ func TestJobTypeMaxConcurrency(t *testing.T) {
 	if got := server.Stats().InFlight; got != 10 {
 		t.Errorf("InFlight = %d, want 10 (8 waiting for the job type's limit, held)", got)
 	}
+	// The waiting messages' heartbeats run: every one of the 10 is extended.
+	eventually(t, "heartbeats for all 10 held messages", func() bool {
+		_, _, batches, _ := api.recorded()
+		extended := map[string]bool{}
+		for _, batch := range batches {
+			for _, entry := range batch.Entries {
+				if entry.VisibilityTimeout > 0 {
+					extended[aws.ToString(entry.ReceiptHandle)] = true
+				}
+			}
+		}
+		return len(extended) == 10
+	})
 	close(release)
 	eventually(t, "10 handled", func() bool { return handled.Load() == 10 && server.Stats().Deleted == 10 })
 	if peak.Load() != 2 {
