@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,8 +42,12 @@ type fakeQueue struct {
 	// before, if set, is called (the fake's lock held) at the start of each receive.
 	before func(q *fakeQueue)
 
+	// noRedrive leaves the redrive policy out of the queue's attributes.
+	noRedrive bool
+
 	receives    int
-	empties     int // empty answers given
+	visibility  []int32 // VisibilityTimeout of each call
+	empties     int     // empty answers given
 	inFlight    int // ReceiveMessage calls in flight
 	maxInFlight int
 	asked       []int32 // MaxNumberOfMessages of each call
@@ -75,6 +80,7 @@ func (f *multiQueueAPI) ReceiveMessage(ctx context.Context, input *sqs.ReceiveMe
 		q.before(q)
 	}
 	q.receives++
+	q.visibility = append(q.visibility, input.VisibilityTimeout)
 	q.asked = append(q.asked, input.MaxNumberOfMessages)
 	q.inFlight++
 	q.maxInFlight = max(q.maxInFlight, q.inFlight)
@@ -126,11 +132,17 @@ func (f *multiQueueAPI) GetQueueAttributes(_ context.Context, input *sqs.GetQueu
 	url := aws.ToString(input.QueueUrl)
 	name := url[strings.LastIndex(url, "/")+1:]
 	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": fakeDLQARN, "maxReceiveCount": 5})
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
+	attributes := map[string]string{
 		"QueueArn":          "arn:aws:sqs:us-east-1:000000000000:" + name,
 		"VisibilityTimeout": "30",
 		"RedrivePolicy":     string(policy),
-	}}, nil
+	}
+	f.mu.Lock()
+	if f.queue(url).noRedrive {
+		delete(attributes, "RedrivePolicy")
+	}
+	f.mu.Unlock()
+	return &sqs.GetQueueAttributesOutput{Attributes: attributes}, nil
 }
 
 // stats returns a copy of queue name's counters.
@@ -139,6 +151,7 @@ func (f *multiQueueAPI) stats(name string) fakeQueue {
 	defer f.mu.Unlock()
 	q := *f.queue(fakeQueueURLFor(name))
 	q.asked = append([]int32(nil), q.asked...)
+	q.visibility = append([]int32(nil), q.visibility...)
 	return q
 }
 
@@ -425,5 +438,56 @@ func TestLimiterHeadroom(t *testing.T) {
 	}
 	if newLimiter(Limit{}) != nil {
 		t.Error("a zero Limit made a limiter")
+	}
+}
+
+// TestMultiQueuePerQueueSettings: each queue has its own receive visibility and
+// backoff (QueueConfig overriding Config), and Start checks each queue's redrive policy,
+// naming the queue it refuses.
+func TestMultiQueuePerQueueSettings(t *testing.T) {
+	t.Parallel()
+	api := newMultiQueueAPI(&fakeQueue{name: "a", remaining: 1}, &fakeQueue{name: "b", remaining: 1})
+	failing := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return errors.New("try again") })
+	server := startServer(t, api, Config{
+		ReceiveVisibility: 20 * time.Second,
+		Backoff:           sqsworker.Backoff{Base: 3 * time.Second, Cap: 3 * time.Second, Jitter: sqsworker.JitterNone},
+		Queues: []QueueConfig{
+			{URL: fakeQueueURLFor("a")},
+			{URL: fakeQueueURLFor("b"), ReceiveVisibility: 7 * time.Second, Backoff: sqsworker.Backoff{Base: 11 * time.Second, Cap: 11 * time.Second, Jitter: sqsworker.JitterNone}},
+		},
+		Logger: quietLogger(),
+	}, failing)
+	eventually(t, "both messages rescheduled", func() bool {
+		_, visibilities, _, _ := api.recorded()
+		return len(visibilities) == 2 && server.Stats().InFlight == 0
+	})
+	_, visibilities, _, _ := api.recorded()
+	got := map[string]int32{}
+	for _, v := range visibilities {
+		got[strings.TrimPrefix(aws.ToString(v.ReceiptHandle), "rh-")] = v.VisibilityTimeout
+	}
+	if got["a-1"] != 3 || got["b-1"] != 11 {
+		t.Errorf("retry visibility = %v, want a-1: 3 (Config.Backoff) and b-1: 11 (its own)", got)
+	}
+	for name, want := range map[string]int32{"a": 20, "b": 7} {
+		for i, visibility := range api.stats(name).visibility {
+			if visibility != want {
+				t.Errorf("queue %s receive %d: VisibilityTimeout %d, want %d", name, i, visibility, want)
+				break
+			}
+		}
+	}
+
+	refused := newMultiQueueAPI(&fakeQueue{name: "ok"}, &fakeQueue{name: "unbounded", noRedrive: true})
+	server, err := New(refused, Config{Queues: []QueueConfig{{URL: fakeQueueURLFor("ok")}, {URL: fakeQueueURLFor("unbounded")}}}, failing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = server.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), fakeQueueURLFor("unbounded")+" has no redrive policy") || strings.Contains(err.Error(), fakeQueueURLFor("ok")+" ") {
+		t.Fatalf("Start: %v; want the queue without a redrive policy named, and only it", err)
+	}
+	if refused.stats("ok").receives != 0 {
+		t.Error("a refused start received messages")
 	}
 }
