@@ -48,7 +48,7 @@ type fakeQueue struct {
 	receives    int
 	visibility  []int32 // VisibilityTimeout of each call
 	empties     int     // empty answers given
-	inFlight    int // ReceiveMessage calls in flight
+	inFlight    int     // ReceiveMessage calls in flight
 	maxInFlight int
 	asked       []int32 // MaxNumberOfMessages of each call
 }
