@@ -26,6 +26,9 @@ const (
 	// keeps 10 idle connections per host, which the receivers share with deletes and
 	// heartbeats; more calls in flight would open and close connections instead.
 	maxReceivers = 10
+	// maxReceiveGather bounds Config.ReceiveGather: a longer wait would leave slots
+	// idle for longer than most handlers run.
+	maxReceiveGather = time.Second
 	// defaultWaitTime is Config.WaitTime when zero: the longest long poll.
 	defaultWaitTime = sqsx.MaxWaitTime
 	// httpTimeoutSlack is how much longer than the long poll an HTTP timeout must be.
@@ -63,10 +66,32 @@ const (
 	RecommendedMaxReceiveCount = 5
 )
 
-// Config configures a [Server]. The zero value of every field but QueueURL is usable.
+// Config configures a [Server]. The zero value of every field but QueueURL (or Queues)
+// is usable.
 type Config struct {
-	// QueueURL specifies the queue to consume. Required.
+	// QueueURL specifies the queue to consume, with the handler given to [New]. Required
+	// unless Queues is set; not both.
 	QueueURL string
+
+	// Queues specifies several queues to consume from one Concurrency pool, each with
+	// its own handler (or the one given to New), weight, limits, visibility and backoff
+	// (see [QueueConfig]); Priority decides how they share the slots. Empty: QueueURL.
+	Queues []QueueConfig
+
+	// Priority specifies how Queues share the slots and receives: [Weighted] (the
+	// default) or [Strict]. It has no effect with one queue.
+	Priority Priority
+
+	// JobTypeLimits bounds the handler calls of each job type (the message's
+	// [sqsworker.AttributeJobType] attribute) across every queue of the server: at once,
+	// and per second. The job type is known only once a message is received, so a
+	// message over its type's limit waits in this process, its heartbeat running and
+	// its Concurrency slot held, until its type has room: nothing is lost or received
+	// again, and its receive count does not grow (releasing it with a short visibility
+	// change instead would count a receive toward maxReceiveCount each time, and could
+	// dead-letter a message that was never handled). For a limit that must act before
+	// the receive, give the job type its own queue and set [QueueConfig].Limit.
+	JobTypeLimits map[string]Limit
 
 	// Concurrency specifies how many messages are handled at the same time, and so how
 	// many the server holds at most (received, not yet settled); if zero, defaults to 10.
@@ -87,8 +112,23 @@ type Config struct {
 	// receivers add whole batches, not calls for one or two messages. On an idle queue
 	// each receiver makes one call per WaitTime. The cap of 10 is 100 messages per round
 	// trip, and the 10 idle connections per host of the SDK's default HTTP transport,
-	// shared with deletes and heartbeats.
+	// shared with deletes and heartbeats. With several queues (Queues) it counts per
+	// queue, and defaults to at least 2: while one receive of a queue is in flight the
+	// other waits for freed slots, so they go to the queue owed them by its weight
+	// rather than to whichever queue happens to be waiting.
 	Receivers int
+
+	// ReceiveGather specifies how long a receive waits for more Concurrency slots to
+	// free before asking for fewer messages than a full batch (MaxMessages, or what the
+	// receives in flight leave), counted from when it first could have asked; 0 turns
+	// it off (a receive goes as soon as one slot is free); at most 1 s; if negative,
+	// rejected. With slow handlers that finish one by one it trades idle slot time for
+	// fewer ReceiveMessage calls per message. Measured with the bench (LocalStack,
+	// Concurrency 20, 10-200 ms handlers, slot bound about 190 msg/s; SQS calls per
+	// message, deletes included): off 173 msg/s at 0.87; 5 ms 167 at 0.76; 10 ms 157 at
+	// 0.58; 20 ms 154 at 0.48; 40 ms 141 at 0.35. Every millisecond gathered is a
+	// millisecond a freed slot stays idle, so it is off by default.
+	ReceiveGather time.Duration
 
 	// WaitTime specifies the long-poll wait (WaitTimeSeconds), whole seconds from 1 s to
 	// 20 s (SQS's limit); if zero, defaults to 20 s. A shutdown lets the long poll in
@@ -212,6 +252,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Receivers == 0 {
 		c.Receivers = defaultReceivers(c.Concurrency, c.MaxMessages)
+		if len(c.Queues) > 1 {
+			// Per queue: while one receive is in flight the other waits for slots, so
+			// the weighted shares hold (see pool) however long a receive takes.
+			c.Receivers = min(max(c.Receivers, 2), max(c.Concurrency, 1))
+		}
 	}
 	if c.WaitTime == 0 {
 		c.WaitTime = defaultWaitTime
@@ -248,8 +293,8 @@ func (c Config) validate(client API) error {
 	add := func(format string, args ...any) {
 		problems = append(problems, fmt.Errorf("poller: "+format, args...))
 	}
-	if c.QueueURL == "" {
-		add("Config.QueueURL is empty")
+	if c.QueueURL == "" && len(c.Queues) == 0 {
+		add("Config.QueueURL is empty (set it, or Config.Queues)")
 	}
 	if c.Concurrency < 1 {
 		add("Config.Concurrency %d is below 1", c.Concurrency)
@@ -262,6 +307,9 @@ func (c Config) validate(client API) error {
 		add("Config.Receivers %d is outside 1..%d", c.Receivers, maxReceivers)
 	case c.Concurrency >= 1 && c.Receivers > c.Concurrency:
 		add("Config.Receivers %d exceeds Config.Concurrency %d: a receiver would wait for a free slot it never gets", c.Receivers, c.Concurrency)
+	}
+	if c.ReceiveGather < 0 || c.ReceiveGather > maxReceiveGather {
+		add("Config.ReceiveGather %s is outside 0..%s", c.ReceiveGather, maxReceiveGather)
 	}
 	switch {
 	case c.WaitTime < time.Second:

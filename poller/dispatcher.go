@@ -27,101 +27,11 @@ var ErrDrainTimeout = errors.New("poller: drain deadline reached during shutdown
 // is handed to another worker.
 const cancelGrace = time.Second
 
-// slots is the counting semaphore behind Config.Concurrency. A receive takes a slot for
-// each message it asks for; it gives back those it did not get when it returns, and a
-// message's slot is given back when the message is settled. So the receives in flight
-// together never ask for more messages than there are free slots.
-type slots struct {
-	capacity int
-
-	mu      sync.Mutex
-	taken   int           // by receives in flight and by the messages held
-	polling int           // of taken, by receives in flight
-	polls   int           // receives in flight
-	waiters int           // acquire calls waiting for changed
-	changed chan struct{} // closed, and replaced, when slots are given back
-}
-
-func newSlots(capacity int) *slots {
-	return &slots{capacity: capacity, changed: make(chan struct{})}
-}
-
-// acquire takes the slots of one receive of at most limit messages; the receive must
-// end with received. It returns 0 when stop is closed first. When no other receive is in
-// flight it takes what is free as soon as one slot is, so the queue is never left
-// unpolled while a slot is free. Otherwise it waits until it can take a full batch:
-// limit slots, or all that the receives in flight leave, if fewer. So further receivers
-// add full batches, not fragments: handlers that finish together free their slots a
-// few microseconds apart, and receives grabbing the first one or two would multiply
-// the calls per message.
-func (s *slots) acquire(stop <-chan struct{}, limit int) int {
-	s.mu.Lock()
-	for {
-		free := s.capacity - s.taken
-		want := 1
-		if s.polls > 0 {
-			want = min(limit, s.capacity-s.polling)
-		}
-		if want >= 1 && free >= want {
-			taken := min(free, limit)
-			s.taken += taken
-			s.polling += taken
-			s.polls++
-			s.mu.Unlock()
-			return taken
-		}
-		changed := s.changed
-		s.waiters++
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-stop:
-			s.mu.Lock()
-			s.waiters--
-			s.mu.Unlock()
-			return 0
-		}
-		s.mu.Lock()
-		s.waiters--
-	}
-}
-
-// received ends a receive that took asked slots and got got messages: their slots are
-// now held by the messages, the rest are free.
-func (s *slots) received(asked, got int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.polls--
-	s.polling -= asked
-	s.taken -= asked - got
-	s.broadcast()
-}
-
-// release gives back the slots of count settled messages.
-func (s *slots) release(count int) {
-	if count == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.taken -= count
-	s.broadcast()
-}
-
-// broadcast wakes the waiting acquire calls. s.mu must be held.
-func (s *slots) broadcast() {
-	if s.waiters > 0 {
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
-}
-
 // dispatcher runs handlers: one goroutine per message on standard queues, one per
 // message group on FIFO queues (see fifo.go), each holding the message's slot.
 type dispatcher struct {
-	handler        sqsworker.Handler
 	handlerTimeout time.Duration
-	slots          *slots
+	pool           *pool
 	logger         *slog.Logger
 
 	// handlerContext is the parent of every handler context; abort cancels it with
@@ -136,6 +46,9 @@ type dispatcher struct {
 	maxAbandoned int
 	stats        *counters
 
+	// stopped is closed by stop: messages waiting for their limits (Limit) are released.
+	stopped chan struct{}
+
 	mu       sync.Mutex
 	stopping bool
 	groups   map[string]*group
@@ -147,9 +60,8 @@ type dispatcher struct {
 }
 
 type dispatcherParams struct {
-	handler        sqsworker.Handler
 	handlerTimeout time.Duration
-	slots          *slots
+	pool           *pool
 	logger         *slog.Logger
 	baseContext    context.Context
 	maxAbandoned   int
@@ -159,13 +71,13 @@ type dispatcherParams struct {
 func newDispatcher(params dispatcherParams) *dispatcher {
 	handlerContext, abort := context.WithCancelCause(params.baseContext)
 	return &dispatcher{
-		handler:        params.handler,
 		handlerTimeout: params.handlerTimeout,
-		slots:          params.slots,
+		pool:           params.pool,
 		logger:         params.logger,
 		handlerContext: handlerContext,
 		abortHandlers:  abort,
 		abandon:        make(chan struct{}),
+		stopped:        make(chan struct{}),
 		groups:         make(map[string]*group),
 		maxAbandoned:   params.maxAbandoned,
 		stats:          params.stats,
@@ -189,7 +101,7 @@ func (d *dispatcher) dispatch(deliveries []*delivery) {
 		}
 		d.wg.Go(func() {
 			_, abandoned := d.process(held, nil)
-			d.releaseSlot(abandoned)
+			d.releaseSlot(held.lane, abandoned)
 		})
 	}
 }
@@ -200,9 +112,12 @@ func (d *dispatcher) releaseUnstarted(deliveries []*delivery, why string) {
 		return
 	}
 	for lane, held := range byLane(deliveries) {
+		for _, d := range held {
+			lane.tokenSettled(d)
+		}
 		lane.settler.release(held, why)
+		d.pool.release(lane.slots, len(held))
 	}
-	d.slots.release(len(deliveries))
 }
 
 // stop begins the drain: nothing new starts, and messages received but not started (a
@@ -210,6 +125,7 @@ func (d *dispatcher) releaseUnstarted(deliveries []*delivery, why string) {
 func (d *dispatcher) stop() {
 	d.mu.Lock()
 	d.stopping = true
+	close(d.stopped)
 	unstarted := d.takeQueued()
 	d.mu.Unlock()
 	d.releaseUnstarted(unstarted, "shutting down")
@@ -246,9 +162,9 @@ type abandonedHandler struct {
 // handlers run without a slot, this one's slot is given back at once so receiving goes
 // on; otherwise it keeps its slot until it returns (or the shutdown gives up on it).
 // It returns when the handler has returned or been given up on.
-func (d *dispatcher) releaseSlot(abandoned *abandonedHandler) {
+func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
 	if abandoned == nil {
-		d.slots.release(1)
+		d.pool.release(lane.slots, 1)
 		return
 	}
 	d.stats.abandonedRunning.Add(1)
@@ -264,12 +180,12 @@ func (d *dispatcher) releaseSlot(abandoned *abandonedHandler) {
 	d.mu.Unlock()
 	logger := messageLogger(d.logger, abandoned.message)
 	if free {
-		d.slots.release(1)
+		d.pool.release(lane.slots, 1)
 		logger.Warn("poller: handler ignores its cancelled context; abandoned, running on without its concurrency slot (Config.MaxAbandonedHandlers)",
 			"max_abandoned_handlers", d.maxAbandoned)
 	} else {
 		logger.Error("poller: handler ignores its cancelled context; abandoned, and Config.MaxAbandonedHandlers are already running, so its concurrency slot stays taken until it returns",
-			"max_abandoned_handlers", d.maxAbandoned, "slots_held_by_abandoned_handlers", holding, "concurrency", d.slots.capacity)
+			"max_abandoned_handlers", d.maxAbandoned, "slots_held_by_abandoned_handlers", holding, "concurrency", d.pool.capacity)
 	}
 	select {
 	case err := <-abandoned.result:
@@ -284,7 +200,7 @@ func (d *dispatcher) releaseSlot(abandoned *abandonedHandler) {
 	}
 	d.mu.Unlock()
 	if !free {
-		d.slots.release(1)
+		d.pool.release(lane.slots, 1)
 	}
 }
 
@@ -293,7 +209,7 @@ func (d *dispatcher) releaseSlot(abandoned *abandonedHandler) {
 func (d *dispatcher) starved() (bool, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.abandonedHolding >= d.slots.capacity, d.abandonedHolding
+	return d.abandonedHolding >= d.pool.capacity, d.abandonedHolding
 }
 
 // process runs the handler for one message under its hard timeout and settles the
@@ -304,15 +220,21 @@ func (d *dispatcher) starved() (bool, int) {
 // which gives back the message's slot.
 func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, abandoned *abandonedHandler) {
 	message := held.message
+	limits, err := held.lane.enter(d.handlerContext, d.stopped, held)
+	if err != nil {
+		held.lane.settler.release([]*delivery{held}, "shutting down while waiting for its rate or concurrency limit")
+		return false, nil
+	}
+	defer limits.leave()
 	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
 	defer cancel()
 	result := make(chan error, 1)
 	held.lane.settler.started(held)
 	go func() { // owned by process: it waits for the result, or gives up at abandon
-		result <- settle.Call(ctx, d.handler, message)
+		limits.take()
+		result <- settle.Call(ctx, held.lane.handler, message)
 	}()
 
-	var err error
 	returned := true
 	select {
 	case err = <-result:

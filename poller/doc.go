@@ -1,6 +1,6 @@
 // Package poller is the long-poll container worker of sqsworker: a process (an ECS
-// task, a Kubernetes pod, any server) that receives messages from one SQS queue and
-// runs a [sqsworker.Handler] on each.
+// task, a Kubernetes pod, any server) that receives messages from one SQS queue, or
+// several (Config.Queues), and runs a [sqsworker.Handler] on each.
 //
 //	client := sqs.NewFromConfig(awsConfig)
 //	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
@@ -56,6 +56,41 @@
 //     releases their messages (visibility 0) so another worker gets them within
 //     seconds, and returns nil (or [ErrDeletesNotConfirmed] when a handled message's
 //     delete was never confirmed).
+//
+// # Several queues
+//
+// Config.Queues lists queues consumed from one pool of Concurrency slots, each with its
+// own handler (or the one given to New), visibility, backoff and redrive checks, and its
+// own receivers, heartbeats and deletes ([QueueConfig]; see [ExampleQueueConfig]).
+// Config.Priority shares the slots the way asynq and Shoryuken do:
+//
+//   - [Weighted] (default): while several queues have messages each gets
+//     Weight/Σ weights of the messages received. It is stride scheduling over messages:
+//     each receive advances its queue's pass by messages/weight, and freed slots go to
+//     the waiting queue with the lowest pass, so no queue with messages is starved, and
+//     a queue back from idle starts at the busy queues' lowest pass (idleness earns no
+//     credit).
+//   - [Strict]: a queue is polled only while every queue of higher Weight came back
+//     empty from its last receive.
+//
+// A queue whose last receive came back empty is idle: it keeps one ReceiveMessage in
+// flight (a long poll of WaitTime; SQS Developer Guide, "Amazon SQS short and long
+// polling") asking for one message, so an idle queue costs one
+// call per WaitTime and one slot, whatever Receivers says; the message that call brings
+// makes it busy again. With one queue none of this applies.
+//
+// Limits ([Limit]: MaxConcurrency, and RatePerSecond with a token bucket of
+// golang.org/x/time/rate): a queue's limit (QueueConfig.Limit) acts before the
+// receive, so a queue at its concurrency limit or without a free token is not polled and
+// no message waits received with its visibility timeout running. A job type's limit
+// (Config.JobTypeLimits) can act only after the receive (the type is in the message):
+// the message waits in the process, holding its slot, its heartbeat running, until its
+// type has room. That loses nothing and keeps its receive count; releasing it with a
+// short visibility change instead would add a receive toward maxReceiveCount each
+// time (see the redrive policy's maxReceiveCount in the SQS Developer Guide, "Using
+// dead-letter queues"), so a message over a busy type's limit could be dead-lettered
+// without ever being handled. To keep a type's messages in SQS until they can run,
+// give the type its own queue and a QueueConfig.Limit.
 //
 // Start refuses a queue without a redrive policy unless Config.AllowUnboundedRetries is
 // set, and one whose maxReceiveCount is below 3 unless Config.AllowLowMaxReceiveCount is

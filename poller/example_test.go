@@ -103,3 +103,47 @@ func Example() {
 	}
 	_ = run
 }
+
+// Receipt and PartnerCall are the jobs of the several-queues example.
+type (
+	Receipt     struct{ OrderID string }
+	PartnerCall struct{ Endpoint string }
+)
+
+func sendReceipt(ctx context.Context, job Receipt) error     { return ctx.Err() }
+func callPartner(ctx context.Context, job PartnerCall) error { return ctx.Err() }
+
+// Several queues in one worker: one pool of 20 slots shared 60/30/10 by weight while
+// all three have messages, a reports queue with its own handler at most 5 per second,
+// and a job type limited to 10 calls a second wherever it comes from.
+func ExampleQueueConfig() {
+	var client *sqs.Client // sqs.NewFromConfig(awsConfig)
+	criticalURL, defaultURL, lowURL, reportsURL := os.Getenv("CRITICAL_URL"), os.Getenv("DEFAULT_URL"), os.Getenv("LOW_URL"), os.Getenv("REPORTS_URL")
+	var reports sqsworker.Handler = sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error { return nil })
+	run := func() {
+		mux := sqsworker.NewServeMux()
+		sqsworker.RegisterJSON(mux, "send-receipt", sendReceipt)
+		sqsworker.RegisterJSON(mux, "call-partner", callPartner)
+
+		server, err := poller.New(client, poller.Config{
+			Concurrency: 20,
+			Priority:    poller.Weighted, // or poller.Strict: a lower queue only while the higher ones are empty
+			Queues: []poller.QueueConfig{
+				{URL: criticalURL, Weight: 6},
+				{URL: defaultURL, Weight: 3},
+				{URL: lowURL, Weight: 1, Limit: poller.Limit{MaxConcurrency: 4}},
+				{URL: reportsURL, Handler: reports, Limit: poller.Limit{RatePerSecond: 5}},
+			},
+			JobTypeLimits: map[string]poller.Limit{
+				"call-partner": {RatePerSecond: 10}, // the partner's API allows 10 calls a second
+			},
+		}, mux) // the handler of every queue without its own
+		if err != nil {
+			log.Fatal(err) // every configuration problem, each naming its field
+		}
+		if err := server.Run(context.Background()); err != nil {
+			log.Fatal(err)
+		}
+	}
+	_ = run
+}

@@ -263,7 +263,7 @@ func startServer(t *testing.T, api API, config Config, handler sqsworker.Handler
 // needs the server (for example in a hook) before its first receive.
 func newServer(t *testing.T, api API, config Config, handler sqsworker.Handler) *Server {
 	t.Helper()
-	if config.QueueURL == "" {
+	if config.QueueURL == "" && len(config.Queues) == 0 {
 		config.QueueURL = fakeQueueURL
 	}
 	server, err := New(api, config, handler)

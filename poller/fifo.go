@@ -69,7 +69,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		if done {
 			g.queued = append(g.queued, arrived...)
 			d.mu.Unlock()
-			d.releaseSlot(abandoned)
+			d.releaseSlot(next.lane, abandoned)
 			continue
 		}
 		rest := g.queued
@@ -82,7 +82,7 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		}
 		d.mu.Unlock()
 		d.rescheduleWithRest(next, rest)
-		d.releaseSlot(abandoned) // a handler past its timeout must not hold the rest of the group back
+		d.releaseSlot(next.lane, abandoned) // a handler past its timeout must not hold the rest of the group back
 		return
 	}
 }
@@ -98,10 +98,11 @@ func (d *dispatcher) rescheduleWithRest(head *delivery, rest []*delivery) {
 		changes = append([]*delivery{head}, rest...)
 	}
 	for _, r := range rest {
+		head.lane.tokenSettled(r)
 		head.lane.settler.extender.remove(r.lease)
 	}
 	head.lane.settler.flush(changes, "an earlier message of its FIFO group was not done with")
-	d.slots.release(len(rest))
+	d.pool.release(head.lane.slots, len(rest))
 }
 
 // takeQueued removes and returns every group's messages that have not started.

@@ -38,7 +38,7 @@ type receiver struct {
 	loops       int
 	waitTime    time.Duration
 	visibility  time.Duration
-	slots       *slots
+	pool        *pool
 	extender    *extender
 	dispatcher  *dispatcher
 	logger      *slog.Logger
@@ -66,7 +66,7 @@ type receiverParams struct {
 	receivers   int
 	waitTime    time.Duration
 	visibility  time.Duration
-	slots       *slots
+	pool        *pool
 	extender    *extender
 	dispatcher  *dispatcher
 	logger      *slog.Logger
@@ -84,7 +84,7 @@ func newReceiver(params receiverParams) *receiver {
 		loops:       max(params.receivers, 1),
 		waitTime:    params.waitTime,
 		visibility:  params.visibility,
-		slots:       params.slots,
+		pool:        params.pool,
 		extender:    params.extender,
 		dispatcher:  params.dispatcher,
 		logger:      params.logger,
@@ -119,15 +119,20 @@ func (r *receiver) loop() {
 		if !ok {
 			return
 		}
-		taken := r.slots.acquire(r.stopping, r.maxMessages)
+		// A rate-limited queue is polled only for the tokens free (QueueConfig.Limit).
+		limit := r.lane.rate.available(r.stopping, r.awaiting, r.maxMessages)
+		taken, idleProbe := 0, false
+		if limit > 0 {
+			taken, idleProbe = r.pool.acquire(r.lane.slots, r.stopping, limit)
+		}
 		if taken == 0 || r.stopped() {
 			if taken > 0 {
-				r.slots.received(taken, 0)
+				r.pool.received(r.lane.slots, taken, 0, idleProbe, false)
 			}
 			r.backoff.abandon(probe)
 			return
 		}
-		deliveries, err := r.receive(taken)
+		deliveries, err := r.receive(taken, idleProbe)
 		if err != nil {
 			r.backoff.failed(probe, time.Now())
 			continue
@@ -143,10 +148,13 @@ func (r *receiver) loop() {
 	}
 }
 
+// awaiting is how many of the queue's received messages wait for a rate token.
+func (r *receiver) awaiting() int { return int(r.lane.awaiting.Load()) }
+
 // receive makes one ReceiveMessage call for up to count messages, the slots taken for
-// it. It ends the receive's hold on them (see slots.received) and registers the
-// messages' heartbeats.
-func (r *receiver) receive(count int) ([]*delivery, error) {
+// it (probe: an idle queue's probe, see pool). It ends the receive's hold on them (see
+// pool.received) and registers the messages' heartbeats.
+func (r *receiver) receive(count int, probe bool) ([]*delivery, error) {
 	r.stats.receiveCalls.Add(1)
 	receivedAt := time.Now()
 	output, err := r.api.ReceiveMessage(r.pollContext, &sqs.ReceiveMessageInput{
@@ -158,7 +166,7 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		MessageAttributeNames:       []string{"All"},
 	}, r.noRetryOnceStopping)
 	if err != nil {
-		r.slots.received(count, 0)
+		r.pool.received(r.lane.slots, count, 0, probe, false)
 		if r.pollContext.Err() == nil {
 			r.stats.receiveErrors.Add(1)
 			if ok, suppressed := r.errors.allow(time.Now()); ok {
@@ -175,12 +183,16 @@ func (r *receiver) receive(count int) ([]*delivery, error) {
 		r.lane.settler.received(d)
 		r.extender.add(d)
 		if i < count {
+			if r.lane.rate != nil {
+				d.awaitsToken = true
+				r.lane.awaiting.Add(1)
+			}
 			deliveries = append(deliveries, d)
 		} else { // SQS never returns more than asked; keep the slot accounting exact anyway
 			extra = append(extra, d)
 		}
 	}
-	r.slots.received(count, len(deliveries))
+	r.pool.received(r.lane.slots, count, len(deliveries), probe, true)
 	if len(extra) > 0 {
 		r.lane.settler.release(extra, "more messages received than asked for")
 	}

@@ -23,10 +23,11 @@ const (
 	stateClosed
 )
 
-// Server is the long-poll container worker for one queue: it receives messages, runs
-// the handler on each under a hard timeout with a visibility heartbeat, and settles
-// each message from the handler's error (see [sqsworker.Classify]). Create it with
-// [New]; run it with [Server.Run], or [Server.Start] and [Server.Shutdown].
+// Server is the long-poll container worker for one queue or several (Config.Queues,
+// sharing one Concurrency pool): it receives messages, runs the queue's handler on each
+// under a hard timeout with a visibility heartbeat, and settles each message from the
+// handler's error (see [sqsworker.Classify]). Create it with [New]; run it with
+// [Server.Run], or [Server.Start] and [Server.Shutdown].
 type Server struct {
 	api     API
 	config  Config
@@ -36,49 +37,63 @@ type Server struct {
 
 	mu         sync.Mutex
 	state      serverState
-	receiver   *receiver
+	queues     []*queueRuntime
 	dispatcher *dispatcher
-	extender   *extender
-	acker      *acker
 	health     *healthServer
 	wg         sync.WaitGroup
 	closed     chan struct{}
 }
 
-// New returns a Server that will consume config.QueueURL with handler. It fills in the
+// queueRuntime is one queue's components in a started server.
+type queueRuntime struct {
+	config   Config // the server's Config as it applies to this queue (Config.forQueue)
+	spec     QueueConfig
+	info     *sqsx.Queue
+	logger   *slog.Logger
+	lane     *lane
+	receiver *receiver
+	extender *extender
+	acker    *acker
+}
+
+// New returns a Server that will consume config.QueueURL with handler, or each queue of
+// config.Queues with its own handler (handler for those without). It fills in the
 // defaults and reports every problem of the configuration that can be seen without
-// the queue, each naming its field, in one error (errors.Join): wait time, message
-// count, concurrency, receivers, timeouts, backoff, and the HTTP client's timeouts
-// against the long-poll wait (see [Config.HTTPClientTimeout]). Problems that depend on
-// the queue are reported by Start.
+// the queues, each naming its field, in one error (errors.Join): wait time, message
+// count, concurrency, receivers, timeouts, backoff, weights, limits, and the HTTP
+// client's timeouts against the long-poll wait (see [Config.HTTPClientTimeout]).
+// Problems that depend on a queue are reported by Start.
 func New(client API, config Config, handler sqsworker.Handler) (*Server, error) {
 	config = config.withDefaults()
 	var problems []error
 	if client == nil {
 		problems = append(problems, errors.New("poller: the SQS client is nil"))
 	}
-	if handler == nil {
-		problems = append(problems, errors.New("poller: the handler is nil"))
-	}
+	problems = append(problems, config.validateQueues(handler != nil))
 	if err := errors.Join(append(problems, config.validate(client))...); err != nil {
 		return nil, err
+	}
+	logger := config.Logger
+	if len(config.Queues) == 0 {
+		logger = logger.With("queue", config.QueueURL)
 	}
 	return &Server{
 		api:     client,
 		config:  config,
 		handler: handler,
-		logger:  config.Logger.With("queue", config.QueueURL),
+		logger:  logger,
 		closed:  make(chan struct{}),
 	}, nil
 }
 
-// Start reads the queue's attributes, checks the settings that depend on them, and
-// starts receiving. It fails, receiving nothing, when the queue has no redrive policy
+// Start reads each queue's attributes, checks the settings that depend on them, and
+// starts receiving. It fails, receiving nothing, when a queue has no redrive policy
 // and Config.AllowUnboundedRetries is false, when its maxReceiveCount is below
-// [MinMaxReceiveCount] and Config.AllowLowMaxReceiveCount is false, when the heartbeat interval is not shorter
-// than the visibility extension defaulted from the queue, or when the health endpoint
-// cannot listen. ctx bounds these start-up calls; handler contexts keep its values but
-// not its cancellation: stop the server with Shutdown.
+// [MinMaxReceiveCount] and Config.AllowLowMaxReceiveCount is false, when the heartbeat
+// interval is not shorter than the visibility extension defaulted from the queue, or
+// when the health endpoint cannot listen; the problems of every queue are joined. ctx
+// bounds these start-up calls; handler contexts keep its values but not its
+// cancellation: stop the server with Shutdown.
 //
 // Errors: "poller: server already started" (or closed), and the problems above.
 func (s *Server) Start(ctx context.Context) error {
@@ -90,56 +105,106 @@ func (s *Server) Start(ctx context.Context) error {
 	case stateStopping, stateClosed:
 		return errors.New("poller: server is closed")
 	}
-	queue, err := sqsx.LoadQueue(ctx, s.api, s.config.QueueURL)
-	if err != nil {
-		return fmt.Errorf("poller: %w", err)
+	var queues []*queueRuntime
+	var problems []error
+	for _, spec := range s.config.queueConfigs() {
+		info, err := sqsx.LoadQueue(ctx, s.api, spec.URL)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("poller: %w", err))
+			continue
+		}
+		config, err := s.config.forQueue(spec).withQueue(info)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		logger := s.config.Logger.With("queue", spec.URL)
+		if policy := info.RedrivePolicy; policy != nil && policy.MaxReceiveCount < RecommendedMaxReceiveCount {
+			logger.Warn("poller: low maxReceiveCount: every receive counts toward it (a peek, a lost ReceiveMessage response, a crash), not only handler attempts, so a message may reach the dead-letter queue unhandled",
+				"max_receive_count", policy.MaxReceiveCount, "recommended_min", RecommendedMaxReceiveCount)
+		}
+		queues = append(queues, &queueRuntime{config: config, spec: spec, info: info, logger: logger})
 	}
-	config, err := s.config.withQueue(queue)
-	if err != nil {
+	if err := errors.Join(problems...); err != nil {
 		return err
 	}
-	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < RecommendedMaxReceiveCount {
-		s.logger.Warn("poller: low maxReceiveCount: every receive counts toward it (a peek, a lost ReceiveMessage response, a crash), not only handler attempts, so a message may reach the dead-letter queue unhandled",
-			"max_receive_count", policy.MaxReceiveCount, "recommended_min", RecommendedMaxReceiveCount)
-	}
 	base := context.WithoutCancel(ctx)
-	if config.HealthCheckAddress != "" {
+	if s.config.HealthCheckAddress != "" {
+		var err error
 		s.health, err = newHealthServer(healthServerParams{
-			address: config.HealthCheckAddress,
+			address: s.config.HealthCheckAddress,
 			status:  s.healthStatus,
-			metrics: config.MetricsHandler,
+			metrics: s.config.MetricsHandler,
 			logger:  s.logger,
 		})
 		if err != nil {
 			return err
 		}
 	}
-	s.wire(config, queue, base)
+	s.wire(queues, base)
 	s.state = stateActive
-	s.extender.start(&s.wg)
-	s.acker.start(&s.wg)
+	for _, q := range s.queues {
+		q.extender.start(&s.wg)
+		q.acker.start(&s.wg)
+	}
 	if s.health != nil {
 		s.health.start(&s.wg)
 	}
-	s.receiver.start(&s.wg)
-	s.logger.Info("poller: started",
-		"fifo", queue.FIFO,
-		"dead_letter_queue", queue.DeadLetterQueueURL,
-		"concurrency", config.Concurrency,
-		"receivers", config.Receivers,
-		"wait_time", config.WaitTime,
-		"handler_timeout", config.HandlerTimeout,
-		"receive_visibility", config.ReceiveVisibility,
-		"heartbeat_interval", config.HeartbeatInterval,
-		"visibility_extension", config.VisibilityExtension,
-		"drain_timeout", config.DrainTimeout)
+	for _, q := range s.queues {
+		q.receiver.start(&s.wg)
+	}
+	for _, q := range s.queues {
+		q.logger.Info("poller: started",
+			"fifo", q.info.FIFO,
+			"dead_letter_queue", q.info.DeadLetterQueueURL,
+			"concurrency", s.config.Concurrency,
+			"queues", len(s.queues),
+			"priority", s.config.Priority.String(),
+			"weight", q.spec.Weight,
+			"max_concurrency", q.lane.slots.limit,
+			"rate_per_second", q.spec.Limit.RatePerSecond,
+			"receivers", q.config.Receivers,
+			"wait_time", q.config.WaitTime,
+			"handler_timeout", q.config.HandlerTimeout,
+			"receive_visibility", q.config.ReceiveVisibility,
+			"heartbeat_interval", q.config.HeartbeatInterval,
+			"visibility_extension", q.config.VisibilityExtension,
+			"drain_timeout", q.config.DrainTimeout)
+	}
 	return nil
 }
 
-// wire builds the components for queue, each with its parameters: the settlement
-// (internal/settle, observed by the server's counters and Config.Observer), extender,
-// acker, dispatcher and receivers.
-func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
+// wire builds the components: the slot pool (one share per queue) and the dispatcher,
+// shared; per queue, the settlement (internal/settle, observed by the server's counters
+// and Config.Observer), extender, acker, settler, lane and receivers.
+func (s *Server) wire(queues []*queueRuntime, base context.Context) {
+	specs := make([]poolSpec, len(queues))
+	for i, q := range queues {
+		specs[i] = poolSpec{weight: q.spec.Weight, maxConcurrency: q.spec.Limit.MaxConcurrency}
+	}
+	concurrency := newPool(s.config.Concurrency, s.config.Priority == Strict, specs...)
+	concurrency.gather = s.config.ReceiveGather
+	jobTypes := make(map[string]*limiter, len(s.config.JobTypeLimits))
+	for jobType, limit := range s.config.JobTypeLimits {
+		jobTypes[jobType] = newLimiter(limit)
+	}
+	s.dispatcher = newDispatcher(dispatcherParams{
+		handlerTimeout: s.config.HandlerTimeout,
+		pool:           concurrency,
+		logger:         s.logger,
+		baseContext:    base,
+		maxAbandoned:   s.config.MaxAbandonedHandlers,
+		stats:          &s.stats,
+	})
+	for i, q := range queues {
+		s.wireQueue(q, concurrency, concurrency.queues[i], jobTypes, base)
+	}
+	s.queues = queues
+}
+
+// wireQueue builds q's components, its lane taking share of the pool.
+func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTypes map[string]*limiter, base context.Context) {
+	config, queue := q.config, q.info
 	core := settle.New(settle.Config{
 		Host:                  "poller",
 		Backoff:               config.Backoff,
@@ -147,25 +212,24 @@ func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
 		DisableDeadLetterSend: config.DisableDeadLetterSend,
 		ErrorHandler:          config.ErrorHandler,
 		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),
-		Logger:                s.logger,
+		Logger:                q.logger,
 		CallTimeout:           visibilityCallTimeout,
 	})
-	concurrency := newSlots(config.Concurrency)
-	s.extender = newExtender(extenderParams{
+	q.extender = newExtender(extenderParams{
 		api:         s.api,
 		queue:       queue,
 		interval:    config.HeartbeatInterval,
 		extension:   config.VisibilityExtension,
 		initial:     config.ReceiveVisibility,
-		logger:      s.logger,
+		logger:      q.logger,
 		settle:      core,
 		callContext: base,
 	})
-	s.acker = newAcker(ackerParams{
+	q.acker = newAcker(ackerParams{
 		api:         s.api,
 		queueURL:    queue.URL,
 		interval:    config.DeleteFlushInterval,
-		logger:      s.logger,
+		logger:      q.logger,
 		settle:      core,
 		callContext: base,
 	})
@@ -173,35 +237,36 @@ func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
 		api:         s.api,
 		queueURL:    queue.URL,
 		settle:      core,
-		extender:    s.extender,
-		acker:       s.acker,
-		logger:      s.logger,
+		extender:    q.extender,
+		acker:       q.acker,
+		logger:      q.logger,
 		callContext: base,
 	})
-	// The slot pool and the dispatcher serve any number of lanes (one per queue); this
-	// server has one.
-	queueLane := &lane{queueURL: queue.URL, fifo: queue.FIFO, settler: settler}
-	s.dispatcher = newDispatcher(dispatcherParams{
-		handler:        s.handler,
-		handlerTimeout: config.HandlerTimeout,
-		slots:          concurrency,
-		logger:         s.logger,
-		baseContext:    base,
-		maxAbandoned:   config.MaxAbandonedHandlers,
-		stats:          &s.stats,
-	})
-	s.receiver = newReceiver(receiverParams{
+	handler := q.spec.Handler
+	if handler == nil {
+		handler = s.handler
+	}
+	q.lane = &lane{
+		queueURL: queue.URL,
+		fifo:     queue.FIFO,
+		handler:  handler,
+		settler:  settler,
+		slots:    share,
+		rate:     newLimiter(Limit{RatePerSecond: q.spec.Limit.RatePerSecond, RateBurst: q.spec.Limit.RateBurst}),
+		jobTypes: jobTypes,
+	}
+	q.receiver = newReceiver(receiverParams{
 		api:         s.api,
 		queue:       queue,
-		lane:        queueLane,
+		lane:        q.lane,
 		maxMessages: config.MaxMessages,
 		receivers:   config.Receivers,
 		waitTime:    config.WaitTime,
 		visibility:  config.ReceiveVisibility,
-		slots:       concurrency,
-		extender:    s.extender,
+		pool:        pool,
+		extender:    q.extender,
 		dispatcher:  s.dispatcher,
-		logger:      s.logger,
+		logger:      q.logger,
 		stats:       &s.stats,
 		baseContext: base,
 	})
@@ -291,9 +356,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.logger.Info("poller: draining", "drain_timeout", s.config.DrainTimeout)
 
-	s.receiver.stop()
+	for _, q := range s.queues {
+		q.receiver.stop()
+	}
 	s.dispatcher.stop()
-	receiverDone, dispatcherDone := s.receiver.done, s.dispatcher.wait()
+	receiverDone, dispatcherDone := s.receiversDone(), s.dispatcher.wait()
 	deadline := time.NewTimer(s.config.DrainTimeout)
 	defer deadline.Stop()
 	var cutShort error
@@ -314,7 +381,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-dispatcherDone:
 			dispatcherDone = nil
 			// Every handler is done: send their deletes now, not after the long polls.
-			s.acker.flushNow()
+			for _, q := range s.queues {
+				q.acker.flushNow()
+			}
 		case <-expired:
 			expired = nil
 			abortHandlers()
@@ -322,11 +391,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			cutShort = ctx.Err()
 			expired, ctxDone = nil, nil
 			abortHandlers()
-			s.receiver.abort()
+			for _, q := range s.queues {
+				q.receiver.abort()
+			}
 		}
 	}
-	s.extender.shutdown()
-	s.acker.shutdown()
+	for _, q := range s.queues {
+		q.extender.shutdown()
+	}
+	for _, q := range s.queues {
+		q.acker.shutdown()
+	}
 	if s.health != nil {
 		s.health.shutdown()
 	}
@@ -347,6 +422,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		problems = append(problems, fmt.Errorf("poller: %d handled message(s) whose delete SQS never confirmed will be delivered again: %w", stats.DeleteFailures, ErrDeletesNotConfirmed))
 	}
 	return errors.Join(problems...)
+}
+
+// receiversDone returns a channel closed when every queue's receive loops have returned.
+func (s *Server) receiversDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() { // ends when every receiver is done, which stop and abort bound
+		for _, q := range s.queues {
+			<-q.receiver.done
+		}
+		close(done)
+	}()
+	return done
 }
 
 // ErrDeletesNotConfirmed is returned (wrapped, with the count; test with errors.Is) by

@@ -25,7 +25,7 @@ var testBackoff = sqsworker.Backoff{Base: 3 * time.Second, Cap: time.Minute, Jit
 // nothing held, nothing waiting to be deleted.
 func settled(server *Server) bool {
 	stats := server.Stats()
-	return stats.Received > 0 && stats.InFlight == 0 && !server.acker.waiting()
+	return stats.Received > 0 && stats.InFlight == 0 && !server.queues[0].acker.waiting()
 }
 
 func TestOutcomeActions(t *testing.T) {

@@ -100,15 +100,15 @@ func (h PollerHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 		client = sqs.NewFromConfig(cfg)
 	}
 	config := env.fillPoller(h.Config, settings)
-	if config.QueueURL == "" && env.queueName != "" {
+	if config.QueueURL == "" && len(config.Queues) == 0 && env.queueName != "" {
 		output, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(env.queueName)})
 		if err != nil {
 			return fmt.Errorf("worker: looking up queue %s (%s): %w", env.queueName, EnvQueueName, err)
 		}
 		config.QueueURL = aws.ToString(output.QueueUrl)
 	}
-	if config.QueueURL == "" {
-		return fmt.Errorf("worker: no queue: set %s or %s (or Options.Poller.QueueURL)", EnvQueueURL, EnvQueueName)
+	if config.QueueURL == "" && len(config.Queues) == 0 {
+		return fmt.Errorf("worker: no queue: set %s, %s or %s (or Options.Poller.QueueURL or Queues)", EnvQueueURL, EnvQueueName, EnvQueues)
 	}
 	server, err := poller.New(client, config, handler)
 	if err != nil {
@@ -123,8 +123,14 @@ func (h PollerHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 
 // fillPoller fills config's zero fields from settings and the environment.
 func (e environment) fillPoller(config poller.Config, settings Settings) poller.Config {
-	if config.QueueURL == "" {
+	if config.QueueURL == "" && len(config.Queues) == 0 {
 		config.QueueURL = e.queueURL
+		if config.QueueURL == "" {
+			config.Queues = e.queues
+		}
+	}
+	if config.Priority == poller.Weighted {
+		config.Priority = e.priority
 	}
 	if config.Concurrency == 0 {
 		config.Concurrency = settings.Concurrency

@@ -26,7 +26,12 @@
 // durations ("15s", "2m").
 //
 //	SQSWORKER_QUEUE_URL                   poller: the queue's URL; or
-//	SQSWORKER_QUEUE_NAME                  poller: its name, looked up with GetQueueUrl
+//	SQSWORKER_QUEUE_NAME                  poller: its name, looked up with GetQueueUrl; or
+//	SQSWORKER_QUEUES                      poller: several queues, one handler, one pool:
+//	                                      comma-separated URL=weight (weight optional,
+//	                                      default 1), for poller.Config.Queues
+//	SQSWORKER_PRIORITY                    poller: weighted (default) or strict, with
+//	                                      SQSWORKER_QUEUES (poller.Config.Priority)
 //	SQSWORKER_CONCURRENCY                 messages handled at once (poller), records or
 //	                                      FIFO groups at once (Lambda); default 10
 //	SQSWORKER_HANDLER_TIMEOUT             poller: hard timeout of one message; default 5m
@@ -70,6 +75,8 @@ const EnvRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 const (
 	EnvQueueURL                = "SQSWORKER_QUEUE_URL"
 	EnvQueueName               = "SQSWORKER_QUEUE_NAME"
+	EnvQueues                  = "SQSWORKER_QUEUES"
+	EnvPriority                = "SQSWORKER_PRIORITY"
 	EnvConcurrency             = "SQSWORKER_CONCURRENCY"
 	EnvHandlerTimeout          = "SQSWORKER_HANDLER_TIMEOUT"
 	EnvDrainTimeout            = "SQSWORKER_DRAIN_TIMEOUT"
@@ -139,8 +146,10 @@ type Options struct {
 	// options, then a [PollerHost] with Poller and OnPollerStopped.
 	Hosts []Host
 	// Poller specifies the long-poll worker's configuration; the environment fills its
-	// zero QueueURL, HandlerTimeout, DrainTimeout, HealthCheckAddress and
-	// AllowUnboundedRetries, and Settings its zero shared fields.
+	// zero QueueURL (or Queues and Priority), HandlerTimeout, DrainTimeout,
+	// HealthCheckAddress and AllowUnboundedRetries, and Settings its zero shared fields.
+	// Several queues with their own handlers, weights and limits: Poller.Queues (see
+	// poller.QueueConfig); a queue without a handler gets the one given to Run.
 	Poller poller.Config
 	// Lambda specifies options for lambda.NewBatchHandler, applied after those taken from
 	// Settings and the environment (so they win).
@@ -199,6 +208,8 @@ func Run(ctx context.Context, handler sqsworker.Handler, options Options) error 
 // environment is the configuration read from the environment; zero means unset.
 type environment struct {
 	queueURL, queueName     string
+	queues                  []poller.QueueConfig
+	priority                poller.Priority
 	concurrency             int
 	handlerTimeout          time.Duration
 	drainTimeout            time.Duration
@@ -272,8 +283,16 @@ func readEnv(getenv func(string) string) (environment, error) {
 		backoff:        sqsworker.Backoff{Base: duration(EnvBackoffBase), Cap: duration(EnvBackoffCap)},
 		logFormat:      strings.ToLower(value(EnvLogFormat)),
 	}
-	if env.queueURL != "" && env.queueName != "" {
-		problems = append(problems, fmt.Errorf("worker: set only one of %s and %s", EnvQueueURL, EnvQueueName))
+	env.queues = parseQueues(value(EnvQueues), func(err error) { problems = append(problems, err) })
+	if set := countSet(env.queueURL != "", env.queueName != "", value(EnvQueues) != ""); set > 1 {
+		problems = append(problems, fmt.Errorf("worker: set only one of %s, %s and %s", EnvQueueURL, EnvQueueName, EnvQueues))
+	}
+	switch text := strings.ToLower(value(EnvPriority)); text {
+	case "", poller.Weighted.String():
+	case poller.Strict.String():
+		env.priority = poller.Strict
+	default:
+		problems = append(problems, fmt.Errorf("worker: %s=%q: want weighted or strict", EnvPriority, text))
 	}
 	if text := value(EnvConcurrency); text != "" {
 		n, err := strconv.Atoi(text)
@@ -312,6 +331,44 @@ func readEnv(getenv func(string) string) (environment, error) {
 		}
 	}
 	return env, errors.Join(problems...)
+}
+
+// parseQueues reads SQSWORKER_QUEUES: comma-separated URL=weight, the weight optional.
+func parseQueues(text string, problem func(error)) []poller.QueueConfig {
+	if text == "" {
+		return nil
+	}
+	var queues []poller.QueueConfig
+	for _, item := range strings.Split(text, ",") {
+		item = strings.TrimSpace(item)
+		url, weightText, hasWeight := strings.Cut(item, "=")
+		queue := poller.QueueConfig{URL: url}
+		if hasWeight {
+			weight, err := strconv.Atoi(weightText)
+			if err != nil || weight < 1 {
+				problem(fmt.Errorf("worker: %s: %q has a weight that is not a positive whole number", EnvQueues, item))
+				continue
+			}
+			queue.Weight = weight
+		}
+		if url == "" {
+			problem(fmt.Errorf("worker: %s: an entry has no queue URL (want URL=weight, comma-separated)", EnvQueues))
+			continue
+		}
+		queues = append(queues, queue)
+	}
+	return queues
+}
+
+// countSet counts the true values.
+func countSet(values ...bool) int {
+	n := 0
+	for _, v := range values {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 func (e environment) logger() *slog.Logger {

@@ -39,6 +39,18 @@ func TestReadEnv(t *testing.T) {
 		}, want: []string{EnvQueueName, EnvConcurrency, EnvHandlerTimeout, EnvBackoffBase, EnvDeadlineMargin, EnvFIFOMode,
 			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel}},
 	}
+	tests = append(tests,
+		struct {
+			name string
+			env  map[string]string
+			want []string
+		}{name: "queues valid", env: map[string]string{EnvQueues: "http://a=6, http://b=3,http://c", EnvPriority: "strict"}},
+		struct {
+			name string
+			env  map[string]string
+			want []string
+		}{name: "queues malformed", env: map[string]string{EnvQueues: "http://a=0,=2", EnvQueueURL: "http://q", EnvPriority: "fifo"}, want: []string{EnvQueues, EnvPriority, EnvQueueURL}},
+	)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := readEnv(func(name string) string { return tc.env[name] })
@@ -117,6 +129,65 @@ func TestRunPoller(t *testing.T) {
 	}
 	if stats.Deleted != 3 {
 		t.Errorf("poller stats: %d deleted, want 3", stats.Deleted)
+	}
+}
+
+// TestParseQueues: SQSWORKER_QUEUES gives Config.Queues in order, weights defaulting
+// to 1 (filled by poller), and SQSWORKER_PRIORITY the priority.
+func TestParseQueues(t *testing.T) {
+	t.Parallel()
+	env, err := readEnv(func(name string) string {
+		return map[string]string{EnvQueues: "http://a=6, http://b", EnvPriority: "Strict"}[name]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := env.fillPoller(poller.Config{}, Settings{})
+	if len(config.Queues) != 2 || config.Queues[0].URL != "http://a" || config.Queues[0].Weight != 6 || config.Queues[1].URL != "http://b" || config.Queues[1].Weight != 0 {
+		t.Errorf("Queues = %+v, want http://a weight 6 and http://b", config.Queues)
+	}
+	if config.QueueURL != "" || config.Priority != poller.Strict {
+		t.Errorf("QueueURL %q, Priority %v; want none and strict", config.QueueURL, config.Priority)
+	}
+	// Options.Poller.Queues set in code win over the environment.
+	own := []poller.QueueConfig{{URL: "http://own"}}
+	if config := env.fillPoller(poller.Config{Queues: own}, Settings{}); len(config.Queues) != 1 || config.Queues[0].URL != "http://own" {
+		t.Errorf("Queues = %+v, want the ones set in code", config.Queues)
+	}
+}
+
+// TestRunPollerSeveralQueues: SQSWORKER_QUEUES makes Run consume every queue listed.
+func TestRunPollerSeveralQueues(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "")
+	t.Setenv(EnvQueueURL, "")
+	t.Setenv(EnvQueueName, "")
+	client := testenv.SQS(t)
+	first := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	second := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	t.Setenv(EnvQueues, first.URL+"=3,"+second.URL)
+	for _, url := range []string{first.URL, second.URL} {
+		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handled atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+			handled.Add(1)
+			return nil
+		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}})
+	}()
+	testenv.Eventually(t, 20*time.Second, "both messages handled and deleted", func() bool {
+		a, aFlight := testenv.Counts(t, client, first.URL)
+		b, bFlight := testenv.Counts(t, client, second.URL)
+		return handled.Load() == 2 && a+aFlight+b+bFlight == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }
 
