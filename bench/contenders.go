@@ -119,6 +119,7 @@ func pollerContender(idempotent bool) contender {
 		server, err := poller.New(env.sqs, poller.Config{
 			QueueURL:              env.queueURL,
 			Concurrency:           env.concurrency,
+			Prefetch:              atoiOrZero(os.Getenv("BENCH_POLLER_PREFETCH")), // 0 (off) unless set
 			AllowUnboundedRetries: true,
 			Logger:                slog.New(slog.NewTextHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}, handler)
@@ -293,3 +294,9 @@ func freeAddress() string {
 }
 
 var errTimeout = errors.New("timed out")
+
+// atoiOrZero is s as a number, or 0 when s is empty or not one.
+func atoiOrZero(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

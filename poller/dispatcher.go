@@ -28,7 +28,8 @@ var ErrDrainTimeout = errors.New("poller: drain deadline reached during shutdown
 const cancelGrace = time.Second
 
 // dispatcher runs handlers: one goroutine per message on standard queues, one per
-// message group on FIFO queues (see fifo.go), each holding the message's slot.
+// message group on FIFO queues (see fifo.go), each holding the message's slot and, while
+// its handler runs, one of Config.Concurrency turns (see turns.go).
 type dispatcher struct {
 	handlerTimeout time.Duration
 	pool           *pool
@@ -52,6 +53,9 @@ type dispatcher struct {
 	mu       sync.Mutex
 	stopping bool
 	groups   map[string]*group
+	// turns bounds the running handlers to Config.Concurrency; messages prefetched
+	// beyond it (Config.Prefetch) wait there in receive order. Guarded by mu.
+	turns turns
 	// abandonedFree counts the abandoned handlers running without a slot (at most
 	// maxAbandoned), abandonedHolding those that keep theirs. Guarded by mu.
 	abandonedFree, abandonedHolding int
@@ -61,6 +65,7 @@ type dispatcher struct {
 
 type dispatcherParams struct {
 	handlerTimeout time.Duration
+	concurrency    int // Config.Concurrency: handlers running at once
 	pool           *pool
 	logger         *slog.Logger
 	baseContext    context.Context
@@ -79,6 +84,7 @@ func newDispatcher(params dispatcherParams) *dispatcher {
 		abandon:        make(chan struct{}),
 		stopped:        make(chan struct{}),
 		groups:         make(map[string]*group),
+		turns:          turns{capacity: max(params.concurrency, 1)},
 		maxAbandoned:   params.maxAbandoned,
 		stats:          params.stats,
 	}
@@ -99,7 +105,12 @@ func (d *dispatcher) dispatch(deliveries []*delivery) {
 			d.enqueueGroup(held)
 			continue
 		}
+		turn := d.turns.ask(held) // in receive order
 		d.wg.Go(func() {
+			<-turn.ready
+			if !turn.granted {
+				return // released by stop, unstarted
+			}
 			_, abandoned := d.process(held, nil)
 			d.releaseSlot(held.lane, abandoned)
 		})
@@ -121,12 +132,13 @@ func (d *dispatcher) releaseUnstarted(deliveries []*delivery, why string) {
 }
 
 // stop begins the drain: nothing new starts, and messages received but not started (a
-// FIFO group's later messages) are released at once. Running handlers go on.
+// FIFO group's later messages, messages waiting for a turn under Config.Prefetch) are
+// released at once. Running handlers go on.
 func (d *dispatcher) stop() {
 	d.mu.Lock()
 	d.stopping = true
 	close(d.stopped)
-	unstarted := d.takeQueued()
+	unstarted := append(d.turns.cancel(), d.takeQueued()...)
 	d.mu.Unlock()
 	d.releaseUnstarted(unstarted, "shutting down")
 }
@@ -156,14 +168,22 @@ type abandonedHandler struct {
 	result  <-chan error
 }
 
-// releaseSlot gives back the slot of a message whose handler finished, or, when it was
-// abandoned (still running, ignoring its cancelled context), decides what the slot
-// does until it returns: while fewer than Config.MaxAbandonedHandlers abandoned
+// endTurn ends a handler's turn (see turns), starting the next waiting message.
+func (d *dispatcher) endTurn() {
+	d.mu.Lock()
+	d.turns.done()
+	d.mu.Unlock()
+}
+
+// releaseSlot gives back the slot and the turn of a message whose handler finished, or,
+// when it was abandoned (still running, ignoring its cancelled context), decides what
+// the slot and the turn do until it returns: while fewer than Config.MaxAbandonedHandlers abandoned
 // handlers run without a slot, this one's slot is given back at once so receiving goes
 // on; otherwise it keeps its slot until it returns (or the shutdown gives up on it).
 // It returns when the handler has returned or been given up on.
 func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
 	if abandoned == nil {
+		d.endTurn()
 		d.pool.release(lane.slots, 1)
 		return
 	}
@@ -180,12 +200,13 @@ func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
 	d.mu.Unlock()
 	logger := messageLogger(d.logger, abandoned.message)
 	if free {
+		d.endTurn()
 		d.pool.release(lane.slots, 1)
 		logger.Warn("poller: handler ignores its cancelled context; abandoned, running on without its concurrency slot (Config.MaxAbandonedHandlers)",
 			"max_abandoned_handlers", d.maxAbandoned)
 	} else {
 		logger.Error("poller: handler ignores its cancelled context; abandoned, and Config.MaxAbandonedHandlers are already running, so its concurrency slot stays taken until it returns",
-			"max_abandoned_handlers", d.maxAbandoned, "slots_held_by_abandoned_handlers", holding, "concurrency", d.pool.capacity)
+			"max_abandoned_handlers", d.maxAbandoned, "slots_held_by_abandoned_handlers", holding, "concurrency", d.turns.capacity)
 	}
 	select {
 	case err := <-abandoned.result:
@@ -200,6 +221,7 @@ func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
 	}
 	d.mu.Unlock()
 	if !free {
+		d.endTurn()
 		d.pool.release(lane.slots, 1)
 	}
 }
@@ -209,7 +231,7 @@ func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
 func (d *dispatcher) starved() (bool, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.abandonedHolding >= d.pool.capacity, d.abandonedHolding
+	return d.abandonedHolding >= d.turns.capacity, d.abandonedHolding
 }
 
 // process runs the handler for one message under its hard timeout and settles the

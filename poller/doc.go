@@ -92,6 +92,19 @@
 // without ever being handled. To keep a type's messages in SQS until they can run,
 // give the type its own queue and a QueueConfig.Limit.
 //
+// # Prefetch
+//
+// By default no message waits received but unstarted, so with slow handlers, which
+// free their slots one at a time, each receive brings one or two messages. With
+// Config.Prefetch (at most 10, one batch) the server holds up to that many messages
+// beyond Concurrency, the way Celery's prefetch multiplier and Spring Cloud AWS's batch
+// polling do: a receive waits for Prefetch free slots while the held messages keep the
+// handlers busy, then asks for a full batch; a handler that returns starts the longest
+// held message at once, in receive order. Held messages have heartbeats from their
+// receive on and count against their queue's share and MaxConcurrency; a shutdown
+// releases them at once (visibility 0) and starts none; a crash leaves them invisible
+// until their visibility runs out. It is refused with rate limits and JobTypeLimits.
+//
 // Start refuses a queue without a redrive policy unless Config.AllowUnboundedRetries is
 // set, and one whose maxReceiveCount is below 3 unless Config.AllowLowMaxReceiveCount is
 // (it warns below 5). Handlers must honour their context: a handler still running a

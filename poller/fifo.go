@@ -54,7 +54,12 @@ func (d *dispatcher) runGroup(id string, g *group) {
 		}
 		next := g.queued[0]
 		g.queued = g.queued[1:]
+		turn := d.turns.ask(next)
 		d.mu.Unlock()
+		<-turn.ready
+		if !turn.granted {
+			continue // stop released next; the loop releases the rest
+		}
 
 		done, abandoned := d.process(next, func() {
 			d.mu.Lock()

@@ -29,6 +29,12 @@ import (
 //
 // With one queue none of this applies and it behaves as it always has: an empty receive
 // changes nothing and every receive asks for the free slots.
+//
+// With Config.Prefetch the pool's capacity is Concurrency + Prefetch: up to Prefetch
+// messages are held received but not started (the dispatcher's turns keep the running
+// handlers to Concurrency), and a receive with no other in flight waits for Prefetch
+// free slots (or a full batch, if fewer) instead of going at the first one, since the
+// held messages keep the handlers busy meanwhile.
 type pool struct {
 	capacity int
 	strict   bool
@@ -36,6 +42,9 @@ type pool struct {
 	// gather is Config.ReceiveGather: how long a receive with no other in flight waits
 	// for more slots to free before asking for fewer than a full batch.
 	gather time.Duration
+	// prefetch is Config.Prefetch: the slots beyond Concurrency in capacity, and what a
+	// receive with no other in flight waits for (see want).
+	prefetch int
 
 	mu      sync.Mutex
 	taken   int           // by receives in flight and by the messages held
@@ -194,6 +203,10 @@ func (p *pool) grant(q *poolQueue, limit int) (int, bool) {
 // be held.
 func (p *pool) want(q *poolQueue, limit int) int {
 	if p.polls == 0 {
+		if p.prefetch > 0 {
+			// The held messages run while this receive waits for a batch.
+			return max(min(p.prefetch, p.fullBatch(q, limit)), 1)
+		}
 		return 1
 	}
 	return max(min(limit, p.capacity-p.polling, q.limit-q.polling), 1)

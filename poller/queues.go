@@ -127,6 +127,9 @@ func (c Config) validateQueues(handlerSet bool) error {
 	for jobType, limit := range c.JobTypeLimits {
 		problems = append(problems, limit.validate(fmt.Sprintf("Config.JobTypeLimits[%q]", jobType))...)
 	}
+	if c.Prefetch > 0 && len(c.JobTypeLimits) > 0 {
+		add("Config.Prefetch %d cannot be combined with Config.JobTypeLimits: a message over its job type's limit waits holding a Concurrency slot, and prefetched messages would wait beyond Concurrency; set Prefetch to 0", c.Prefetch)
+	}
 	if len(c.Queues) == 0 {
 		if !handlerSet {
 			add("the handler is nil")
@@ -153,6 +156,9 @@ func (c Config) validateQueues(handlerSet bool) error {
 			add("%s.Weight %d is negative", name, q.Weight)
 		}
 		problems = append(problems, q.Limit.validate(name+".Limit")...)
+		if c.Prefetch > 0 && q.Limit.RatePerSecond > 0 {
+			add("Config.Prefetch %d cannot be combined with %s.Limit.RatePerSecond: a rate-limited queue is polled only for the tokens free, so no message waits received for its rate; set Prefetch to 0", c.Prefetch, name)
+		}
 		switch {
 		case q.ReceiveVisibility < 0 || q.ReceiveVisibility > sqsx.MaxVisibilityTimeout || q.ReceiveVisibility%time.Second != 0:
 			add("%s.ReceiveVisibility %s is not whole seconds from 0 to 12h (SQS VisibilityTimeout)", name, q.ReceiveVisibility)

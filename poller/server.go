@@ -182,14 +182,16 @@ func (s *Server) wire(queues []*queueRuntime, base context.Context) {
 	for i, q := range queues {
 		specs[i] = poolSpec{weight: q.spec.Weight, maxConcurrency: q.spec.Limit.MaxConcurrency}
 	}
-	concurrency := newPool(s.config.Concurrency, s.config.Priority == Strict, specs...)
+	concurrency := newPool(s.config.Concurrency+s.config.Prefetch, s.config.Priority == Strict, specs...)
 	concurrency.gather = s.config.ReceiveGather
+	concurrency.prefetch = s.config.Prefetch
 	jobTypes := make(map[string]*limiter, len(s.config.JobTypeLimits))
 	for jobType, limit := range s.config.JobTypeLimits {
 		jobTypes[jobType] = newLimiter(limit)
 	}
 	s.dispatcher = newDispatcher(dispatcherParams{
 		handlerTimeout: s.config.HandlerTimeout,
+		concurrency:    s.config.Concurrency,
 		pool:           concurrency,
 		logger:         s.logger,
 		baseContext:    base,
