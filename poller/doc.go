@@ -23,13 +23,14 @@
 //     Config.Receivers of them in flight at once (by default ⌈Concurrency /
 //     MaxMessages⌉: one for the default Concurrency 10, two for 20), each asking for as
 //     many messages as there are free Concurrency slots (at most 10), all together never
-//     for more, so no message waits received but unstarted. While one call is in
-//     flight, the others wait to ask for a full batch. After a failed call every
-//     receiver pauses (one shared back-off, 0.5 s doubling to 20 s, one probe call at a
-//     time). All system and message attributes are requested. Each call asks for a
-//     visibility timeout of Config.ReceiveVisibility (the queue's, at most 30 s), so a
-//     message whose ReceiveMessage response is lost is hidden at most that long; once
-//     the shutdown began, no failed receive is retried by the SDK.
+//     for more, so no message waits received but unstarted (unless Config.Prefetch
+//     allows it; see Prefetch below). While one call is in flight, the others wait to
+//     ask for a full batch. After a failed call every receiver pauses (one shared
+//     back-off, 0.5 s doubling to 20 s, one probe call at a time). All system and
+//     message attributes are requested. Each call asks for a visibility timeout of
+//     Config.ReceiveVisibility (the queue's, at most 30 s), so a message whose
+//     ReceiveMessage response is lost is hidden at most that long; once the shutdown
+//     began, no failed receive is retried by the SDK.
 //   - Handling: each message in its own goroutine (one per message group, in order, on
 //     FIFO queues), through a recover wrapper (a panic fails the message, not the
 //     process), with a context cancelled at Config.HandlerTimeout (cause
@@ -92,6 +93,14 @@
 // without ever being handled. To keep a type's messages in SQS until they can run,
 // give the type its own queue and a QueueConfig.Limit.
 //
+// Start refuses a queue without a redrive policy unless Config.AllowUnboundedRetries is
+// set, and one whose maxReceiveCount is below 3 unless Config.AllowLowMaxReceiveCount is
+// (it warns below 5). Handlers must honour their context: a handler still running a
+// second after its context was cancelled is abandoned (its message has been settled); up
+// to Config.MaxAbandonedHandlers such handlers give their concurrency slot back, later
+// ones keep it until they return, and the health endpoint answers 503 when they hold
+// every slot.
+//
 // # Prefetch
 //
 // By default no message waits received but unstarted, so with slow handlers, which
@@ -104,12 +113,4 @@
 // receive on and count against their queue's share and MaxConcurrency; a shutdown
 // releases them at once (visibility 0) and starts none; a crash leaves them invisible
 // until their visibility runs out. It is refused with rate limits and JobTypeLimits.
-//
-// Start refuses a queue without a redrive policy unless Config.AllowUnboundedRetries is
-// set, and one whose maxReceiveCount is below 3 unless Config.AllowLowMaxReceiveCount is
-// (it warns below 5). Handlers must honour their context: a handler still running a
-// second after its context was cancelled is abandoned (its message has been settled); up
-// to Config.MaxAbandonedHandlers such handlers give their concurrency slot back, later
-// ones keep it until they return, and the health endpoint answers 503 when they hold
-// every slot.
 package poller

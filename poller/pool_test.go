@@ -287,3 +287,47 @@ func TestPoolGather(t *testing.T) {
 		t.Fatalf("acquire after the gather window = %d, want the 4 free", n)
 	}
 }
+
+// TestPoolWeightedSharesWithPrefetch: with Config.Prefetch the pool's capacity is
+// Concurrency + Prefetch and held messages count against their queue; settling them one
+// at a time in receive order, as the dispatcher's turns start them, three full queues of
+// weights 6, 3 and 1 still get 60%, 30% and 10% of the messages, in batches of 10.
+func TestPoolWeightedSharesWithPrefetch(t *testing.T) {
+	t.Parallel()
+	const concurrency, prefetch = 20, 10
+	p := newPool(concurrency+prefetch, false, poolSpec{weight: 6}, poolSpec{weight: 3}, poolSpec{weight: 1})
+	p.prefetch = prefetch
+	makeBusy(t, p)
+	var held []*poolQueue // received, in order, not settled
+	counts := make([]int, 3)
+	total, receives := 0, 0
+	for total < 10000 {
+		for {
+			granted := grants(p, 10)
+			if granted[0]+granted[1]+granted[2] > 0 {
+				break
+			}
+			p.release(held[0], 1) // the oldest message's handler returns
+			held = held[1:]
+		}
+		q, n, probe := takeGranted(t, p, 10)
+		if probe {
+			t.Fatalf("queue %d: a probe while busy", q.index)
+		}
+		if receives > 0 && n != 10 {
+			t.Fatalf("receive %d on queue %d asked for %d, want a full batch of 10", receives, q.index, n)
+		}
+		p.received(q, n, n, false, true)
+		for range n {
+			held = append(held, q)
+		}
+		counts[q.index] += n
+		total += n
+		receives++
+	}
+	for i, want := range []float64{0.6, 0.3, 0.1} {
+		if share := float64(counts[i]) / float64(total); share < want-0.01 || share > want+0.01 {
+			t.Errorf("queue %d got %.3f of %d messages (counts %v), want %.2f", i, share, total, counts, want)
+		}
+	}
+}

@@ -27,8 +27,9 @@ const (
 // one ReceiveMessage call in flight, asking for as many messages as there are free slots
 // (at most MaxMessages); the loops take their slots from the one semaphore, so all the
 // calls in flight together never ask for more messages than there are free slots, and
-// no message waits received but unstarted while its visibility clock runs (see
-// slots.acquire for when a loop waits for a full batch). The loops share the stop
+// no message waits received but unstarted while its visibility clock runs, unless
+// Config.Prefetch adds slots for such held messages (see pool.acquire for when a loop
+// waits for a full batch). The loops share the stop
 // signal, the poll context, the receive-error back-off and the error log limiter.
 type receiver struct {
 	api         API
