@@ -177,9 +177,10 @@ func (d *dispatcher) endTurn() {
 
 // releaseSlot gives back the slot and the turn of a message whose handler finished, or,
 // when it was abandoned (still running, ignoring its cancelled context), decides what
-// the slot and the turn do until it returns: while fewer than Config.MaxAbandonedHandlers abandoned
-// handlers run without a slot, this one's slot is given back at once so receiving goes
-// on; otherwise it keeps its slot until it returns (or the shutdown gives up on it).
+// the slot and the turn do until it returns: while fewer than
+// Config.MaxAbandonedHandlers abandoned handlers run without a slot, this one's slot
+// and turn are given back at once so receiving goes on; otherwise it keeps both until
+// it returns (or the shutdown gives up on it).
 // It returns when the handler has returned or been given up on.
 func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
 	if abandoned == nil {

@@ -13,9 +13,9 @@ type turns struct {
 	waiting  []*turn // FIFO
 }
 
-// turn is one message's wait for a handler turn. granted (guarded by dispatcher.mu) is
-// set before ready is closed when the turn is given; ready is closed without it when the
-// shutdown released the message instead.
+// turn is one message's wait for a handler turn. granted is set (under dispatcher.mu)
+// before ready is closed when the turn is given, and read only after ready is closed;
+// ready is closed without it when the shutdown released the message instead.
 type turn struct {
 	delivery *delivery
 	ready    chan struct{}
@@ -61,6 +61,3 @@ func (t *turns) cancel() []*delivery {
 	t.waiting = nil
 	return held
 }
-
-// held is how many messages wait for a turn. dispatcher.mu must be held.
-func (t *turns) held() int { return len(t.waiting) }
