@@ -165,6 +165,7 @@ func (s *Server) wire(config Config, queue *sqsx.Queue, base context.Context) {
 		api:         s.api,
 		queueURL:    queue.URL,
 		interval:    config.DeleteFlushInterval,
+		maxInFlight: deletesInFlight(config.Concurrency),
 		logger:      s.logger,
 		settle:      core,
 		callContext: base,
