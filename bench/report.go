@@ -336,12 +336,9 @@ func (s *summary) key() string { return fmt.Sprintf("%s latency=%s", s.emulator,
 func (s *summary) markdown(opts options, chart string) string {
 	var b strings.Builder
 	b.WriteString(beginMarker(s.key()) + "\n\n")
-	command := "make bench"
-	if s.emulator == "elasticmq" {
+	command := fmt.Sprintf("make bench BENCH_EMULATOR=%s BENCH_LATENCY=%s", s.emulator, s.latency)
+	if s.emulator == "elasticmq" && s.latency == 10*time.Millisecond {
 		command = "make bench-elasticmq"
-	}
-	if s.latency > 0 {
-		command = fmt.Sprintf("BENCH_LATENCY=%s %s", s.latency, command)
 	}
 	fmt.Fprintf(&b, "### %s, %s per SQS call\n\n", map[string]string{"elasticmq": "ElasticMQ", "localstack": "LocalStack"}[s.emulator], latencyText(s.latency))
 	fmt.Fprintf(&b, "Generated %s by `%s` (BENCH_REPEATS=%d, BENCH_DURATION=%s, BENCH_WARMUP=%s); the run took %s.\n\n",
