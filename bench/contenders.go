@@ -38,15 +38,41 @@ type runEnv struct {
 	sqsEndpoint string           // the proxy's URL, for processes
 	env         []string         // environment for processes (AWS settings)
 	logs        io.Writer        // where processes write
+	cpuprofile  string           // a Go worker writes its CPU profile here
 }
 
-// contender is one runtime under test. start begins consuming env.queueURL and returns
-// a function that stops it.
+// contender is one runtime under test. start begins consuming env.queueURL in a process
+// of its own and returns it.
 type contender struct {
 	name       string
 	label      string // for tables and the chart
 	idempotent bool   // needs a table
-	start      func(ctx context.Context, env runEnv) (stop func(), err error)
+	// concurrency overrides the bench's concurrency (the max-rate runs); 0 keeps it.
+	concurrency int
+	// noopOnly: run in the no-op mode only.
+	noopOnly bool
+	// noCPU: the process's CPU time is not the contender's (the Lambda path's handlers
+	// run in other processes).
+	noCPU bool
+	start func(ctx context.Context, env runEnv) (*process, error)
+}
+
+// goContender runs the Go worker (ceiling, poller, poller_idempotency) in a child
+// process, this program again with -worker, as the contender name.
+func goContender(name, worker, label string, idempotent bool) contender {
+	return contender{name: name, label: label, idempotent: idempotent,
+		start: func(ctx context.Context, env runEnv) (*process, error) {
+			self, err := os.Executable()
+			if err != nil {
+				return nil, err
+			}
+			vars := append(env.env, envQueueURL+"="+env.queueURL, envTable+"="+env.table,
+				envConcurrency+"="+strconv.Itoa(env.concurrency))
+			if env.cpuprofile != "" {
+				vars = append(vars, envCPUProfile+"="+env.cpuprofile)
+			}
+			return startProcess(self, []string{"-worker", worker}, "", vars, env.logs)
+		}}
 }
 
 // job is the work every contender does per message: parse the body and wait sleep_ms.
@@ -69,46 +95,41 @@ func job(ctx context.Context, body string) error {
 	return nil
 }
 
-// ceiling is the minimal loop: concurrency/10 loops, each receiving 10, handling them in
-// parallel, and deleting them with one DeleteMessageBatch.
-var ceiling = contender{
-	name:  "ceiling",
-	label: "Go loop (ceiling)",
-	start: func(ctx context.Context, env runEnv) (func(), error) {
-		ctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		for range max(env.concurrency/10, 1) {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					output, err := env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-						QueueUrl:            aws.String(env.queueURL),
-						MaxNumberOfMessages: sqsx.MaxBatchEntries,
-						WaitTimeSeconds:     sqsx.WaitSeconds(sqsx.MaxWaitTime),
-					})
-					if err != nil || len(output.Messages) == 0 {
-						continue
-					}
-					handles := make([]string, len(output.Messages))
-					var batch sync.WaitGroup
-					for i, message := range output.Messages {
-						handles[i] = aws.ToString(message.ReceiptHandle)
-						batch.Go(func() { _ = job(ctx, aws.ToString(message.Body)) })
-					}
-					batch.Wait()
-					_ = sqsx.DeleteMessages(ctx, env.sqs, env.queueURL, handles)
+// runCeiling is the minimal loop: concurrency/10 loops, each receiving 10, handling them
+// in parallel, and deleting them with one DeleteMessageBatch that it does not wait for
+// (so with network latency its next receive overlaps the delete, as the poller's do).
+func runCeiling(ctx context.Context, env runEnv) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var loops, deletes sync.WaitGroup
+	for range max(env.concurrency/10, 1) {
+		loops.Go(func() {
+			for ctx.Err() == nil {
+				output, err := env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+					QueueUrl:            aws.String(env.queueURL),
+					MaxNumberOfMessages: sqsx.MaxBatchEntries,
+					WaitTimeSeconds:     sqsx.WaitSeconds(sqsx.MaxWaitTime),
+				})
+				if err != nil || len(output.Messages) == 0 {
+					continue
 				}
-			})
-		}
-		return func() { cancel(); wg.Wait() }, nil
-	},
+				handles := make([]string, len(output.Messages))
+				var batch sync.WaitGroup
+				for i, message := range output.Messages {
+					handles[i] = aws.ToString(message.ReceiptHandle)
+					batch.Go(func() { _ = job(ctx, aws.ToString(message.Body)) })
+				}
+				batch.Wait()
+				deletes.Go(func() { _ = sqsx.DeleteMessages(ctx, env.sqs, env.queueURL, handles) })
+			}
+		})
+	}
+	return func() { cancel(); loops.Wait(); deletes.Wait() }, nil
 }
 
-func pollerContender(idempotent bool) contender {
-	c := contender{name: "poller", label: "sqsworker poller", idempotent: idempotent}
-	if idempotent {
-		c.name, c.label = "poller_idempotency", "poller + idempotency (DynamoDB)"
-	}
-	c.start = func(ctx context.Context, env runEnv) (func(), error) {
+// pollerWorker runs the sqsworker poller, with the idempotency middleware when
+// idempotent.
+func pollerWorker(idempotent bool) func(ctx context.Context, env runEnv) (func(), error) {
+	return func(ctx context.Context, env runEnv) (func(), error) {
 		var handler sqsworker.Handler = sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 			return job(ctx, m.Body)
 		})
@@ -137,14 +158,13 @@ func pollerContender(idempotent bool) contender {
 			_ = server.Shutdown(ended)
 		}, nil
 	}
-	return c
 }
 
 func sqsConsumerContender(nodeDir string) contender {
 	return contender{
 		name:  "sqs_consumer",
 		label: "sqs-consumer (Node.js)",
-		start: func(ctx context.Context, env runEnv) (func(), error) {
+		start: func(ctx context.Context, env runEnv) (*process, error) {
 			return startProcess("node", []string{"consumer.mjs"}, nodeDir, append(env.env,
 				"BENCH_QUEUE_URL="+env.queueURL,
 				"BENCH_ENDPOINT="+env.sqsEndpoint,
@@ -233,7 +253,7 @@ func buildLambdaPath(root, binDir string, concurrency int, env []string, logs io
 			l.close()
 			return nil, err
 		}
-		l.stops = append(l.stops, stop)
+		l.stops = append(l.stops, stop.stop)
 		url := "http://" + invoke + "/2015-03-31/functions/function/invocations"
 		l.functions = append(l.functions, url)
 		if err := warm(url); err != nil {
@@ -274,7 +294,8 @@ func (l *lambdaPath) contender() contender {
 	return contender{
 		name:  "lambda_esm",
 		label: "Lambda adapter (esm + RIE)",
-		start: func(ctx context.Context, env runEnv) (func(), error) {
+		noCPU: true,
+		start: func(ctx context.Context, env runEnv) (*process, error) {
 			args := []string{"esm", env.queueURL, "--batch-size", "10", "--maximum-concurrency", strconv.Itoa(len(l.functions))}
 			for _, url := range l.functions {
 				args = append(args, "--function-url", url)

@@ -1,13 +1,18 @@
-// Command bench runs sqsworker's side-by-side benchmark on the local emulator (make bench):
-// the same pre-loaded queue of M messages (BENCH_M, default 5,000) and the same
+// Command bench runs sqsworker's side-by-side benchmark on the local emulator (make bench;
+// make bench-elasticmq for ElasticMQ): the same kind of pre-loaded queue and the same
 // concurrency (20) for every contender, in one run:
 //
 //  1. ceiling: a minimal Go loop (receive 10, handle them, one DeleteMessageBatch);
 //  2. poller: the sqsworker poller with the same handler;
 //  3. poller_idempotency: the poller with the idempotency middleware (DynamoDB);
 //  4. sqs_consumer: the Node.js sqs-consumer, installed into scripts/bench-node;
-//  5. lambda_esm: `sqsworker esm` feeding the lambda adapter in Runtime Interface
-//     Emulators.
+//  5. spring: Spring Cloud AWS SQS's listener container (Java), built into bench/spring;
+//  6. lambda_esm: `sqsworker esm` feeding the lambda adapter in Runtime Interface
+//     Emulators;
+//
+// and, for the highest rate of one worker process, the poller alone at the
+// concurrencies of -max-concurrency (100 and 200). Every contender runs in a process of
+// its own (the Go ones are this program again, with -worker).
 //
 // Each runs twice per repeat: with a no-op handler and with a handler that waits
 // 10-200 ms (seeded: the same delays, carried in the bodies, for every contender).
@@ -15,28 +20,31 @@
 // every figure is the median of the repeats (BENCH_REPEATS, default 3).
 //
 // Every SQS and DynamoDB call goes through one counting reverse proxy per service, the
-// same for all contenders. Throughput is M divided by the time from the contender's
-// first ReceiveMessage to the moment the proxy saw the M-th message deleted; API calls
-// are counted over the same span. A duplicate pass re-sends the keys the idempotency
-// contender completed and counts the DynamoDB writes per duplicate.
+// same for all contenders; with -latency (BENCH_LATENCY, for example 10ms) the SQS proxy
+// delays every call by that much, ±25%, as the network to SQS would. The clock runs on
+// confirmed deletes: it starts when the proxy saw the warm-up's last message deleted
+// (JIT, connection pools and long polls warmed) and stops at the run's last. Runs are
+// sized from a sizing pass per contender and mode so that the warm-up lasts -warmup (3 s)
+// and the measured part -duration (10 s). Throughput is the messages deleted while the
+// clock ran divided by its time; API calls and the process's CPU time are counted over
+// the same span. A duplicate pass re-sends the keys the idempotency contender completed
+// and counts the DynamoDB writes per duplicate.
 //
-// It prints one line:
-//
-//	bench: poller_vs_ceiling=X poller_vs_sqs_consumer=X poller_vs_sqs_consumer_slow=X sqs_calls_per_msg=X ddb_writes_per_new=X ddb_writes_per_dup=X
-//
-// and, with -docs, writes the Markdown report and, with -chart, the PNG chart.
+// It prints one line (see summary.line) and, with -docs, writes the Markdown report and,
+// with -chart, the PNG chart.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,18 +62,24 @@ import (
 )
 
 type options struct {
-	m           int
-	concurrency int
-	repeats     int
-	seed        uint64
-	contenders  []string
-	modes       []string
-	root        string
-	docs        string
-	chart       string
-	cpuprofile  string
-	logFile     string
-	runTimeout  time.Duration
+	concurrency    int
+	maxConcurrency []int // extra poller runs (no-op) at these concurrencies: the max rate
+	repeats        int
+	seed           uint64
+	contenders     []string
+	modes          []string
+	root           string
+	docs           string
+	chart          string
+	cpuprofile     string
+	logFile        string
+	runTimeout     time.Duration
+	duration       time.Duration // a measured run lasts at least this long
+	warmup         time.Duration // deletes before the clock starts, sized to last this long
+	latency        time.Duration // per call, in the SQS proxy
+	emulator       string
+	maxMessages    int
+	worker         string
 }
 
 func parseOptions() options {
@@ -75,25 +89,44 @@ func parseOptions() options {
 		}
 		return fallback
 	}
+	envDuration := func(name string, fallback time.Duration) time.Duration {
+		if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d >= 0 {
+			return d
+		}
+		return fallback
+	}
 	var opts options
-	var contenders, modes string
+	var contenders, modes, maxConcurrency string
 	var seed int64
-	flag.IntVar(&opts.m, "m", envInt("BENCH_M", 5000), "messages per run (env BENCH_M)")
 	flag.IntVar(&opts.concurrency, "concurrency", 20, "messages handled at the same time by every contender (a multiple of 10)")
+	flag.StringVar(&maxConcurrency, "max-concurrency", envString("BENCH_MAX_CONCURRENCY", "100,200"), "extra no-op poller runs at these concurrencies, for the highest rate of one worker process; \"none\" for none (env BENCH_MAX_CONCURRENCY)")
 	flag.IntVar(&opts.repeats, "repeats", envInt("BENCH_REPEATS", 3), "repeats of every measurement; the median is reported (env BENCH_REPEATS)")
+	flag.DurationVar(&opts.duration, "duration", envDuration("BENCH_DURATION", 10*time.Second), "each measured run is sized to last at least this long (env BENCH_DURATION)")
+	flag.DurationVar(&opts.warmup, "warmup", envDuration("BENCH_WARMUP", 3*time.Second), "deletes before the clock starts, sized to last this long (env BENCH_WARMUP)")
+	flag.DurationVar(&opts.latency, "latency", envDuration("BENCH_LATENCY", 0), "added to every SQS call by the proxy, ±25% (env BENCH_LATENCY, for example 10ms)")
+	flag.IntVar(&opts.maxMessages, "max-messages", envInt("BENCH_MAX_MESSAGES", 200000), "at most this many messages in one run's queue (env BENCH_MAX_MESSAGES)")
 	flag.Int64Var(&seed, "seed", 1, "seed of the 10-200 ms handler delays")
-	flag.StringVar(&contenders, "contenders", envString("BENCH_CONTENDERS", "ceiling,poller,poller_idempotency,sqs_consumer,lambda_esm"), "contenders to run (env BENCH_CONTENDERS)")
+	flag.StringVar(&contenders, "contenders", envString("BENCH_CONTENDERS", "ceiling,poller,poller_idempotency,sqs_consumer,spring,lambda_esm"), "contenders to run (env BENCH_CONTENDERS)")
 	flag.StringVar(&modes, "modes", "noop,slow", "handler modes: noop, slow (10-200 ms)")
 	flag.StringVar(&opts.root, "root", "..", "the sqsworker repository root")
 	flag.StringVar(&opts.docs, "docs", "", "write the Markdown report here (for example ../docs/benchmarks.md)")
 	flag.StringVar(&opts.chart, "chart", "", "write the PNG chart here (for example ../docs/benchmarks.png)")
-	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process during the poller's no-op runs")
+	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write CPU profiles of the poller's worker processes during their first measured no-op run (the contender's name is added to the file name)")
 	flag.StringVar(&opts.logFile, "log", "", "append the contenders' logs here (default: a temporary file)")
 	flag.DurationVar(&opts.runTimeout, "run-timeout", 5*time.Minute, "give up on one run after this long")
+	flag.StringVar(&opts.worker, "worker", "", "internal: run this Go contender in this process (the bench starts it)")
 	flag.Parse()
+	opts.emulator = envString("SQSWORKER_SQS_EMULATOR", "localstack")
 	opts.seed = uint64(seed)
 	opts.contenders = strings.Split(contenders, ",")
 	opts.modes = strings.Split(modes, ",")
+	if maxConcurrency != "none" && maxConcurrency != "" {
+		for _, field := range strings.Split(maxConcurrency, ",") {
+			if n, err := strconv.Atoi(field); err == nil && n > 0 {
+				opts.maxConcurrency = append(opts.maxConcurrency, n)
+			}
+		}
+	}
 	return opts
 }
 
@@ -106,6 +139,13 @@ func envString(name, fallback string) string {
 
 func main() {
 	opts := parseOptions()
+	if opts.worker != "" {
+		if err := runWorker(opts.worker); err != nil {
+			fmt.Fprintln(os.Stderr, "bench worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, opts); err != nil {
@@ -118,18 +158,43 @@ func main() {
 type result struct {
 	contender, mode string
 	repeat          int
+	warmup          int // messages deleted before the clock started
+	measured        int // messages deleted while it ran
+	slotBound       float64
 	elapsed         time.Duration
+	cpu             time.Duration // of the contender's process while the clock ran; 0 when unknown
+	proxyCPU        time.Duration // of this process (the proxies) while the clock ran
+	emulatorCPU     time.Duration // of the SQS emulator's process while the clock ran; 0 when unknown
 	sqsCalls        map[string]int64
-	ddbCalls        map[string]int64
+	ddbCalls        map[string]int64 // over the whole run, warm-up included
 	dupDDBCalls     map[string]int64 // the duplicate pass (idempotency contender, no-op mode)
 	err             error
 }
 
-func (r result) perSecond(m int) float64 {
+func (r result) perSecond() float64 {
 	if r.err != nil || r.elapsed <= 0 {
 		return 0
 	}
-	return float64(m) / r.elapsed.Seconds()
+	return float64(r.measured) / r.elapsed.Seconds()
+}
+
+// callsPerMsg is the SQS calls per message while the clock ran.
+func (r result) callsPerMsg() float64 { return float64(sum(r.sqsCalls)) / float64(r.measured) }
+
+// cpuPer1k is the contender's CPU milliseconds per 1,000 messages, NaN when unknown.
+func (r result) cpuPer1k() float64 {
+	if r.cpu <= 0 {
+		return math.NaN()
+	}
+	return perThousand(r.cpu, r.measured)
+}
+
+// perThousand is cpu in milliseconds per 1,000 of n messages, NaN when unknown.
+func perThousand(cpu time.Duration, n int) float64 {
+	if cpu <= 0 || n <= 0 {
+		return math.NaN()
+	}
+	return float64(cpu.Microseconds()) / float64(n)
 }
 
 // session is what one bench run sets up once: its log, the clients (direct, and through
@@ -167,12 +232,13 @@ func run(ctx context.Context, opts options) error {
 	if err := s.openLog(opts); err != nil {
 		return err
 	}
-	fmt.Printf("bench: M=%d concurrency=%d repeats=%d contenders=%s modes=%s logs=%s\n",
-		opts.m, opts.concurrency, opts.repeats, strings.Join(opts.contenders, ","), strings.Join(opts.modes, ","), s.logPath)
-	if err := s.connect(ctx); err != nil {
+	fmt.Printf("bench: emulator=%s latency=%s concurrency=%d duration=%s warmup=%s repeats=%d contenders=%s modes=%s logs=%s\n",
+		opts.emulator, opts.latency, opts.concurrency, opts.duration, opts.warmup, opts.repeats,
+		strings.Join(opts.contenders, ","), strings.Join(opts.modes, ","), s.logPath)
+	if err := s.connect(ctx, opts.latency); err != nil {
 		return err
 	}
-	info := machineInfo(ctx, root)
+	info := machineInfo(ctx, root, opts.emulator)
 	all, notes, err := s.contenders(opts, root, info)
 	if err != nil {
 		return err
@@ -206,18 +272,18 @@ func (s *session) openLog(opts options) error {
 
 // connect makes the direct clients (loading, administration) and the proxied ones the
 // contenders use, so that their calls are counted.
-func (s *session) connect(ctx context.Context) error {
+func (s *session) connect(ctx context.Context, latency time.Duration) error {
 	direct, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return err
 	}
 	s.loader = sqs.NewFromConfig(direct)
 	s.admin = dynamodb.NewFromConfig(direct)
-	if s.sqsProxy, err = startProxy(os.Getenv("AWS_ENDPOINT_URL_SQS")); err != nil {
+	if s.sqsProxy, err = startProxy(os.Getenv("AWS_ENDPOINT_URL_SQS"), latency); err != nil {
 		return err
 	}
 	s.cleanups = append(s.cleanups, s.sqsProxy.close)
-	if s.ddbProxy, err = startProxy(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")); err != nil {
+	if s.ddbProxy, err = startProxy(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), 0); err != nil {
 		return err
 	}
 	s.cleanups = append(s.cleanups, s.ddbProxy.close)
@@ -236,11 +302,22 @@ func (s *session) contenders(opts options, root string, info info) ([]contender,
 	for _, name := range opts.contenders {
 		switch name {
 		case "ceiling":
-			all = append(all, ceiling)
+			all = append(all, goContender("ceiling", "ceiling", "Go loop (ceiling)", false))
 		case "poller":
-			all = append(all, pollerContender(false))
+			all = append(all, goContender("poller", "poller", "sqsworker poller", false))
 		case "poller_idempotency":
-			all = append(all, pollerContender(true))
+			all = append(all, goContender("poller_idempotency", "poller_idempotency", "poller + idempotency (DynamoDB)", true))
+		case "spring":
+			jar, versions, err := ensureSpring(filepath.Join(root, "bench", "spring"), s.logWriter)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("Spring Cloud AWS not run: %v", err))
+				fmt.Println("bench: Spring Cloud AWS not run:", err)
+				continue
+			}
+			for k, v := range versions {
+				info.versions[k] = v
+			}
+			all = append(all, springContender(jar))
 		case "sqs_consumer":
 			nodeDir := filepath.Join(root, "scripts", "bench-node")
 			versions, err := ensureNode(nodeDir, s.logWriter)
@@ -271,68 +348,146 @@ func (s *session) contenders(opts options, root string, info info) ([]contender,
 			return nil, nil, fmt.Errorf("unknown contender %q", name)
 		}
 	}
+	for _, n := range opts.maxConcurrency {
+		c := goContender(maxRateName(n), "poller", fmt.Sprintf("poller, concurrency %d", n), false)
+		c.concurrency, c.noopOnly = n, true
+		all = append(all, c)
+	}
 	return all, notes, nil
 }
 
-// measureAll runs every contender in every mode, opts.repeats times, rotating the order.
+// maxRateName names the poller's contender at concurrency n (the max-rate runs).
+func maxRateName(n int) string { return fmt.Sprintf("poller_c%d", n) }
+
+// measureAll sizes every contender in every mode (a short sizing pass) and runs them,
+// opts.repeats times, rotating the order.
 func (s *session) measureAll(ctx context.Context, opts options, all []contender) ([]result, error) {
 	// The same delays for every contender: drawn once, carried in the bodies.
 	rng := rand.New(rand.NewPCG(opts.seed, opts.seed+1))
-	delays := make([]int, opts.m)
+	delays := make([]int, opts.maxMessages)
 	for i := range delays {
 		delays[i] = 10 + rng.IntN(191)
 	}
-	var profile *os.File
-	if opts.cpuprofile != "" {
-		var err error
-		if profile, err = os.Create(opts.cpuprofile); err != nil {
-			return nil, err
+	// The first measured no-op run of each poller contender is profiled, into
+	// -cpuprofile with the contender's name added (poller.prof -> poller-poller_c200.prof).
+	profiled := map[string]bool{}
+	run := func(c contender, mode string, warmup, measured, repeat int) result {
+		env := runEnv{
+			concurrency: opts.concurrency, sqs: s.sqsClient, ddb: s.ddbClient,
+			sqsEndpoint: s.sqsProxy.URL, env: s.processEnv, logs: s.logWriter,
 		}
-		defer profile.Close()
+		if c.concurrency > 0 {
+			env.concurrency = c.concurrency
+		}
+		if opts.cpuprofile != "" && !profiled[c.name] && repeat > 0 && strings.HasPrefix(c.name, "poller") && !c.idempotent && mode == "noop" {
+			ext := filepath.Ext(opts.cpuprofile)
+			env.cpuprofile = strings.TrimSuffix(opts.cpuprofile, ext) + "-" + c.name + ext
+			profiled[c.name] = true
+		}
+		bodies := makeBodies(warmup+measured, mode, delays)
+		r := s.measure(ctx, opts, c, mode, bodies, warmup, env)
+		r.repeat = repeat
+		return r
 	}
-	profiled := false
+	// rates are the sizing estimates (msg/s), by contender and mode.
+	rates := map[string]float64{}
+	var runs []struct {
+		c    contender
+		mode string
+	}
+	for _, mode := range opts.modes {
+		for _, c := range all {
+			if mode != "noop" && c.noopOnly {
+				continue
+			}
+			runs = append(runs, struct {
+				c    contender
+				mode string
+			}{c, mode})
+			concurrency := cmp.Or(c.concurrency, opts.concurrency)
+			// The sizing pass: 25 messages per slot (3 with the 10-200 ms handler), then,
+			// if that took less than a second, three seconds' worth at the rate seen.
+			n := concurrency * 25
+			if mode == "slow" {
+				n = concurrency * 3
+			}
+			var r result
+			for pass := 0; pass < 2; pass++ {
+				r = run(c, mode, n/2, n-n/2, 0)
+				if r.err != nil || r.elapsed*2 >= time.Second {
+					break
+				}
+				n = min(int(r.perSecond()*3), opts.maxMessages)
+			}
+			if r.err != nil {
+				fmt.Printf("bench: sizing %-6s %-20s FAILED: %v\n", mode, c.name, r.err)
+				continue
+			}
+			rates[c.name+"/"+mode] = r.perSecond()
+			fmt.Printf("bench: sizing %-6s %-20s %.0f msg/s\n", mode, c.name, r.perSecond())
+		}
+	}
 	var results []result
 	for repeat := range opts.repeats {
-		for _, mode := range opts.modes {
-			order := slices.Clone(all)
-			// Rotate the order every repeat, so no contender always runs first or last.
-			if len(order) > 0 {
-				shift := repeat % len(order)
-				order = append(order[shift:], order[:shift]...)
+		order := slices.Clone(runs)
+		// Rotate the order every repeat, so no contender always runs first or last.
+		if len(order) > 0 {
+			shift := repeat % len(order)
+			order = append(order[shift:], order[:shift]...)
+		}
+		for _, o := range order {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			for _, c := range order {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				env := runEnv{
-					concurrency: opts.concurrency, sqs: s.sqsClient, ddb: s.ddbClient,
-					sqsEndpoint: s.sqsProxy.URL, env: s.processEnv, logs: s.logWriter,
-				}
-				bodies := makeBodies(opts.m, mode, delays)
-				profileThis := profile != nil && !profiled && c.name == "poller" && mode == "noop"
-				r := measure(ctx, opts, c, mode, bodies, env, s.loader, s.admin, s.sqsProxy, s.ddbProxy, profileThis, profile)
-				if profileThis {
-					profiled = true
-				}
-				r.repeat = repeat + 1
-				results = append(results, r)
-				fmt.Printf("bench: repeat %d %-6s %-20s %s\n", repeat+1, mode, c.name, r.status(opts.m, c.idempotent))
+			key := o.c.name + "/" + o.mode
+			rate := rates[key]
+			if rate <= 0 {
+				rate = 100 // the sizing pass failed; this run shows how
 			}
+			warmup := max(int(rate*opts.warmup.Seconds()), 10)
+			measured := max(int(rate*opts.duration.Seconds()*1.1), 100)
+			if warmup+measured > opts.maxMessages {
+				measured = max(opts.maxMessages-warmup, 100)
+			}
+			r := run(o.c, o.mode, warmup, measured, repeat+1)
+			if r.err == nil && r.elapsed < opts.duration*9/10 && warmup+measured < opts.maxMessages {
+				// Faster than sized: once more, sized on this run's rate.
+				fmt.Printf("bench: repeat %d %-6s %-20s %s; too short, again\n", repeat+1, o.mode, o.c.name, r.status(o.c.idempotent))
+				rate = r.perSecond()
+				warmup = max(int(rate*opts.warmup.Seconds()), 10)
+				measured = min(max(int(rate*opts.duration.Seconds()*1.1), 100), opts.maxMessages-warmup)
+				r = run(o.c, o.mode, warmup, measured, repeat+1)
+			}
+			results = append(results, r)
+			if r.err == nil {
+				rates[key] = max(rate, r.perSecond())
+			}
+			fmt.Printf("bench: repeat %d %-6s %-20s %s\n", repeat+1, o.mode, o.c.name, r.status(o.c.idempotent))
 		}
 	}
 	return results, nil
 }
 
 // status is one run's progress line.
-func (r result) status(m int, idempotent bool) string {
+func (r result) status(idempotent bool) string {
 	if r.err != nil {
 		return "FAILED: " + r.err.Error()
 	}
-	status := fmt.Sprintf("%.0f msg/s, %.3f SQS calls/msg", r.perSecond(m), float64(sum(r.sqsCalls))/float64(m))
+	status := fmt.Sprintf("%.0f msg/s over %s (%d messages after %d warm-up), %.3f SQS calls/msg", r.perSecond(),
+		r.elapsed.Round(10*time.Millisecond), r.measured, r.warmup, r.callsPerMsg())
+	if cpu := r.cpuPer1k(); !math.IsNaN(cpu) {
+		status += fmt.Sprintf(", %.0f ms CPU/1k msgs", cpu)
+	}
+	status += fmt.Sprintf(" (proxy %.0f", perThousand(r.proxyCPU, r.measured))
+	if emulator := perThousand(r.emulatorCPU, r.measured); !math.IsNaN(emulator) {
+		status += fmt.Sprintf(", emulator %.0f", emulator)
+	}
+	status += ")"
+	total := float64(r.warmup + r.measured)
 	if idempotent {
-		status += fmt.Sprintf(", %.2f DynamoDB writes/msg", float64(ddbWrites(r.ddbCalls))/float64(m))
+		status += fmt.Sprintf(", %.2f DynamoDB writes/msg", float64(ddbWrites(r.ddbCalls))/total)
 		if r.dupDDBCalls != nil {
-			status += fmt.Sprintf(", %.2f per duplicate", float64(ddbWrites(r.dupDDBCalls))/float64(m))
+			status += fmt.Sprintf(", %.2f per duplicate", float64(ddbWrites(r.dupDDBCalls))/total)
 		}
 	}
 	return status
@@ -348,7 +503,11 @@ func (s *session) report(opts options, summary *summary, results []result) error
 		}
 	}
 	if opts.docs != "" {
-		if err := os.WriteFile(opts.docs, []byte(summary.markdown(opts)), 0o644); err != nil {
+		chart := ""
+		if opts.chart != "" {
+			chart, _ = filepath.Rel(filepath.Dir(opts.docs), opts.chart)
+		}
+		if err := os.WriteFile(opts.docs, []byte(summary.markdown(opts, chart)), 0o644); err != nil {
 			return err
 		}
 	}
@@ -388,68 +547,102 @@ func makeBodies(m int, mode string, delays []int) []string {
 	return bodies
 }
 
-// measure loads a fresh queue, runs the contender until the proxy saw every message
-// deleted, and for the idempotency contender in no-op mode runs the duplicate pass.
-func measure(ctx context.Context, opts options, c contender, mode string, bodies []string, env runEnv,
-	loader *sqs.Client, admin *dynamodb.Client, sqsProxy, ddbProxy *countingProxy, profileThis bool, profile *os.File) result {
-	r := result{contender: c.name, mode: mode}
+// measure loads a fresh queue with bodies, runs the contender until the proxy saw every
+// message deleted, the clock running from the warmup-th delete, and for the idempotency
+// contender in no-op mode runs the duplicate pass.
+func (s *session) measure(ctx context.Context, opts options, c contender, mode string, bodies []string, warmup int, env runEnv) result {
+	r := result{contender: c.name, mode: mode, warmup: warmup, measured: len(bodies) - warmup}
+	if mode == "slow" {
+		total := 0
+		for _, body := range bodies {
+			var ms int
+			_, _ = fmt.Sscanf(body[strings.Index(body, `"sleep_ms":`)+len(`"sleep_ms":`):], "%d", &ms)
+			total += ms
+		}
+		r.slotBound = float64(env.concurrency) * 1000 * float64(len(bodies)) / float64(total)
+	}
 	suffix := randomSuffix()
 	if c.idempotent {
 		env.table = "bench-" + suffix
-		if r.err = createTable(ctx, admin, env.table); r.err != nil {
+		if r.err = createTable(ctx, s.admin, env.table); r.err != nil {
 			return r
 		}
 		defer func() {
-			_, _ = admin.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(env.table)})
+			_, _ = s.admin.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(env.table)})
 		}()
 	}
-	pass := func(name string) (time.Duration, map[string]int64, map[string]int64, error) {
-		queueURL, err := loadQueue(ctx, loader, name, bodies)
+	type outcome struct {
+		elapsed, cpu, proxyCPU, emulatorCPU time.Duration
+		sqs, ddb                            map[string]int64
+	}
+	emulator := emulatorProcess(opts.root, opts.emulator)
+	pass := func(name string, warmup int, profile string) (outcome, error) {
+		var o outcome
+		queueURL, err := loadQueue(ctx, s.loader, name, bodies)
 		if queueURL != "" {
 			defer func() {
-				_, _ = loader.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(queueURL)})
+				_, _ = s.loader.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(queueURL)})
 			}()
 		}
 		if err != nil {
-			return 0, nil, nil, err
+			return o, err
 		}
-		env.queueURL = queueURL
-		done := sqsProxy.arm(int64(len(bodies)))
-		ddbProxy.arm(0)
-		defer sqsProxy.disarm()
-		defer ddbProxy.disarm()
-		if profileThis {
-			_ = pprof.StartCPUProfile(profile)
-		}
-		stop, err := c.start(ctx, env)
+		env.queueURL, env.cpuprofile = queueURL, profile
+		warm, done := s.sqsProxy.arm(int64(warmup), int64(len(bodies)))
+		s.ddbProxy.arm(0, 0)
+		defer s.sqsProxy.disarm()
+		defer s.ddbProxy.disarm()
+		proc, err := c.start(ctx, env)
 		if err != nil {
-			if profileThis {
-				pprof.StopCPUProfile()
+			return o, err
+		}
+		stopped := false
+		defer func() {
+			if !stopped {
+				proc.stop()
 			}
-			return 0, nil, nil, err
+		}()
+		timeout := time.NewTimer(opts.runTimeout)
+		defer timeout.Stop()
+		var cpuAtWarm, proxyAtWarm, emulatorAtWarm time.Duration
+		cpuKnown := !c.noCPU
+		for _, phase := range []<-chan struct{}{warm, done} {
+			select {
+			case <-phase:
+			case <-timeout.C:
+				return o, fmt.Errorf("%w after %s with %d of %d messages deleted", errTimeout, opts.runTimeout, s.sqsProxy.deleted.Load(), len(bodies))
+			case <-ctx.Done():
+				return o, ctx.Err()
+			}
+			cpu, ok := proc.cpu()
+			cpuKnown = cpuKnown && ok
+			proxy := selfCPU()
+			var emulatorCPU time.Duration
+			if emulator != nil {
+				emulatorCPU, _ = emulator.cpu()
+			}
+			if phase == warm {
+				cpuAtWarm, proxyAtWarm, emulatorAtWarm = cpu, proxy, emulatorCPU
+				continue
+			}
+			if cpuKnown {
+				o.cpu = cpu - cpuAtWarm
+			}
+			o.proxyCPU, o.emulatorCPU = proxy-proxyAtWarm, emulatorCPU-emulatorAtWarm
 		}
-		select {
-		case <-done:
-		case <-time.After(opts.runTimeout):
-			err = fmt.Errorf("%w after %s with %d of %d messages deleted", errTimeout, opts.runTimeout, sqsProxy.deleted.Load(), len(bodies))
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if profileThis {
-			pprof.StopCPUProfile()
-		}
-		sqsCounts, first, doneAt := sqsProxy.snapshot()
-		ddbCounts, _, _ := ddbProxy.snapshot()
-		stop()
-		if err != nil {
-			return 0, sqsCounts, ddbCounts, err
-		}
-		return doneAt.Sub(first), sqsCounts, ddbCounts, nil
+		sqsCounts, warmAt, doneAt := s.sqsProxy.snapshot()
+		ddbCounts, _, _ := s.ddbProxy.snapshot()
+		proc.stop()
+		stopped = true
+		o.elapsed, o.sqs, o.ddb = doneAt.Sub(warmAt), sqsCounts, ddbCounts
+		return o, nil
 	}
-	r.elapsed, r.sqsCalls, r.ddbCalls, r.err = pass("bench-" + suffix)
+	o, err := pass("bench-"+suffix, warmup, env.cpuprofile)
+	r.elapsed, r.cpu, r.sqsCalls, r.ddbCalls, r.err = o.elapsed, o.cpu, o.sqs, o.ddb, err
+	r.proxyCPU, r.emulatorCPU = o.proxyCPU, o.emulatorCPU
 	if r.err == nil && c.idempotent && mode == "noop" {
-		var err error
-		_, _, r.dupDDBCalls, err = pass("bench-" + suffix + "-dup")
+		dup, err := pass("bench-"+suffix+"-dup", 0, "")
+		r.dupDDBCalls = dup.ddb
 		if err != nil {
 			r.err = fmt.Errorf("duplicate pass: %w", err)
 		}
@@ -475,7 +668,7 @@ func createTable(ctx context.Context, client *dynamodb.Client, name string) erro
 }
 
 // loadQueue creates a queue (visibility timeout 60 s, so nothing is redelivered during
-// a run) and sends the bodies with SendMessageBatch from eight senders, then waits until
+// a run) and sends the bodies with SendMessageBatch from 32 senders, then waits until
 // the queue reports them all.
 func loadQueue(ctx context.Context, client *sqs.Client, name string, bodies []string) (string, error) {
 	output, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
@@ -486,7 +679,7 @@ func loadQueue(ctx context.Context, client *sqs.Client, name string, bodies []st
 		return "", err
 	}
 	url := aws.ToString(output.QueueUrl)
-	if err := load.SendBodies(ctx, client, url, bodies, 8); err != nil {
+	if err := load.SendBodies(ctx, client, url, bodies, 32); err != nil {
 		return url, err
 	}
 	deadline := time.Now().Add(time.Minute)

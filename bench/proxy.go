@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -19,14 +20,25 @@ import (
 // calls by operation (the X-Amz-Target header of the JSON protocol, or the Action
 // parameter of the query protocol) and, for SQS, the messages deleted. Every contender
 // talks to the emulator through the same proxy, so every contender pays the same hop.
+//
+// With a latency, every call waits latency ±25% (uniform) before it is forwarded: the
+// round trip of SQS in the same region (~10 ms), which the emulator on 127.0.0.1 lacks.
+//
+// The clock is the confirmed deletes: armed with (warmup, target), the proxy notes the
+// time and the counts when the warmup-th message was deleted (the measurement starts)
+// and when the target-th was (it ends).
 type countingProxy struct {
-	URL    string
-	server *http.Server
+	URL     string
+	server  *http.Server
+	latency time.Duration
 
 	mu           sync.Mutex
 	armed        bool
 	counts       map[string]int64
-	firstReceive time.Time
+	warmupTarget int64
+	warmAt       time.Time
+	warm         chan struct{}
+	warmCounts   map[string]int64 // counts when the warm-up target was reached
 	deleteTarget int64
 	doneAt       time.Time
 	done         chan struct{}
@@ -34,7 +46,8 @@ type countingProxy struct {
 	frozen       map[string]int64 // counts when the delete target was reached
 }
 
-func startProxy(target string) (*countingProxy, error) {
+// startProxy proxies target, delaying every call by latency ±25% (none when 0).
+func startProxy(target string, latency time.Duration) (*countingProxy, error) {
 	targetURL, err := url.Parse(target)
 	if err != nil {
 		return nil, err
@@ -43,7 +56,7 @@ func startProxy(target string) (*countingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &countingProxy{URL: "http://" + listener.Addr().String(), counts: map[string]int64{}}
+	p := &countingProxy{URL: "http://" + listener.Addr().String(), counts: map[string]int64{}, latency: latency}
 	reverse := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(targetURL)
@@ -61,10 +74,24 @@ func startProxy(target string) (*countingProxy, error) {
 	}
 	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
+		if p.latency > 0 {
+			timer := time.NewTimer(jittered(p.latency))
+			select {
+			case <-timer.C:
+			case <-r.Context().Done():
+				timer.Stop()
+				return
+			}
+		}
 		reverse.ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.server.Serve(listener) }()
 	return p, nil
+}
+
+// jittered is d ±25%, uniform.
+func jittered(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
 }
 
 // operation names the API call of a request.
@@ -98,9 +125,6 @@ func (p *countingProxy) count(r *http.Request) {
 		return
 	}
 	p.counts[op]++
-	if op == "ReceiveMessage" && p.firstReceive.IsZero() {
-		p.firstReceive = time.Now()
-	}
 }
 
 // modifyResponse counts deleted messages from DeleteMessageBatch and DeleteMessage
@@ -129,7 +153,13 @@ func (p *countingProxy) modifyResponse(response *http.Response) error {
 	if !p.armed {
 		return nil
 	}
-	if total := p.deleted.Add(n); p.deleteTarget > 0 && total >= p.deleteTarget && p.doneAt.IsZero() {
+	total := p.deleted.Add(n)
+	if p.warmupTarget >= 0 && total >= p.warmupTarget && p.warmAt.IsZero() {
+		p.warmAt = time.Now()
+		p.warmCounts = clone(p.counts)
+		close(p.warm)
+	}
+	if p.deleteTarget > 0 && total >= p.deleteTarget && p.doneAt.IsZero() {
 		p.doneAt = time.Now()
 		p.frozen = clone(p.counts)
 		close(p.done)
@@ -137,29 +167,42 @@ func (p *countingProxy) modifyResponse(response *http.Response) error {
 	return nil
 }
 
-// arm resets the counters and starts counting; done is closed once deleteTarget
-// messages were deleted (never when deleteTarget is 0).
-func (p *countingProxy) arm(deleteTarget int64) (done <-chan struct{}) {
+// arm resets the counters and starts counting; warm is closed once warmup messages
+// were deleted (at once for 0), done once deleteTarget were (never when deleteTarget
+// is 0).
+func (p *countingProxy) arm(warmup, deleteTarget int64) (warm, done <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed = true
 	p.counts = map[string]int64{}
-	p.firstReceive, p.doneAt, p.frozen = time.Time{}, time.Time{}, nil
-	p.deleteTarget = deleteTarget
+	p.warmAt, p.doneAt, p.frozen, p.warmCounts = time.Time{}, time.Time{}, nil, nil
+	p.warmupTarget, p.deleteTarget = warmup, deleteTarget
 	p.deleted.Store(0)
-	p.done = make(chan struct{})
-	return p.done
+	p.warm, p.done = make(chan struct{}), make(chan struct{})
+	if warmup == 0 {
+		p.warmAt, p.warmCounts = time.Now(), map[string]int64{}
+		close(p.warm)
+	}
+	return p.warm, p.done
 }
 
-// snapshot returns the counts (frozen when the delete target was reached, if it was),
-// the first receive and the time the target was reached.
-func (p *countingProxy) snapshot() (counts map[string]int64, firstReceive, doneAt time.Time) {
+// snapshot returns the calls counted between the warm-up target and the delete target
+// (or now, if that was not reached), and the times the two were reached.
+func (p *countingProxy) snapshot() (counts map[string]int64, warmAt, doneAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	end := p.counts
 	if p.frozen != nil {
-		return clone(p.frozen), p.firstReceive, p.doneAt
+		end = p.frozen
 	}
-	return clone(p.counts), p.firstReceive, p.doneAt
+	counts = clone(end)
+	for op, n := range p.warmCounts {
+		counts[op] -= n
+		if counts[op] == 0 {
+			delete(counts, op)
+		}
+	}
+	return counts, p.warmAt, p.doneAt
 }
 
 func (p *countingProxy) disarm() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"image/color"
 	"math"
@@ -31,7 +32,7 @@ type info struct {
 	versions map[string]string
 }
 
-func machineInfo(ctx context.Context, root string) info {
+func machineInfo(ctx context.Context, root, emulator string) info {
 	i := info{cpus: runtime.NumCPU(), versions: map[string]string{"go": runtime.Version()}}
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for line := range strings.Lines(string(data)) {
@@ -68,6 +69,23 @@ func machineInfo(ctx context.Context, root string) info {
 			}
 		}
 	}
+	if emulator == "elasticmq" {
+		if data, err := os.ReadFile(filepath.Join(root, "localstack", "elasticmq", "pom.xml")); err == nil {
+			var pom struct {
+				Dependencies []struct {
+					ArtifactID string `xml:"artifactId"`
+					Version    string `xml:"version"`
+				} `xml:"dependencies>dependency"`
+			}
+			_ = xml.Unmarshal(data, &pom)
+			for _, dep := range pom.Dependencies {
+				if strings.HasPrefix(dep.ArtifactID, "elasticmq-server") {
+					i.versions["ElasticMQ (SQS)"] = dep.Version
+				}
+			}
+		}
+		return i
+	}
 	health, err := http.NewRequestWithContext(ctx, http.MethodGet, os.Getenv("AWS_ENDPOINT_URL_SQS")+"/_localstack/health", nil)
 	if err == nil {
 		if response, err := http.DefaultClient.Do(health); err == nil {
@@ -89,27 +107,37 @@ type stat struct {
 	runs         int
 	failed       int
 	perSecond    []float64
+	seconds      []float64 // measured time of each run
 	callsPerMsg  []float64
+	cpuPer1k     []float64
+	proxyPer1k   []float64 // this process's (the proxies') CPU per 1,000 messages
+	emuPer1k     []float64 // the SQS emulator's CPU per 1,000 messages
+	slotRatio    []float64 // 10-200 ms: msg/s over the slot bound
 	writesPerNew []float64
 	writesPerDup []float64
 	median       result // the run with the median throughput, for the call breakdown
 }
 
 type summary struct {
-	m        int
+	emulator string
+	latency  time.Duration
 	repeats  int
 	stats    []*stat
 	ratios   map[string][]float64 // per-repeat ratios for the summary line
+	maxRates []int                // the concurrencies of the max-rate runs
 	duration time.Duration
 	info     info
 	notes    []string
 }
 
 func summarize(opts options, contenders []contender, results []result) *summary {
-	s := &summary{m: opts.m, repeats: opts.repeats, ratios: map[string][]float64{}}
+	s := &summary{emulator: opts.emulator, latency: opts.latency, repeats: opts.repeats, ratios: map[string][]float64{}, maxRates: opts.maxConcurrency}
 	index := map[string]*stat{}
 	for _, mode := range opts.modes {
 		for _, c := range contenders {
+			if mode != "noop" && c.noopOnly {
+				continue
+			}
 			st := &stat{contender: c, mode: mode}
 			s.stats = append(s.stats, st)
 			index[c.name+"/"+mode] = st
@@ -123,25 +151,41 @@ func summarize(opts options, contenders []contender, results []result) *summary 
 			st.failed++
 			continue
 		}
-		m := float64(opts.m)
-		st.perSecond = append(st.perSecond, r.perSecond(opts.m))
-		st.callsPerMsg = append(st.callsPerMsg, float64(sum(r.sqsCalls))/m)
+		total := float64(r.warmup + r.measured)
+		st.perSecond = append(st.perSecond, r.perSecond())
+		st.seconds = append(st.seconds, r.elapsed.Seconds())
+		st.callsPerMsg = append(st.callsPerMsg, r.callsPerMsg())
+		if cpu := r.cpuPer1k(); !math.IsNaN(cpu) {
+			st.cpuPer1k = append(st.cpuPer1k, cpu)
+		}
+		if cpu := perThousand(r.proxyCPU, r.measured); !math.IsNaN(cpu) {
+			st.proxyPer1k = append(st.proxyPer1k, cpu)
+		}
+		if cpu := perThousand(r.emulatorCPU, r.measured); !math.IsNaN(cpu) {
+			st.emuPer1k = append(st.emuPer1k, cpu)
+		}
+		if r.slotBound > 0 {
+			st.slotRatio = append(st.slotRatio, r.perSecond()/r.slotBound)
+			if r.contender == "poller" {
+				s.ratios["poller_vs_slot_bound_slow"] = append(s.ratios["poller_vs_slot_bound_slow"], r.perSecond()/r.slotBound)
+			}
+		}
 		if st.contender.idempotent {
-			st.writesPerNew = append(st.writesPerNew, float64(ddbWrites(r.ddbCalls))/m)
+			st.writesPerNew = append(st.writesPerNew, float64(ddbWrites(r.ddbCalls))/total)
 			if r.dupDDBCalls != nil {
-				st.writesPerDup = append(st.writesPerDup, float64(ddbWrites(r.dupDDBCalls))/m)
+				st.writesPerDup = append(st.writesPerDup, float64(ddbWrites(r.dupDDBCalls))/total)
 			}
 		}
 		key := r.contender + "/" + r.mode
 		if byRun[key] == nil {
 			byRun[key] = map[int]float64{}
 		}
-		byRun[key][r.repeat] = r.perSecond(opts.m)
+		byRun[key][r.repeat] = r.perSecond()
 	}
 	for _, st := range s.stats {
 		target := median(st.perSecond)
 		for _, r := range results {
-			if r.contender == st.contender.name && r.mode == st.mode && r.err == nil && r.perSecond(opts.m) == target {
+			if r.contender == st.contender.name && r.mode == st.mode && r.err == nil && r.perSecond() == target {
 				st.median = r
 			}
 		}
@@ -153,12 +197,10 @@ func summarize(opts options, contenders []contender, results []result) *summary 
 			}
 		}
 	}
-	ratio("poller_vs_ceiling", "poller/noop", "ceiling/noop")
-	ratio("poller_vs_ceiling_slow", "poller/slow", "ceiling/slow")
-	ratio("poller_vs_sqs_consumer", "poller/noop", "sqs_consumer/noop")
-	ratio("poller_vs_sqs_consumer_slow", "poller/slow", "sqs_consumer/slow")
-	ratio("poller_vs_lambda_esm", "poller/noop", "lambda_esm/noop")
-	ratio("poller_vs_lambda_esm_slow", "poller/slow", "lambda_esm/slow")
+	for _, peer := range []string{"ceiling", "sqs_consumer", "spring", "lambda_esm"} {
+		ratio("poller_vs_"+peer, "poller/noop", peer+"/noop")
+		ratio("poller_vs_"+peer+"_slow", "poller/slow", peer+"/slow")
+	}
 	return s
 }
 
@@ -191,19 +233,40 @@ func format(value float64, digits int) string {
 	return fmt.Sprintf("%.*f", digits, value)
 }
 
-// line is the one-line result.
+// line is the one-line result: the emulator and latency, then
+//
+//   - poller_vs_ceiling, poller_vs_sqs_consumer, poller_vs_spring (no-op, ratios of msg/s);
+//   - poller_vs_slot_bound_slow: the poller's msg/s with the 10-200 ms handler over the
+//     slot bound (concurrency / mean handler time);
+//   - sqs_calls_per_msg, sqs_calls_per_msg_slow: the poller's SQS calls per message;
+//   - poller_vs_sqs_consumer_slow, poller_vs_spring_slow;
+//   - ddb_writes_per_new, ddb_writes_per_dup: the idempotency contender's DynamoDB writes;
+//   - max_rate_cN and cpu_ms_per_1k_cN: the poller's msg/s and CPU milliseconds per
+//     1,000 messages at concurrency N (the max-rate runs).
 func (s *summary) line() string {
 	metric := func(values []float64) string { return format(median(values), 2) }
-	callsPerMsg, writesNew, writesDup := "n/a", "n/a", "n/a"
+	callsPerMsg, callsPerMsgSlow, writesNew, writesDup := "n/a", "n/a", "n/a", "n/a"
 	if st := s.find("poller", "noop"); st != nil {
 		callsPerMsg = format(median(st.callsPerMsg), 3)
+	}
+	if st := s.find("poller", "slow"); st != nil {
+		callsPerMsgSlow = format(median(st.callsPerMsg), 3)
 	}
 	if st := s.find("poller_idempotency", "noop"); st != nil {
 		writesNew, writesDup = metric(st.writesPerNew), metric(st.writesPerDup)
 	}
-	return fmt.Sprintf("bench: poller_vs_ceiling=%s poller_vs_sqs_consumer=%s poller_vs_sqs_consumer_slow=%s sqs_calls_per_msg=%s ddb_writes_per_new=%s ddb_writes_per_dup=%s",
-		metric(s.ratios["poller_vs_ceiling"]), metric(s.ratios["poller_vs_sqs_consumer"]), metric(s.ratios["poller_vs_sqs_consumer_slow"]),
-		callsPerMsg, writesNew, writesDup)
+	line := fmt.Sprintf("bench: emulator=%s latency=%s poller_vs_ceiling=%s poller_vs_sqs_consumer=%s poller_vs_spring=%s poller_vs_slot_bound_slow=%s sqs_calls_per_msg=%s sqs_calls_per_msg_slow=%s poller_vs_sqs_consumer_slow=%s poller_vs_spring_slow=%s ddb_writes_per_new=%s ddb_writes_per_dup=%s",
+		s.emulator, s.latency, metric(s.ratios["poller_vs_ceiling"]), metric(s.ratios["poller_vs_sqs_consumer"]), metric(s.ratios["poller_vs_spring"]),
+		metric(s.ratios["poller_vs_slot_bound_slow"]), callsPerMsg, callsPerMsgSlow,
+		metric(s.ratios["poller_vs_sqs_consumer_slow"]), metric(s.ratios["poller_vs_spring_slow"]), writesNew, writesDup)
+	for _, n := range s.maxRates {
+		rate, cpu := "n/a", "n/a"
+		if st := s.find(maxRateName(n), "noop"); st != nil {
+			rate, cpu = format(median(st.perSecond), 0), format(median(st.cpuPer1k), 0)
+		}
+		line += fmt.Sprintf(" max_rate_c%d=%s cpu_ms_per_1k_c%d=%s", n, rate, n, cpu)
+	}
+	return line
 }
 
 func spread(values []float64) string {
@@ -214,6 +277,9 @@ func spread(values []float64) string {
 }
 
 func breakdown(counts map[string]int64, m int) string {
+	if m <= 0 {
+		return ""
+	}
 	names := make([]string, 0, len(counts))
 	for name := range counts {
 		names = append(names, name)
@@ -229,36 +295,54 @@ func breakdown(counts map[string]int64, m int) string {
 // table is the plain-text results table.
 func (s *summary) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %-5s %9s %11s %13s %12s %12s\n", "contender", "mode", "msg/s", "range", "SQS calls/msg", "DDB wr/new", "DDB wr/dup")
+	fmt.Fprintf(&b, "%-32s %-5s %9s %13s %7s %13s %11s %11s %10s %10s\n", "contender", "mode", "msg/s", "range", "run s", "SQS calls/msg", "CPU ms/1k", "/slot bound", "DDB wr/new", "DDB wr/dup")
 	for _, st := range s.stats {
-		fmt.Fprintf(&b, "%-32s %-5s %9s %11s %13s %12s %12s\n", st.contender.label, st.mode,
-			format(median(st.perSecond), 0), spread(st.perSecond), format(median(st.callsPerMsg), 3),
-			optional(st.writesPerNew), optional(st.writesPerDup))
+		fmt.Fprintf(&b, "%-32s %-5s %9s %13s %7s %13s %11s %11s %10s %10s\n", st.contender.label, st.mode,
+			format(median(st.perSecond), 0), spread(st.perSecond), shortest(st.seconds), format(median(st.callsPerMsg), 3),
+			optional(st.cpuPer1k, 0), optional(st.slotRatio, 2), optional(st.writesPerNew, 2), optional(st.writesPerDup, 2))
 	}
 	return b.String()
 }
 
-func optional(values []float64) string {
+// shortest is the shortest measured time of a contender's runs, in seconds.
+func shortest(seconds []float64) string {
+	if len(seconds) == 0 {
+		return "n/a"
+	}
+	return format(slices.Min(seconds), 1)
+}
+
+func optional(values []float64, digits int) string {
 	if len(values) == 0 {
 		return "–"
 	}
-	return format(median(values), 2)
+	return format(median(values), digits)
 }
 
-const (
-	beginMarker = "<!-- bench:begin (generated by the bench; edit outside the markers) -->"
-	endMarker   = "<!-- bench:end -->"
-)
+// The generated sections of docs/benchmarks.md, one per emulator and latency, are kept
+// between these markers.
+func beginMarker(key string) string {
+	return "<!-- bench:begin " + key + " (generated by the bench; edit outside the markers) -->"
+}
 
-// markdown returns docs/benchmarks.md: the generated section replaces the one between
-// the markers of an existing file, keeping what was written around it.
-func (s *summary) markdown(opts options) string {
+func endMarker(key string) string { return "<!-- bench:end " + key + " -->" }
+
+// key names the section of this run's emulator and latency.
+func (s *summary) key() string { return fmt.Sprintf("%s latency=%s", s.emulator, s.latency) }
+
+// markdown returns docs/benchmarks.md: the generated section replaces the one of the
+// same emulator and latency between its markers, keeping what was written around it, or
+// is added at the end.
+func (s *summary) markdown(opts options, chart string) string {
 	var b strings.Builder
-	b.WriteString(beginMarker + "\n\n")
-	fmt.Fprintf(&b, "Generated %s by `make bench` (%s); the run took %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		fmt.Sprintf("`cd bench && go run . -m %d -repeats %d -docs ../docs/benchmarks.md -chart ../docs/benchmarks.png`", opts.m, opts.repeats),
-		s.duration.Round(time.Second))
-	b.WriteString("### Machine and versions\n\n")
+	b.WriteString(beginMarker(s.key()) + "\n\n")
+	command := fmt.Sprintf("make bench BENCH_EMULATOR=%s BENCH_LATENCY=%s", s.emulator, s.latency)
+	if s.emulator == "elasticmq" && s.latency == 10*time.Millisecond {
+		command = "make bench-elasticmq"
+	}
+	fmt.Fprintf(&b, "### %s, %s per SQS call\n\n", map[string]string{"elasticmq": "ElasticMQ", "localstack": "LocalStack"}[s.emulator], latencyText(s.latency))
+	fmt.Fprintf(&b, "Generated %s by `%s` (BENCH_REPEATS=%d, BENCH_DURATION=%s, BENCH_WARMUP=%s); the run took %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), command, opts.repeats, opts.duration, opts.warmup, s.duration.Round(time.Second))
 	fmt.Fprintf(&b, "- %d CPUs (%s), %s memory, Linux %s\n", s.info.cpus, s.info.cpuModel, s.info.memory, s.info.kernel)
 	names := make([]string, 0, len(s.info.versions))
 	for name := range s.info.versions {
@@ -268,13 +352,12 @@ func (s *summary) markdown(opts options) string {
 	for _, name := range names {
 		fmt.Fprintf(&b, "- %s %s\n", name, s.info.versions[name])
 	}
-	fmt.Fprintf(&b, "- M = %d messages per run, concurrency %d for every contender, %d repeats (medians; range = min–max)\n\n", s.m, opts.concurrency, s.repeats)
+	fmt.Fprintf(&b, "- concurrency %d for every contender, %d repeats (medians; range = min–max)\n", opts.concurrency, s.repeats)
 	for _, note := range s.notes {
 		fmt.Fprintf(&b, "- **Note:** %s\n", note)
 	}
-	b.WriteString("### Results\n\n")
-	b.WriteString("| contender | handler | msg/s (median) | range | SQS calls/msg | DynamoDB writes/new msg | DynamoDB writes/duplicate |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n| contender | handler | msg/s (median) | range | shortest run (s) | SQS calls/msg | CPU ms per 1,000 msgs | proxy / emulator CPU ms per 1,000 | of the slot bound | DynamoDB writes/new msg | DynamoDB writes/duplicate |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, st := range s.stats {
 		mode := "no-op"
 		if st.mode == "slow" {
@@ -284,45 +367,51 @@ func (s *summary) markdown(opts options) string {
 		if st.failed > 0 {
 			failed = fmt.Sprintf(" (%d of %d runs failed)", st.failed, st.runs)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s | %s |\n", st.contender.label, mode, format(median(st.perSecond), 0), failed,
-			spread(st.perSecond), format(median(st.callsPerMsg), 3), optional(st.writesPerNew), optional(st.writesPerDup))
+		fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s | %s | %s / %s | %s | %s | %s |\n", st.contender.label, mode, format(median(st.perSecond), 0), failed,
+			spread(st.perSecond), shortest(st.seconds), format(median(st.callsPerMsg), 3), optional(st.cpuPer1k, 0),
+			optional(st.proxyPer1k, 0), optional(st.emuPer1k, 0), optional(st.slotRatio, 2),
+			optional(st.writesPerNew, 2), optional(st.writesPerDup, 2))
 	}
-	b.WriteString("\nAPI calls per message by operation (median-throughput run):\n\n")
+	b.WriteString("\nSQS calls per message by operation (median-throughput run, while the clock ran):\n\n")
 	for _, st := range s.stats {
 		if st.median.sqsCalls != nil {
-			fmt.Fprintf(&b, "- %s, %s: %s\n", st.contender.label, st.mode, breakdown(st.median.sqsCalls, s.m))
+			fmt.Fprintf(&b, "- %s, %s: %s\n", st.contender.label, st.mode, breakdown(st.median.sqsCalls, st.median.measured))
 		}
 	}
 	for _, st := range s.stats {
 		if st.median.ddbCalls != nil && st.contender.idempotent {
-			fmt.Fprintf(&b, "- DynamoDB, %s, %s, new keys: %s\n", st.contender.label, st.mode, breakdown(st.median.ddbCalls, s.m))
+			total := st.median.warmup + st.median.measured
+			fmt.Fprintf(&b, "- DynamoDB, %s, %s, new keys: %s\n", st.contender.label, st.mode, breakdown(st.median.ddbCalls, total))
 			if st.median.dupDDBCalls != nil {
-				fmt.Fprintf(&b, "- DynamoDB, %s, %s, duplicates of completed keys: %s\n", st.contender.label, st.mode, breakdown(st.median.dupDDBCalls, s.m))
+				fmt.Fprintf(&b, "- DynamoDB, %s, %s, duplicates of completed keys: %s\n", st.contender.label, st.mode, breakdown(st.median.dupDDBCalls, total))
 			}
 		}
 	}
-	b.WriteString("\nRatios (median of the per-repeat ratios; contenders of one repeat ran back to back):\n\n")
-	ratioNames := make([]string, 0, len(s.ratios))
-	for name := range s.ratios {
-		ratioNames = append(ratioNames, name)
+	fmt.Fprintf(&b, "\n```\n%s\n```\n\n", s.line())
+	if chart != "" {
+		fmt.Fprintf(&b, "![Throughput by contender](%s)\n\n", chart)
 	}
-	slices.Sort(ratioNames)
-	for _, name := range ratioNames {
-		fmt.Fprintf(&b, "- %s = %s\n", name, format(median(s.ratios[name]), 2))
-	}
-	fmt.Fprintf(&b, "\n```\n%s\n```\n\n![Throughput by contender](benchmarks.png)\n\n%s\n", s.line(), endMarker)
+	b.WriteString(endMarker(s.key()) + "\n")
 	generated := b.String()
 
 	existing, err := os.ReadFile(opts.docs)
 	if err == nil {
 		text := string(existing)
-		begin, end := strings.Index(text, beginMarker), strings.Index(text, endMarker)
+		begin, end := strings.Index(text, beginMarker(s.key())), strings.Index(text, endMarker(s.key()))
 		if begin >= 0 && end > begin {
-			rest := strings.TrimPrefix(text[end+len(endMarker):], "\n")
+			rest := strings.TrimPrefix(text[end+len(endMarker(s.key())):], "\n")
 			return text[:begin] + generated + rest
 		}
+		return strings.TrimRight(text, "\n") + "\n\n" + generated
 	}
 	return "# Benchmarks\n\n" + generated
+}
+
+func latencyText(d time.Duration) string {
+	if d <= 0 {
+		return "no added latency"
+	}
+	return fmt.Sprintf("%s (±25%%) added", d)
 }
 
 // writeChart renders median throughput per contender: no-op handler on the left,
@@ -332,12 +421,12 @@ func (s *summary) writeChart(path string) error {
 	plots := make([][]*plot.Plot, 1)
 	for _, m := range modes {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: msg/s, concurrency 20, M = %d, median of %d", m.title, s.m, s.repeats)
+		p.Title.Text = fmt.Sprintf("%s: msg/s, %s, %s, median of %d", m.title, s.emulator, latencyText(s.latency), s.repeats)
 		p.Y.Label.Text = "messages per second"
 		var labels []string
 		var values plotter.Values
 		for _, st := range s.stats {
-			if st.mode != m.mode {
+			if st.mode != m.mode || st.contender.noopOnly {
 				continue
 			}
 			labels = append(labels, strings.ReplaceAll(st.contender.label, " (", "\n("))

@@ -21,7 +21,18 @@ const (
 	// finalFlushTimeout bounds the last flush at shutdown, so DrainTimeout's default
 	// (25 s), the cancellation grace (1 s) and this still fit ECS's 30 s stopTimeout.
 	finalFlushTimeout = 3 * time.Second
+	// minDeletesInFlight is the least number of DeleteMessageBatch calls the acker keeps
+	// in flight: with ~10 ms round trips (SQS in-region), one call at a time would cap a
+	// worker near 1,000 deletes per second.
+	minDeletesInFlight = 4
 )
+
+// deletesInFlight is how many DeleteMessageBatch calls the acker of a server with
+// concurrency slots keeps in flight at most: one per 10 slots (a full batch each), at
+// least minDeletesInFlight.
+func deletesInFlight(concurrency int) int {
+	return max(minDeletesInFlight, (concurrency+sqsx.MaxBatchEntries-1)/sqsx.MaxBatchEntries)
+}
 
 // pendingDelete is one message waiting for, or retrying, its delete.
 type pendingDelete struct {
@@ -29,17 +40,22 @@ type pendingDelete struct {
 	// expires is when the receipt handle stops being usable (the message's visibility
 	// ends); the delete is not retried after it.
 	expires time.Time
+	// queued is when the delete was added (or queued again for a retry): the batch it
+	// joins is sent at most DeleteFlushInterval later.
+	queued time.Time
 	// notBefore delays a retry.
 	notBefore time.Time
 	attempts  int
 }
 
-// acker deletes settled messages in batches (the equivalent of asynq's syncer): a batch
-// is sent when 10 deletes are pending or DeleteFlushInterval after the first one. It
-// reads every entry of the response: failed entries that are not the sender's fault are
-// retried, alone, with the same receipt handle, while it is still valid; sender faults
-// are logged as errors with their code and not retried. A message counts as deleted only
-// once SQS confirmed it.
+// acker deletes settled messages in batches (the equivalent of asynq's syncer): a full
+// batch of 10 is sent as soon as it is ready, a partial one DeleteFlushInterval after
+// its oldest delete was queued. Up to maxInFlight DeleteMessageBatch calls run at once
+// (each on a goroutine the acker owns and waits for); when all are busy, deletes keep
+// queuing and fill the next batches. It reads every entry of the response: failed
+// entries that are not the sender's fault are retried, alone, with the same receipt
+// handle, while it is still valid; sender faults are logged as errors with their code
+// and not retried. A message counts as deleted only once SQS confirmed it.
 type acker struct {
 	api         API
 	queueURL    string
@@ -47,6 +63,12 @@ type acker struct {
 	logger      *slog.Logger
 	settle      *settle.Settler
 	callContext context.Context
+
+	// inFlight holds one token per DeleteMessageBatch call running (at most its
+	// capacity, maxInFlight); calls is their goroutines. Only the flush loop's goroutine
+	// starts calls, so calls.Wait there never races calls.Add.
+	inFlight chan struct{}
+	calls    sync.WaitGroup
 
 	mu      sync.Mutex
 	pending []*pendingDelete
@@ -64,9 +86,11 @@ type acker struct {
 }
 
 type ackerParams struct {
-	api         API
-	queueURL    string
-	interval    time.Duration
+	api      API
+	queueURL string
+	interval time.Duration
+	// maxInFlight bounds the DeleteMessageBatch calls running at once (at least 1).
+	maxInFlight int
 	logger      *slog.Logger
 	settle      *settle.Settler
 	callContext context.Context
@@ -80,6 +104,7 @@ func newAcker(params ackerParams) *acker {
 		logger:      params.logger,
 		settle:      params.settle,
 		callContext: params.callContext,
+		inFlight:    make(chan struct{}, max(params.maxInFlight, 1)),
 		wake:        make(chan struct{}, 1),
 		urgent:      make(chan struct{}),
 		stop:        make(chan struct{}),
@@ -90,7 +115,7 @@ func newAcker(params ackerParams) *acker {
 // add queues d's delete; expires is when its receipt handle stops being valid.
 func (a *acker) add(d *delivery, expires time.Time) {
 	a.mu.Lock()
-	a.pending = append(a.pending, &pendingDelete{delivery: d, expires: expires})
+	a.pending = append(a.pending, &pendingDelete{delivery: d, expires: expires, queued: time.Now()})
 	a.mu.Unlock()
 	a.signal()
 }
@@ -102,10 +127,12 @@ func (a *acker) signal() {
 	}
 }
 
-// start runs the flush loop until shutdown.
+// start runs the flush loop until shutdown; it returns (a.done closes) once the final
+// flush is over and every DeleteMessageBatch call it started has answered.
 func (a *acker) start(wg *sync.WaitGroup) {
 	wg.Go(func() {
 		defer close(a.done)
+		defer a.calls.Wait()
 		for {
 			select {
 			case <-a.stop:
@@ -113,35 +140,57 @@ func (a *acker) start(wg *sync.WaitGroup) {
 				return
 			case <-a.wake:
 			}
-			if !a.waitForBatch() {
+			all, ok := a.waitForBatch()
+			if !ok {
 				a.finalFlush()
 				return
 			}
-			a.flush(time.Now())
-			if a.waiting() {
+			a.flush(all)
+			if a.hasPending() {
 				a.signal()
 			}
 		}
 	})
 }
 
-// waitForBatch waits until 10 deletes are ready or the flush interval has passed. It
-// returns false when shutdown was asked for.
-func (a *acker) waitForBatch() bool {
+// waitForBatch waits until a full batch of 10 deletes is ready (all false: send full
+// batches only) or the oldest ready delete has waited the flush interval, or flushNow
+// was called and one is ready (all true: send every ready delete). ok is false when
+// shutdown was asked for.
+func (a *acker) waitForBatch() (all, ok bool) {
+	urgent := a.urgent
 	timer := time.NewTimer(a.interval)
 	defer timer.Stop()
-	for a.ready(time.Now()) < sqsx.MaxBatchEntries {
+	for {
+		now := time.Now()
+		ready, oldest := a.ready(now)
+		select {
+		case <-urgent:
+			urgent = nil
+			all = true
+		default:
+		}
+		switch {
+		case ready > 0 && (all || !now.Before(oldest.Add(a.interval))):
+			return true, true
+		case ready >= sqsx.MaxBatchEntries:
+			return false, true
+		}
+		if ready > 0 {
+			timer.Reset(oldest.Add(a.interval).Sub(now))
+		}
 		select {
 		case <-timer.C:
-			return true
-		case <-a.urgent:
-			return true
+			if ready == 0 {
+				// Nothing was ready: wake again after the interval, for retries.
+				return true, true
+			}
+		case <-urgent:
 		case <-a.wake:
 		case <-a.stop:
-			return false
+			return false, false
 		}
 	}
-	return true
 }
 
 // flushNow makes every pending and later delete go out at once instead of waiting
@@ -164,7 +213,9 @@ func (a *acker) shutdown() {
 func (a *acker) finalFlush() {
 	deadline := time.Now().Add(finalFlushTimeout)
 	for a.waiting() && time.Now().Before(deadline) {
-		a.flush(time.Now())
+		a.flush(true)
+		// Every call answered, so what failed is back in pending, with its retry time.
+		a.calls.Wait()
 		if next, ok := a.nextRetry(); ok {
 			time.Sleep(min(max(time.Until(next), 0), time.Until(deadline)))
 		}
@@ -184,16 +235,26 @@ func (a *acker) waiting() bool {
 	return len(a.pending) > 0 || a.sending > 0
 }
 
-func (a *acker) ready(now time.Time) int {
+func (a *acker) hasPending() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	count := 0
+	return len(a.pending) > 0
+}
+
+// ready counts the deletes that may be sent at now and returns when the oldest of them
+// was queued.
+func (a *acker) ready(now time.Time) (count int, oldest time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, p := range a.pending {
 		if !p.notBefore.After(now) {
+			if count == 0 || p.queued.Before(oldest) {
+				oldest = p.queued
+			}
 			count++
 		}
 	}
-	return count
+	return count, oldest
 }
 
 func (a *acker) nextRetry() (time.Time, bool) {
@@ -208,27 +269,63 @@ func (a *acker) nextRetry() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
-// flush sends every ready delete, ten per call.
-func (a *acker) flush(now time.Time) {
+// flush sends the ready deletes, ten per call, each call on its own goroutine once one
+// of the maxInFlight places is free: all of them when all is true, else only full
+// batches. A batch is taken when its call can start, so deletes queued while every call
+// was busy join it.
+func (a *acker) flush(all bool) {
+	for {
+		a.inFlight <- struct{}{}
+		batch := a.take(all)
+		if len(batch) == 0 {
+			<-a.inFlight
+			return
+		}
+		a.calls.Go(func() {
+			defer func() { <-a.inFlight }()
+			a.send(batch)
+			a.mu.Lock()
+			a.sending -= len(batch)
+			more := len(a.pending) > 0
+			a.mu.Unlock()
+			if more {
+				a.signal()
+			}
+		})
+	}
+}
+
+// take removes up to 10 ready deletes from pending (none unless 10 are ready, when all
+// is false) and counts them as sending.
+func (a *acker) take(all bool) []*pendingDelete {
+	now := time.Now()
 	a.mu.Lock()
-	var ready []*pendingDelete
-	kept := a.pending[:0]
+	defer a.mu.Unlock()
+	var batch []*pendingDelete
 	for _, p := range a.pending {
-		if p.notBefore.After(now) {
-			kept = append(kept, p)
-		} else {
-			ready = append(ready, p)
+		if !p.notBefore.After(now) {
+			batch = append(batch, p)
+			if len(batch) == sqsx.MaxBatchEntries {
+				break
+			}
 		}
 	}
-	a.pending = kept
-	a.sending += len(ready)
-	a.mu.Unlock()
-	for _, batch := range sqsx.Chunk(ready, 0, nil, 0) {
-		a.send(batch)
+	if len(batch) == 0 || (!all && len(batch) < sqsx.MaxBatchEntries) {
+		return nil
 	}
-	a.mu.Lock()
-	a.sending -= len(ready)
-	a.mu.Unlock()
+	kept := a.pending[:0]
+	next := 0
+	for _, p := range a.pending {
+		if next < len(batch) && p == batch[next] {
+			next++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(a.pending[len(kept):])
+	a.pending = kept
+	a.sending += len(batch)
+	return batch
 }
 
 // send makes one DeleteMessageBatch call and acts on each entry's result (sqsx reads
@@ -248,10 +345,15 @@ func (a *acker) send(batch []*pendingDelete) {
 		}
 		return
 	}
+	// No per-message logger unless debug logs are on: building it was 4% of the
+	// poller's CPU in the no-op bench (docs/benchmarks.md).
+	debug := a.logger.Enabled(a.callContext, slog.LevelDebug)
 	for i, result := range results {
 		p := batch[i]
 		if result.Err == nil {
-			messageLogger(a.logger, p.delivery.message).Debug("poller: message deleted")
+			if debug {
+				messageLogger(a.logger, p.delivery.message).Debug("poller: message deleted")
+			}
 			a.settle.Deleted(a.callContext, p.delivery.settleDelivery())
 			continue
 		}
@@ -273,7 +375,8 @@ func (a *acker) send(batch []*pendingDelete) {
 func (a *acker) retry(p *pendingDelete, code, text string) {
 	p.attempts++
 	delay := retryDelay(p.attempts)
-	p.notBefore = time.Now().Add(delay)
+	p.queued = time.Now()
+	p.notBefore = p.queued.Add(delay)
 	if p.notBefore.Add(receiptSafetyMargin).After(p.expires) {
 		a.giveUp(p, "poller: delete failed until the receipt handle expired; the message will be delivered again", code, text)
 		return

@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -190,5 +191,153 @@ func TestDeleteRetriesStopWhenReceiptExpires(t *testing.T) {
 	}
 	if stats := server.Stats(); stats.Deleted != 4 {
 		t.Errorf("deleted = %d, want 4", stats.Deleted)
+	}
+}
+
+func TestDeletesInFlight(t *testing.T) {
+	t.Parallel()
+	for concurrency, want := range map[int]int{1: 4, 10: 4, 20: 4, 40: 4, 41: 5, 100: 10, 200: 20} {
+		if got := deletesInFlight(concurrency); got != want {
+			t.Errorf("deletesInFlight(%d) = %d, want %d", concurrency, got, want)
+		}
+	}
+}
+
+// messages returns n fake messages m001..mNNN, received for the first time.
+func messages(n int) []types.Message {
+	out := make([]types.Message, n)
+	for i := range out {
+		out[i] = fakeMessage(fmt.Sprintf("m%03d", i+1), 1)
+	}
+	return out
+}
+
+// pendingDeletes is how many deletes wait in a's queue (not yet taken by a call).
+func pendingDeletes(a *acker) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending)
+}
+
+// TestDeleteCallsInFlightAreBounded: with Concurrency 20 the acker keeps 4
+// DeleteMessageBatch calls in flight, never a 5th while 40 more deletes wait; the
+// waiting deletes fill the next calls, so 80 messages take exactly 8 calls of 10, and
+// each counts as deleted only once its call answered.
+func TestDeleteCallsInFlightAreBounded(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(messages(80))
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	release := make(chan struct{})
+	api.onDelete = func(_ int, input *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return deleteAll(input), nil
+	}
+	// The longest flush interval: no partial batch is sent before the full ones.
+	server := startServer(t, api, Config{Concurrency: 20, DeleteFlushInterval: 5 * time.Second},
+		sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }))
+	eventually(t, "4 calls in flight and the other 40 deletes waiting", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight == 4 && pendingDeletes(server.queues[0].acker) == 40
+	})
+	if got := server.Stats().Deleted; got != 0 {
+		t.Errorf("deleted = %d before any call answered, want 0", got)
+	}
+	close(release)
+	eventually(t, "deleted reaches 80", func() bool { return server.Stats().Deleted == 80 })
+	if err := server.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 4 {
+		t.Errorf("at most %d calls were in flight, want 4", most)
+	}
+	deletes, _, _, _ := api.recorded()
+	seen := map[string]int{}
+	for _, call := range deletes {
+		if len(call.Entries) != 10 {
+			t.Errorf("a call deleted %d messages, want 10", len(call.Entries))
+		}
+		for _, handle := range receipts(call) {
+			seen[handle]++
+		}
+	}
+	if len(deletes) != 8 || len(seen) != 80 {
+		t.Errorf("%d DeleteMessageBatch calls for %d distinct messages, want 8 for 80", len(deletes), len(seen))
+	}
+	for handle, n := range seen {
+		if n != 1 {
+			t.Errorf("%s was in %d calls, want 1", handle, n)
+		}
+	}
+}
+
+// TestShutdownWaitsForDeleteCallsInFlight: two calls are in flight when the acker is
+// told to stop, and one answers with an entry failed (InternalError). The final flush
+// waits for both, retries that entry alone and Shutdown returns only once all 20 are
+// confirmed deleted.
+func TestShutdownWaitsForDeleteCallsInFlight(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(messages(20))
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inFlight := 0
+	api.onDelete = func(call int, input *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
+		if len(input.Entries) == 1 {
+			return deleteAll(input), nil // the retry
+		}
+		mu.Lock()
+		inFlight++
+		mu.Unlock()
+		<-release
+		if slices.Contains(receipts(input), "rh-m007") {
+			return failEntry(input, "rh-m007", "InternalError", false), nil
+		}
+		return deleteAll(input), nil
+	}
+	server := startServer(t, api, Config{Concurrency: 20, DeleteFlushInterval: 5 * time.Second},
+		sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }))
+	eventually(t, "2 calls in flight", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight == 2
+	})
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- server.Shutdown(context.Background()) }()
+	eventually(t, "the acker is told to stop", func() bool {
+		select {
+		case <-server.queues[0].acker.stop:
+			return true
+		default:
+			return false
+		}
+	})
+	close(release)
+	select {
+	case err := <-shutdown:
+		if err != nil {
+			t.Fatalf("Shutdown = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	if stats := server.Stats(); stats.Deleted != 20 || stats.DeleteFailures != 0 {
+		t.Errorf("stats = %+v, want 20 deleted and no delete failure", stats)
+	}
+	deletes, _, _, _ := api.recorded()
+	if len(deletes) != 3 {
+		t.Fatalf("%d DeleteMessageBatch calls, want 3", len(deletes))
+	}
+	if got := receipts(deletes[2]); len(got) != 1 || got[0] != "rh-m007" {
+		t.Errorf("third call deleted %v, want exactly [rh-m007]", got)
 	}
 }

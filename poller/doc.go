@@ -42,9 +42,10 @@
 //     visibility changes run without the SDK's client-side retry quota (at most 3
 //     attempts, 200 ms to 2 s apart, jittered), so a burst of errors elsewhere on the
 //     client cannot make them fail fast with "retry quota exceeded".
-//   - Settling, from [sqsworker.Classify]: success → batched DeleteMessageBatch (every
-//     entry's result is read; failed entries are retried while the receipt handle is
-//     valid); permanent failure → sent to the dead-letter queue, then deleted; retry
+//   - Settling, from [sqsworker.Classify]: success → batched DeleteMessageBatch (a full
+//     batch of 10 goes out at once, a partial one Config.DeleteFlushInterval after its
+//     oldest delete; up to max(4, Concurrency/10) calls in flight; every entry's result
+//     is read; failed entries are retried while the receipt handle is valid); permanent failure → sent to the dead-letter queue, then deleted; retry
 //     after / defer → visibility set to the delay; other errors → visibility set to
 //     the Config.Backoff delay, until the redrive policy moves the message to the
 //     dead-letter queue. The same code carries out outcomes for the Lambda adapter; on

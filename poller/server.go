@@ -231,6 +231,7 @@ func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTyp
 		api:         s.api,
 		queueURL:    queue.URL,
 		interval:    config.DeleteFlushInterval,
+		maxInFlight: deletesInFlight(config.Concurrency),
 		logger:      q.logger,
 		settle:      core,
 		callContext: base,
