@@ -33,6 +33,7 @@ type runEnv struct {
 	queueURL    string
 	table       string
 	concurrency int
+	mode        string           // "noop" or "slow"
 	sqs         *sqs.Client      // through the counting proxy
 	ddb         *dynamodb.Client // through the counting proxy
 	sqsEndpoint string           // the proxy's URL, for processes
@@ -67,7 +68,7 @@ func goContender(name, worker, label string, idempotent bool) contender {
 				return nil, err
 			}
 			vars := append(env.env, envQueueURL+"="+env.queueURL, envTable+"="+env.table,
-				envConcurrency+"="+strconv.Itoa(env.concurrency))
+				envConcurrency+"="+strconv.Itoa(env.concurrency), envMode+"="+env.mode)
 			if env.cpuprofile != "" {
 				vars = append(vars, envCPUProfile+"="+env.cpuprofile)
 			}
@@ -140,7 +141,7 @@ func pollerWorker(idempotent bool) func(ctx context.Context, env runEnv) (func()
 		server, err := poller.New(env.sqs, poller.Config{
 			QueueURL:              env.queueURL,
 			Concurrency:           env.concurrency,
-			Prefetch:              atoiOrZero(os.Getenv("BENCH_POLLER_PREFETCH")), // 0 (off) unless set
+			Prefetch:              pollerPrefetch(env.mode),
 			AllowUnboundedRetries: true,
 			Logger:                slog.New(slog.NewTextHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}, handler)
@@ -316,8 +317,14 @@ func freeAddress() string {
 
 var errTimeout = errors.New("timed out")
 
-// atoiOrZero is s as a number, or 0 when s is empty or not one.
-func atoiOrZero(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
+// pollerPrefetch is the poller's Config.Prefetch in mode, as its docs advise a user:
+// 10 for slow handlers, off otherwise; BENCH_POLLER_PREFETCH overrides it.
+func pollerPrefetch(mode string) int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_POLLER_PREFETCH")); err == nil {
+		return n
+	}
+	if mode == "slow" {
+		return 10
+	}
+	return 0
 }

@@ -373,7 +373,7 @@ func (s *session) measureAll(ctx context.Context, opts options, all []contender)
 	profiled := map[string]bool{}
 	run := func(c contender, mode string, warmup, measured, repeat int) result {
 		env := runEnv{
-			concurrency: opts.concurrency, sqs: s.sqsClient, ddb: s.ddbClient,
+			concurrency: opts.concurrency, mode: mode, sqs: s.sqsClient, ddb: s.ddbClient,
 			sqsEndpoint: s.sqsProxy.URL, env: s.processEnv, logs: s.logWriter,
 		}
 		if c.concurrency > 0 {

@@ -22,6 +22,7 @@ const (
 	envTable       = "BENCH_TABLE"
 	envConcurrency = "BENCH_CONCURRENCY"
 	envCPUProfile  = "BENCH_CPUPROFILE" // write a CPU profile of the worker here
+	envMode        = "BENCH_MODE"       // the bench mode, noop or slow
 )
 
 // goWorkers are the in-process Go contenders, by name.
@@ -64,6 +65,7 @@ func runWorker(name string) error {
 		queueURL:    os.Getenv(envQueueURL),
 		table:       os.Getenv(envTable),
 		concurrency: concurrency,
+		mode:        os.Getenv(envMode),
 		sqs:         sqs.NewFromConfig(cfg),
 		ddb:         dynamodb.NewFromConfig(cfg),
 		logs:        os.Stderr,
