@@ -59,6 +59,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker/internal/load"
+	"github.com/sqsworker/sqsworker/internal/provision"
 )
 
 type options struct {
@@ -655,16 +656,12 @@ func randomSuffix() string {
 }
 
 func createTable(ctx context.Context, client *dynamodb.Client, name string) error {
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	return provision.CreateNewTable(ctx, client, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
 		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: ddbtypes.KeyTypeHash}},
 	})
-	if err != nil {
-		return err
-	}
-	return dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute)
 }
 
 // loadQueue creates a queue (visibility timeout 60 s, so nothing is redelivered during

@@ -2,7 +2,6 @@ package otelsqsworker_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
@@ -65,11 +65,7 @@ func TestPrometheusScrapesOutboxAndScheduler(t *testing.T) {
 	jobsQueue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
 	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
 	require.NoError(t, err)
-	_, err = dynamo.CreateTable(ctx, box.CreateTableInput())
-	var exists *dynamodbtypes.ResourceInUseException
-	if err != nil && !errors.As(err, &exists) {
-		t.Fatalf("creating outbox table: %v", err)
-	}
+	require.NoError(t, provision.CreateNewTable(ctx, dynamo, box.CreateTableInput()))
 	t.Cleanup(func() {
 		_, _ = dynamo.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(box.Table())})
 	})

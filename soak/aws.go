@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/redrive"
 )
@@ -60,7 +61,7 @@ func createResources(ctx context.Context, sqsClient *sqs.Client, ddb *dynamodb.C
 		return r, fmt.Errorf("creating the queue: %w", err)
 	}
 	r.queueURL = aws.ToString(queue.QueueUrl)
-	_, err = ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err = provision.CreateNewTable(ctx, ddb, &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{
@@ -70,11 +71,7 @@ func createResources(ctx context.Context, sqsClient *sqs.Client, ddb *dynamodb.C
 	})
 	if err != nil {
 		r.table = ""
-		return r, fmt.Errorf("creating the table: %w", err)
-	}
-	waiter := dynamodb.NewTableExistsWaiter(ddb)
-	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
-		return r, fmt.Errorf("waiting for the table: %w", err)
+		return r, err
 	}
 	return r, nil
 }

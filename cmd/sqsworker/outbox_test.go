@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
@@ -32,7 +33,7 @@ func TestOutboxFailedListsRefusedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateTable(ctx, box.CreateTableInput()); err != nil {
+	if err := provision.CreateNewTable(ctx, db, box.CreateTableInput()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(box.Table())}) })

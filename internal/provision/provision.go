@@ -53,8 +53,13 @@ var (
 	_ DynamoDBAPI = (*dynamodb.Client)(nil)
 )
 
-// tableActiveWait bounds the wait for a new table to become ACTIVE.
-const tableActiveWait = 2 * time.Minute
+// tableActiveWait bounds the wait for a new table to become ACTIVE, polled with
+// DescribeTable every tableWaitMinDelay to tableWaitMaxDelay.
+const (
+	tableActiveWait   = 2 * time.Minute
+	tableWaitMinDelay = 200 * time.Millisecond
+	tableWaitMaxDelay = 2 * time.Second
+)
 
 // Options changes how [Apply] provisions.
 type Options struct {
@@ -275,8 +280,8 @@ func applyTable(ctx context.Context, client DynamoDBAPI, table Table, options Op
 		}
 	}
 	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay = 200 * time.Millisecond
-		o.MaxDelay = 2 * time.Second
+		o.MinDelay = tableWaitMinDelay
+		o.MaxDelay = tableWaitMaxDelay
 	})
 	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table.Name)}, tableActiveWait); err != nil {
 		return result, fmt.Errorf("provision: waiting for table %s to become active: %w", table.Name, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
 )
@@ -164,8 +165,8 @@ func newDynamoOrders(ctx context.Context, queueName string) (*dynamoOrders, erro
 		if err := dynamodb.NewTableNotExistsWaiter(s.client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: input.TableName}, time.Minute); err != nil {
 			return nil, fmt.Errorf("demo: waiting for table %s to go: %w", aws.ToString(input.TableName), err)
 		}
-		if _, err := s.client.CreateTable(ctx, input); err != nil {
-			return nil, fmt.Errorf("demo: creating table %s: %w", aws.ToString(input.TableName), err)
+		if err := provision.CreateNewTable(ctx, s.client, input); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
 		}
 	}
 	return s, nil
