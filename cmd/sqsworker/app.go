@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -91,47 +90,6 @@ func (a *app) warn(format string, args ...any) {
 func (a *app) stderrIsTerminal() bool {
 	file, ok := a.stderr.(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
-}
-
-// ago formats how long before now t was ("3m12s ago"), or "-" for a zero time.
-func ago(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t).Round(time.Second)
-	if d < 0 {
-		return "in " + short(-d)
-	}
-	return short(d) + " ago"
-}
-
-// until formats how long after now t is ("in 3d23h"), or "-".
-func until(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := t.Sub(now).Round(time.Second)
-	if d < 0 {
-		return short(-d) + " ago"
-	}
-	return "in " + short(d)
-}
-
-// short formats a duration compactly, with days: "3d23h", "5m2s", "0s".
-func short(d time.Duration) string {
-	if d >= 24*time.Hour {
-		hours := d.Round(time.Hour) / time.Hour
-		return fmt.Sprintf("%dd%dh", hours/24, hours%24)
-	}
-	return d.String()
-}
-
-// timestamp formats t in RFC 3339 UTC, or "-".
-func timestamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // queueName returns the name of a queue from its ARN (sqsx.ParseQueueARN) or the last

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"sort"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func (a *app) peekSummary(result *redrive.PeekResult) {
 		kind = "FIFO"
 	}
 	fmt.Fprintf(a.stdout, "Queue %s (%s, retention %s): %s seen, %s used, %d released.\n",
-		queueName(result.QueueURL), kind, short(result.Retention), plural(len(result.Messages), "message"), plural(result.ReceivesUsed, "receive"), result.Released)
+		queueName(result.QueueURL), kind, humantime.Short(result.Retention), plural(len(result.Messages), "message"), plural(result.ReceivesUsed, "receive"), result.Released)
 	if policy := result.RedrivePolicy; policy != nil {
 		fmt.Fprintf(a.stdout, "This queue has a redrive policy (maxReceiveCount %d -> %s): each message seen used one of its receives.\n",
 			policy.MaxReceiveCount, queueName(policy.DeadLetterTargetARN))
@@ -114,9 +115,9 @@ func expiryText(letter redrive.DeadLetter, now time.Time) string {
 		basis = "; basis: " + letter.ExpiryBasis
 	}
 	if letter.ExpiryExact {
-		return fmt.Sprintf("%s (%s%s)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now), basis)
+		return fmt.Sprintf("%s (%s%s)", humantime.Timestamp(letter.ExpiresAt), humantime.Until(letter.ExpiresAt, now), basis)
 	}
-	return fmt.Sprintf("after %s (%s%s)", timestamp(letter.ExpiresAt), until(letter.ExpiresAt, now), basis)
+	return fmt.Sprintf("after %s (%s%s)", humantime.Timestamp(letter.ExpiresAt), humantime.Until(letter.ExpiresAt, now), basis)
 }
 
 // noFailureReason is what a message without a failure-reason attribute is: in a
@@ -142,7 +143,7 @@ func (a *app) printDeadLetters(result *redrive.PeekResult, now time.Time) {
 			failed = fmt.Sprintf(" (failed at receive %d of its source queue)", letter.FailedReceiveCount)
 		}
 		fmt.Fprintf(out, "  receives:        %d%s\n", letter.ReceiveCount, failed)
-		fmt.Fprintf(out, "  sent:            %s (%s)\n", timestamp(letter.SentAt), ago(letter.SentAt, now))
+		fmt.Fprintf(out, "  sent:            %s (%s)\n", humantime.Timestamp(letter.SentAt), humantime.Ago(letter.SentAt, now))
 		fmt.Fprintf(out, "  expires:         %s\n", expiryText(letter, now))
 		if letter.GroupID != "" {
 			fmt.Fprintf(out, "  group:           %s (deduplication id %s)\n", letter.GroupID, letter.DeduplicationID)
@@ -167,12 +168,12 @@ func (a *app) printDeadLetterList(result *redrive.PeekResult, now time.Time) {
 	table := a.table()
 	fmt.Fprintln(table, "ID\tREASON\tSOURCE\tRECEIVES\tSENT\tEXPIRES\tERROR")
 	for _, letter := range result.Messages {
-		expires := until(letter.ExpiresAt, now)
+		expires := humantime.Until(letter.ExpiresAt, now)
 		if !letter.ExpiryExact {
 			expires = "after " + expires
 		}
 		fmt.Fprintf(table, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", letter.ID, orDash(letter.FailureReason, "-"), orDash(queueName(letter.SourceQueue), "-"),
-			letter.ReceiveCount, ago(letter.SentAt, now), expires, orDash(oneLine(letter.FailureError, 60), "-"))
+			letter.ReceiveCount, humantime.Ago(letter.SentAt, now), expires, orDash(oneLine(letter.FailureError, 60), "-"))
 	}
 	_ = table.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -163,13 +164,13 @@ func (a *app) printRecord(view *recordView, now time.Time) error {
 	if view.Expired {
 		expired = ", expired: a new claim may replace it"
 	}
-	fmt.Fprintf(out, "Expires:      %s (%s%s)\n", timestamp(view.ExpiresAt), until(view.ExpiresAt, now), expired)
+	fmt.Fprintf(out, "Expires:      %s (%s%s)\n", humantime.Timestamp(view.ExpiresAt), humantime.Until(view.ExpiresAt, now), expired)
 	if view.InProgressExpiresAt != nil {
 		state := "running"
 		if view.LeaseExpired {
 			state = "ended: a new claim may take the key over"
 		}
-		fmt.Fprintf(out, "Lease ends:   %s (%s, %s)\n", timestamp(*view.InProgressExpiresAt), until(*view.InProgressExpiresAt, now), state)
+		fmt.Fprintf(out, "Lease ends:   %s (%s, %s)\n", humantime.Timestamp(*view.InProgressExpiresAt), humantime.Until(*view.InProgressExpiresAt, now), state)
 	}
 	fmt.Fprintf(out, "Lease:        %s\n", orDash(view.Lease, "-"))
 	fmt.Fprintf(out, "Payload hash: %s\n", orDash(view.PayloadHash, "-"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"log/slog"
 	"strings"
 	"time"
@@ -162,7 +163,7 @@ handle of a running task.`,
 			fmt.Fprintln(table, "STATUS\tMOVED\tTO-MOVE\tRATE\tDESTINATION\tSTARTED\tHANDLE\tFAILURE")
 			for _, task := range tasks {
 				fmt.Fprintf(table, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", task.Status, task.Moved, task.ToMove, rateText(task.RatePerSecond),
-					destinationText(task.DestinationARN), ago(task.StartedAt, now), orDash(task.Handle, "-"), orDash(task.FailureReason, "-"))
+					destinationText(task.DestinationARN), humantime.Ago(task.StartedAt, now), orDash(task.Handle, "-"), orDash(task.FailureReason, "-"))
 			}
 			return table.Flush()
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"strings"
 	"time"
 
@@ -106,9 +107,9 @@ func (a *app) printSchedules(view schedulesView, now time.Time) error {
 		fmt.Fprintf(a.stdout, "Leader: none (no replica has taken lease %q in %s)\n\n", view.LeaseName, view.Table)
 	case view.LeaderAlive:
 		fmt.Fprintf(a.stdout, "Leader: %s (token %d, since %s, lease expires %s)\n\n", view.Leader.Owner, view.Leader.Token,
-			timestamp(view.Leader.Acquired), until(view.Leader.Expiry, now))
+			humantime.Timestamp(view.Leader.Acquired), humantime.Until(view.Leader.Expiry, now))
 	default:
-		fmt.Fprintf(a.stdout, "Leader: none (lease of %s, token %d, lapsed %s)\n\n", view.Leader.Owner, view.Leader.Token, ago(view.Leader.Expiry, now))
+		fmt.Fprintf(a.stdout, "Leader: none (lease of %s, token %d, lapsed %s)\n\n", view.Leader.Owner, view.Leader.Token, humantime.Ago(view.Leader.Expiry, now))
 	}
 	w := a.table()
 	fmt.Fprintln(w, "NAME\tCRON\tZONE\tJOB TYPE\tQUEUE\tNEXT RUNS (UTC)\tLAST TICK ENQUEUED\tENQUEUED")
@@ -125,7 +126,7 @@ func (a *app) printSchedules(view schedulesView, now time.Time) error {
 			last = "-"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, s.TimeZone, s.JobType, queueName(s.Queue),
-			strings.Join(runs, ", "), last, ago(s.EnqueuedAt, now))
+			strings.Join(runs, ", "), last, humantime.Ago(s.EnqueuedAt, now))
 	}
 	return w.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"os"
 	"sort"
 	"strconv"
@@ -284,13 +285,13 @@ func ageText(seconds *float64) string {
 	if seconds == nil {
 		return "n/a"
 	}
-	return short(time.Duration(*seconds) * time.Second)
+	return humantime.Short(time.Duration(*seconds) * time.Second)
 }
 
 func (a *app) printStats(s *queueStats, now time.Time, watching bool) {
 	out := a.stdout
 	if watching {
-		fmt.Fprintf(out, "--- %s\n", timestamp(now))
+		fmt.Fprintf(out, "--- %s\n", humantime.Timestamp(now))
 	}
 	kind := "standard"
 	if s.FIFO {
@@ -317,7 +318,7 @@ func (a *app) printStats(s *queueStats, now time.Time, watching bool) {
 
 func (a *app) printQueues(all []*queueStats, now time.Time, watching bool) {
 	if watching {
-		fmt.Fprintf(a.stdout, "--- %s\n", timestamp(now))
+		fmt.Fprintf(a.stdout, "--- %s\n", humantime.Timestamp(now))
 	}
 	table := a.table()
 	fmt.Fprintln(table, "NAME\tTYPE\tVISIBLE\tIN-FLIGHT\tDELAYED\tOLDEST\tMAX-RECEIVES\tDLQ\tDLQ-DEPTH")

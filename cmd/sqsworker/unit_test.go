@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"testing"
 	"time"
 )
@@ -44,8 +45,8 @@ func TestShortDuration(t *testing.T) {
 		{14*24*time.Hour + 5*time.Hour, "14d5h"},
 	}
 	for _, tc := range tests {
-		if got := short(tc.d); got != tc.want {
-			t.Errorf("short(%s) = %q, want %q", tc.d, got, tc.want)
+		if got := humantime.Short(tc.d); got != tc.want {
+			t.Errorf("humantime.Short(%s) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 	if got := plural(1, "batch") + ", " + plural(2, "batch") + ", " + plural(0, "message"); got != "1 batch, 2 batches, 0 messages" {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"html/template"
 	"io/fs"
 	"strconv"
@@ -16,7 +17,7 @@ func parsePages() (map[string]*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": timestamp, "task": taskText, "name": queueName}
+	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": humantime.Timestamp, "short": humantime.Short, "task": taskText, "name": queueName}
 	pages := map[string]*template.Template{}
 	for _, name := range names {
 		base := name[len("templates/"):]
@@ -75,27 +76,5 @@ func taskText(task redrive.MoveTask) string {
 	return text
 }
 
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return time.Since(t).Round(time.Second).String() + " ago"
-}
-
-func until(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Until(t).Round(time.Second)
-	if d < 0 {
-		return (-d).String() + " ago"
-	}
-	return "in " + d.String()
-}
-
-func timestamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
+func ago(t time.Time) string   { return humantime.Ago(t, time.Now()) }
+func until(t time.Time) string { return humantime.Until(t, time.Now()) }

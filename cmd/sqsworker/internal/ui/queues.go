@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"net/http"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) queuesPage(w http.ResponseWriter, r *http.Request) {
 // queuesJSON serves the refresher's last snapshot; it makes no SQS call.
 func (s *Server) queuesJSON(w http.ResponseWriter, r *http.Request) {
 	snapshot := s.refresher.Snapshot()
-	answer := live{At: timestamp(snapshot.At), MetricsError: snapshot.MetricsError, Queues: make([]liveQueue, 0, len(snapshot.Queues))}
+	answer := live{At: humantime.Timestamp(snapshot.At), MetricsError: snapshot.MetricsError, Queues: make([]liveQueue, 0, len(snapshot.Queues))}
 	for _, q := range snapshot.Queues {
 		answer.Queues = append(answer.Queues, liveQueue{Name: q.Name, Cells: cells(q)})
 	}
