@@ -29,15 +29,23 @@ ARG TARGETOS
 ARG TARGETARCH
 WORKDIR /src
 
-# Dependencies first, so source edits reuse the module download layer.
+# The worker is a module of its own (examples/webhook/go.mod), built against this checkout's
+# library and otelsqsworker modules through its replace directives (../.. and
+# ../../otelsqsworker), without go.work (left out by .dockerignore; GOWORK=off says so).
+ENV GOWORK=off
+# Dependencies first, so source edits reuse the module download layer: the three go.mod
+# files are the whole module graph.
 COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY otelsqsworker/go.mod otelsqsworker/go.sum ./otelsqsworker/
+COPY examples/webhook/go.mod examples/webhook/go.sum ./examples/webhook/
+RUN --mount=type=cache,target=/go/pkg/mod cd examples/webhook && go mod download
 
 COPY . .
+WORKDIR /src/examples/webhook
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -o /webhook ./examples/webhook
+    go build -trimpath -o /webhook .
 
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 COPY --from=build /webhook /webhook

@@ -16,7 +16,12 @@ import (
 const (
 	envTable           = "SQSWORKER_IDEMPOTENCY_TABLE"
 	envDeliveryTimeout = "SQSWORKER_DELIVERY_TIMEOUT"
+	envMetrics         = "SQSWORKER_METRICS"
 )
+
+// metricsPrometheus is the value of SQSWORKER_METRICS that serves the worker's
+// OpenTelemetry metrics in Prometheus format at GET /metrics on SQSWORKER_HEALTH_ADDRESS.
+const metricsPrometheus = "prometheus"
 
 // Defaults of this example where they differ from the runtime's. Each applies only when
 // its variable is unset, so the environment can still change it.
@@ -32,6 +37,9 @@ var (
 type config struct {
 	Table           string
 	DeliveryTimeout time.Duration // 0: the delivery package's default
+	// Metrics is true when SQSWORKER_METRICS=prometheus: the poller serves its metrics
+	// at GET /metrics beside /healthz (see otelsqsworker).
+	Metrics bool
 }
 
 // loadConfig reads the configuration with getenv (os.Getenv in main) and reports every
@@ -48,6 +56,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 			problems = append(problems, fmt.Errorf("%s=%q is not a positive duration such as 5s", envDeliveryTimeout, text))
 		}
 		c.DeliveryTimeout = value
+	}
+	switch text := strings.TrimSpace(getenv(envMetrics)); text {
+	case "", "off":
+	case metricsPrometheus:
+		c.Metrics = true
+		if strings.TrimSpace(getenv(worker.EnvHealthAddress)) == "" {
+			problems = append(problems, fmt.Errorf("%s=%s needs %s, the address GET /metrics is served on", envMetrics, text, worker.EnvHealthAddress))
+		}
+	default:
+		problems = append(problems, fmt.Errorf("%s=%q is neither %s nor off", envMetrics, text, metricsPrometheus))
 	}
 	return c, errors.Join(problems...)
 }

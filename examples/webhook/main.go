@@ -15,6 +15,9 @@
 //
 //	SQSWORKER_IDEMPOTENCY_TABLE  the DynamoDB idempotency table (string key "id"); required
 //	SQSWORKER_DELIVERY_TIMEOUT   timeout of one POST; default 5s
+//	SQSWORKER_METRICS            prometheus: the poller serves its OpenTelemetry metrics
+//	                             (package otelsqsworker) at GET /metrics on
+//	                             SQSWORKER_HEALTH_ADDRESS, which it then needs; default off
 //
 // AWS settings come from the SDK's default chain (AWS_REGION, credentials, profiles).
 // The endpoints too: AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_DYNAMODB point the worker
@@ -39,10 +42,12 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/examples/webhook/delivery"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -100,6 +105,14 @@ func run() int {
 	options := runtimeOptions(os.Getenv)
 	options.Logger = logger
 	options.SQSClient = sqs.NewFromConfig(awsConfig)
+	if cfg.Metrics {
+		provider, err := serveMetrics(&options.Poller)
+		if err != nil {
+			logger.Error("webhook: setting up the metrics", "error", err)
+			return 1
+		}
+		defer func() { _ = provider.Shutdown(context.Background()) }()
+	}
 	options.OnPollerStopped = func(stats poller.Stats) {
 		logger.Info(logStopped, "received", stats.Received, "deleted", stats.Deleted, "failed", stats.Failed,
 			"deferred", stats.Deferred, "dead_lettered", stats.DeadLettered, "released", stats.Released,
@@ -111,6 +124,23 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// serveMetrics makes the poller record its messages with otelsqsworker.Metrics and serve
+// them in Prometheus format at GET /metrics beside /healthz (poller.Config.MetricsHandler).
+// The provider and its registry are this process's own, not the global ones; the caller
+// shuts the provider down when the worker has stopped.
+func serveMetrics(config *poller.Config) (*sdkmetric.MeterProvider, error) {
+	provider, handler, err := otelsqsworker.NewPrometheus()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	if err != nil {
+		return nil, err
+	}
+	config.Observer, config.MetricsHandler = metrics, handler
+	return provider, nil
 }
 
 // newHandler is the example's handler: the delivery behind the idempotency middleware.

@@ -31,6 +31,18 @@ func TestLoadConfig(t *testing.T) {
 		{name: "defaults", env: map[string]string{envTable: "t"}, want: config{Table: "t"}},
 		{name: "delivery timeout", env: map[string]string{envTable: "t", envDeliveryTimeout: "3s"}, want: config{Table: "t", DeliveryTimeout: 3 * time.Second}},
 		{name: "nothing set", env: map[string]string{}, wantErr: []string{"SQSWORKER_IDEMPOTENCY_TABLE is empty"}},
+		{name: "metrics off", env: map[string]string{envTable: "t", envMetrics: "off"}, want: config{Table: "t"}},
+		{
+			name: "metrics on the health address",
+			env:  map[string]string{envTable: "t", envMetrics: "prometheus", worker.EnvHealthAddress: "127.0.0.1:8080"},
+			want: config{Table: "t", Metrics: true},
+		},
+		{
+			name:    "metrics without a health address",
+			env:     map[string]string{envTable: "t", envMetrics: "prometheus"},
+			wantErr: []string{"SQSWORKER_METRICS=prometheus needs SQSWORKER_HEALTH_ADDRESS"},
+		},
+		{name: "unknown metrics", env: map[string]string{envTable: "t", envMetrics: "statsd"}, wantErr: []string{`SQSWORKER_METRICS="statsd" is neither prometheus nor off`}},
 		{
 			name:    "every value wrong",
 			env:     map[string]string{envDeliveryTimeout: "5"},

@@ -311,7 +311,7 @@ func (d *demoRun) prepare(ctx context.Context) error {
 		}
 	}
 	var err error
-	if d.root, err = provision.ModuleRoot("."); err != nil {
+	if d.root, err = repositoryRoot("."); err != nil {
 		return err
 	}
 	d.resources = o.Resources
@@ -341,6 +341,24 @@ func (d *demoRun) prepare(ctx context.Context) error {
 		}
 	}
 	return d.h.build(ctx, d.root, d.logDir)
+}
+
+// repositoryRoot returns the sqsworker checkout's root at or above dir: the nearest module
+// root holding localstack/resources.json. The demo's own module (examples/webhook) is
+// nested in it, so from its tests the nearest go.mod is not the root.
+func repositoryRoot(dir string) (string, error) {
+	for {
+		root, err := provision.ModuleRoot(dir)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(filepath.Join(root, provision.ResourcesFile)); err == nil {
+			return root, nil
+		}
+		if dir = filepath.Dir(root); dir == root {
+			return "", fmt.Errorf("demo: no module root with %s at or above %s", provision.ResourcesFile, root)
+		}
+	}
 }
 
 // provision creates and empties the queues and the table, and starts the receiver.

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +26,11 @@ import (
 func emulatorOptions(t *testing.T) options {
 	t.Helper()
 	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
-	resources, err := provision.Load()
+	root, err := repositoryRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := provision.LoadFile(filepath.Join(root, provision.ResourcesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +146,69 @@ func runDemoOnEmulator(t *testing.T, store string) {
 	if !strings.Contains(out.String(), "SIGKILLed worker 1") || !strings.Contains(out.String(), "drained and exited 0 after SIGTERM") {
 		t.Errorf("the run did not report the kill and the graceful stop")
 	}
+	checkMetricsLine(t, o, out.String())
 	if !strings.Contains(out.String(), "SIGKILLed relay 1") || !strings.Contains(out.String(), "relay 2 stopped with SIGTERM and exited 0") {
 		t.Errorf("the run did not report the relay's kill and the other relay's graceful stop")
 	}
+}
+
+// metricsLine is the line the poller host prints from the survivor's /metrics.
+var metricsLine = regexp.MustCompile(`demo: metrics of worker (\d+) \(http://127\.0\.0\.1:\d+/metrics\): received=(\d+) finished delete=(\d+) dead-letter=(\d+) retry=(\d+) retry-after=(\d+) defer=(\d+)\n`)
+
+// checkMetricsLine checks the metrics line of the surviving worker (worker 2) against the
+// counts it logged when it stopped ("webhook: stopped", its poller.Stats): both count the
+// same events of the same process, and the scrape comes after the queue settled (nothing
+// left to receive), so received, deferred and failed (dead-letter, retry and
+// retry-after outcomes) agree exactly.
+func checkMetricsLine(t *testing.T, o options, out string) {
+	t.Helper()
+	matches := metricsLine.FindAllStringSubmatch(out, -1)
+	if len(matches) != 1 {
+		t.Fatalf("want one metrics line (of the surviving worker), found %d", len(matches))
+	}
+	figures := make([]int64, len(matches[0])-1)
+	for i, text := range matches[0][1:] {
+		var err error
+		if figures[i], err = strconv.ParseInt(text, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	number, received, deleted, deadLetter, retry, retryAfter, deferred := figures[0], figures[1], figures[2], figures[3], figures[4], figures[5], figures[6]
+	if number != 2 {
+		t.Errorf("metrics line of worker %d, want worker 2 (worker 1 is killed)", number)
+	}
+	stopped := stoppedLine(t, filepath.Join(o.LogDir, "worker-2.log"))
+	if received != stopped.Received || deferred != stopped.Deferred || deadLetter+retry+retryAfter != stopped.Failed {
+		t.Errorf("metrics: received=%d defer=%d failed (dead-letter+retry+retry-after)=%d; the worker logged received=%d deferred=%d failed=%d",
+			received, deferred, deadLetter+retry+retryAfter, stopped.Received, stopped.Deferred, stopped.Failed)
+	}
+	// Two thirds of the good deliveries are left to the survivor when worker 1 is killed.
+	if deleted == 0 {
+		t.Errorf("metrics: delete=0; the survivor delivers what the killed worker left")
+	}
+}
+
+// stoppedCounts are the counts of the worker's "webhook: stopped" log line.
+type stoppedCounts struct {
+	Msg      string `json:"msg"`
+	Received int64  `json:"received"`
+	Failed   int64  `json:"failed"`
+	Deferred int64  `json:"deferred"`
+}
+
+// stoppedLine returns the counts of the "webhook: stopped" line of the JSON log at path.
+func stoppedLine(t *testing.T, path string) stoppedCounts {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range strings.Split(string(data), "\n") {
+		var line stoppedCounts
+		if json.Unmarshal([]byte(text), &line) == nil && line.Msg == "webhook: stopped" {
+			return line
+		}
+	}
+	t.Fatalf("no \"webhook: stopped\" line in %s", path)
+	return stoppedCounts{}
 }

@@ -51,6 +51,7 @@ func (h *pollerHost) start(ctx context.Context, s setup) error {
 	env := slices.DeleteFunc(os.Environ(), func(variable string) bool { return strings.HasPrefix(variable, "SQSWORKER_") })
 	env = append(env, workerSettings(o, s.table)...)
 	env = append(env,
+		"SQSWORKER_METRICS=prometheus", // GET /metrics on the health address
 		"SQSWORKER_QUEUE_URL="+s.queueURL,
 		"SQSWORKER_CONCURRENCY="+strconv.Itoa(o.Concurrency),
 		"SQSWORKER_HANDLER_TIMEOUT="+o.HandlerTimeout.String(),
@@ -66,10 +67,14 @@ func (h *pollerHost) start(ctx context.Context, s setup) error {
 		if err != nil {
 			return err
 		}
+		w.number = i + 1
 		h.workers = append(h.workers, w)
 	}
 	s.printf("started %d workers (concurrency %d, handler timeout %s, drain %s); logs in %s",
 		len(h.workers), o.Concurrency, o.HandlerTimeout, o.DrainTimeout, s.logDir)
+	for _, w := range h.workers {
+		s.printf("worker %d (pid %d) serves its metrics at %s (curl -s it during the run)", w.number, w.pid, metricsURL(w.healthAddress))
+	}
 	// `webhook healthcheck`, as the container's health check runs it, until each answers.
 	for _, w := range h.workers {
 		if err := poll(ctx, 100*time.Millisecond, func() (bool, error) {
@@ -98,12 +103,19 @@ func (h *pollerHost) crash(context.Context) (crash, error) {
 	return crash{description: fmt.Sprintf("SIGKILLed worker 1 (pid %d)", h.killed.pid)}, nil
 }
 
-// stop sends SIGTERM to every survivor, which must drain and exit 0.
+// stop scrapes the metrics of every survivor once and prints them, then sends it SIGTERM;
+// it must drain and exit 0.
 func (h *pollerHost) stop() error {
 	var stopErrors []error
 	for _, w := range h.workers {
 		if w == h.killed {
 			continue
+		}
+		url := metricsURL(w.healthAddress)
+		if metrics, err := scrapeMetrics(context.Background(), url); err != nil {
+			stopErrors = append(stopErrors, err)
+		} else {
+			h.printf("metrics of worker %d (%s): %s", w.number, url, metrics)
 		}
 		stopping := time.Now()
 		code, err := w.stop(h.drain + 20*time.Second)
@@ -135,6 +147,7 @@ func (h *pollerHost) close() {
 
 // worker is one worker process.
 type worker struct {
+	number        int // 1, 2, ... in start order
 	pid           int
 	logPath       string
 	healthAddress string
