@@ -37,7 +37,7 @@ $(TESTSUMMARY): $(wildcard internal/tools/testsummary/*.go)
 
 ## test: start the emulator when needed, then run every test (unit and emulator)
 # `work` is every package of every module in go.work (./... would stop at the nested go.mod
-# files of cmd/sqsworker, infra/terraform and bench).
+# files of cmd/sqsworker, infra/terraform, bench and examples/webhook).
 test: up $(TESTSUMMARY)
 	$(EMULATOR_ENV) && set -o pipefail && $(GO) test -json $(GOTESTFLAGS) work 2>&1 | $(TESTSUMMARY)
 
