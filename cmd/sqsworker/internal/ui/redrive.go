@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -107,25 +108,43 @@ func (s *Server) redriveDryRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	config, err := p.config(true)
+	result, err := s.runPlan(r.Context(), p, true)
 	if err != nil {
-		s.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	mover, err := redrive.NewMover(s.api, config)
-	if err != nil {
-		s.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	result, err := mover.Run(r.Context())
-	if err != nil {
-		s.fail(w, http.StatusBadGateway, err)
+		s.fail(w, statusOf(err), err)
 		return
 	}
 	p.DryRun = result
 	s.keep(p)
 	s.logger.Info("ui: redrive dry run", "from", dlq.Name, "to", queue.Name, "filter", p.Describe(), "would_move", result.WouldMove)
 	s.render(w, http.StatusOK, "redrive.html", "Redrive dry run", redriveView{Plan: p, Result: result})
+}
+
+// badPlanError is a plan the mover refuses before any SQS call (a bad filter or limit).
+type badPlanError struct{ error }
+
+func (e badPlanError) Unwrap() error { return e.error }
+
+// statusOf is the HTTP status of an error of runPlan: 400 for a refused plan, 502 for
+// a failed SQS call.
+func statusOf(err error) int {
+	if _, bad := errors.AsType[badPlanError](err); bad {
+		return http.StatusBadRequest
+	}
+	return http.StatusBadGateway
+}
+
+// runPlan runs p's mover, as a dry run or for real. A real run can return a partial
+// result together with its error.
+func (s *Server) runPlan(ctx context.Context, p *plan, dryRun bool) (*redrive.Result, error) {
+	config, err := p.config(dryRun)
+	if err != nil {
+		return nil, badPlanError{err}
+	}
+	mover, err := redrive.NewMover(s.api, config)
+	if err != nil {
+		return nil, badPlanError{err}
+	}
+	return mover.Run(ctx)
 }
 
 // keep stores a dry run for confirmation, dropping expired and, past maxKept, the oldest.
@@ -162,19 +181,9 @@ func (s *Server) redriveMove(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusConflict, errors.New("no such dry run waiting for confirmation (it ran already, expired, or the page restarted): run the dry run again"))
 		return
 	}
-	config, err := p.config(false)
-	if err != nil {
-		s.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	mover, err := redrive.NewMover(s.api, config)
-	if err != nil {
-		s.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	result, err := mover.Run(r.Context())
+	result, err := s.runPlan(r.Context(), p, false)
 	if result == nil {
-		s.fail(w, http.StatusBadGateway, err)
+		s.fail(w, statusOf(err), err)
 		return
 	}
 	s.logger.Info("ui: redrive", "from", queueName(p.Source), "to", p.Queue, "filter", p.Describe(), "moved", result.Moved)
