@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,11 +26,18 @@ type counter struct {
 type keyRecord struct {
 	deliveries []delivery
 	effects    []request
+	// replays counts effect requests that repeated an attempt already recorded (same
+	// X-Soak-Attempt): net/http's transport resends a request carrying an
+	// Idempotency-Key header when a reused connection fails before the answer, though
+	// the server may have had it. One handler attempt is one effect, so they are not
+	// effects.
+	replays int
 }
 
 type request struct {
-	pid int
-	at  time.Time
+	pid     int
+	at      time.Time
+	attempt string // X-Soak-Attempt, effects only
 }
 
 type delivery struct {
@@ -82,10 +90,16 @@ func (c *counter) handleEffect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pid, _ := strconv.Atoi(r.Header.Get("X-Soak-PID"))
+	attempt := r.Header.Get("X-Soak-Attempt")
 	c.mu.Lock()
 	record := c.record(key)
-	record.effects = append(record.effects, request{pid: pid, at: time.Now()})
-	first := len(record.effects) == 1
+	replay := attempt != "" && slices.ContainsFunc(record.effects, func(e request) bool { return e.attempt == attempt })
+	if replay {
+		record.replays++
+	} else {
+		record.effects = append(record.effects, request{pid: pid, at: time.Now(), attempt: attempt})
+	}
+	first := len(record.effects) == 1 && !replay
 	c.mu.Unlock()
 	if first {
 		c.applied.Add(1)
@@ -104,6 +118,7 @@ func (c *counter) snapshot() map[string]keyRecord {
 		out[key] = keyRecord{
 			deliveries: append([]delivery(nil), record.deliveries...),
 			effects:    append([]request(nil), record.effects...),
+			replays:    record.replays,
 		}
 	}
 	return out

@@ -452,6 +452,23 @@ func (e *evaluation) killedAfter(r request) bool {
 	return false
 }
 
+// describe prints what the counter saw of key and the kills, for a violation's reader.
+func (e *evaluation) describe(key string) {
+	record := e.keys[key]
+	for _, d := range record.deliveries {
+		fmt.Printf("soak:   %s delivery pid=%d at=%s receive_count=%d message_id=%s\n", key, d.pid, d.at.Format(time.RFC3339Nano), d.receiveCount, d.messageID)
+	}
+	for _, effect := range record.effects {
+		fmt.Printf("soak:   %s effect pid=%d at=%s attempt=%s\n", key, effect.pid, effect.at.Format(time.RFC3339Nano), effect.attempt)
+	}
+	if record.replays > 0 {
+		fmt.Printf("soak:   %s effect requests resent by the HTTP transport: %d\n", key, record.replays)
+	}
+	for _, kill := range e.kills {
+		fmt.Printf("soak:   kill pid=%d at=%s\n", kill.pid, kill.at.Format(time.RFC3339Nano))
+	}
+}
+
 // checkEffects: every expected effect happened once; a repeat only after a SIGKILL.
 func (e *evaluation) checkEffects() {
 	var twiceKeys []string
@@ -483,6 +500,9 @@ func (e *evaluation) checkEffects() {
 	if e.effectsTwice > 0 {
 		slices.Sort(twiceKeys)
 		e.violate("effects repeated without a SIGKILL to explain them, keys %s", strings.Join(twiceKeys[:min(len(twiceKeys), 10)], ","))
+		for _, key := range twiceKeys[:min(len(twiceKeys), 3)] {
+			e.describe(key)
+		}
 	}
 	if e.lost > 0 {
 		e.violate("%d expected effects never happened", e.lost)
@@ -568,13 +588,14 @@ func (e *evaluation) checkMemory(samples []rssSample) {
 
 // print prints the detail line, the violations and the soak line.
 func (e *evaluation) print(processed, total time.Duration) {
-	deliveries := 0
+	deliveries, resends := 0, 0
 	for _, record := range e.keys {
 		deliveries += len(record.deliveries)
+		resends += record.replays
 	}
 	slices.Sort(e.poisonDeliveries)
-	fmt.Printf("soak: processed in %s (total %s incl. build and setup); deliveries=%d; effect repeats absorbed by the receiver after a SIGKILL between the effect and COMPLETED=%d; permanent dead letters with failure-receive-count 1=%d of %d (others: an earlier receive died with a SIGKILLed worker), extra copies after SIGKILL=%d; poison deliveries recorded per key min=%d max=%d; rss first_third_max_mb=%.1f last_third_max_mb=%.1f\n",
-		processed.Round(time.Millisecond), total.Round(time.Millisecond), deliveries, e.absorbed, e.failedOnFirst, len(e.permanentCopies)+e.extraCopies, e.extraCopies,
+	fmt.Printf("soak: processed in %s (total %s incl. build and setup); deliveries=%d; effect requests resent by net/http (one attempt, not counted as effects)=%d; effect repeats absorbed by the receiver after a SIGKILL between the effect and COMPLETED=%d; permanent dead letters with failure-receive-count 1=%d of %d (others: an earlier receive died with a SIGKILLed worker), extra copies after SIGKILL=%d; poison deliveries recorded per key min=%d max=%d; rss first_third_max_mb=%.1f last_third_max_mb=%.1f\n",
+		processed.Round(time.Millisecond), total.Round(time.Millisecond), deliveries, resends, e.absorbed, e.failedOnFirst, len(e.permanentCopies)+e.extraCopies, e.extraCopies,
 		first(e.poisonDeliveries), last(e.poisonDeliveries), float64(e.firstKB)/1024, float64(e.lastKB)/1024)
 	for _, v := range e.violations {
 		fmt.Println("soak: VIOLATION:", v)

@@ -25,6 +25,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,7 +155,9 @@ func (c *counterClient) handle(ctx context.Context, message *sqsworker.Message) 
 			return context.Cause(ctx)
 		}
 	}
-	return c.post(ctx, "/effect", job.Key, nil)
+	// One id per handler attempt, so the counter tells a transport's resend of this
+	// request from a second attempt.
+	return c.post(ctx, "/effect", job.Key, map[string]string{"X-Soak-Attempt": rand.Text()})
 }
 
 func (c *counterClient) post(ctx context.Context, path, key string, headers map[string]string) error {
