@@ -137,7 +137,11 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
 	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
 	table := testenv.NewTable(t, dynamo)
-	baseline := time.Now().Truncate(2 * time.Second).Add(-90 * time.Second)
+	// A 5 s period: every tick until the first on-time one costs DynamoDB calls (3 caught
+	// up plus those of the last MissedAfter), and at 2 s a busy serialized emulator could
+	// take longer per tick than the period, so the scheduler never came level (seen in CI).
+	const period = 5 * time.Second
+	baseline := time.Now().Truncate(period).Add(-90 * time.Second)
 	item := stateKey("catch-up")
 	item[attrTick] = num(baseline.UnixMilli())
 	item[attrSent] = &types.AttributeValueMemberBOOL{Value: true}
@@ -147,7 +151,7 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 	events := &eventLog{}
 	queueName := queue.URL[strings.LastIndex(queue.URL, "/")+1:] // resolved with GetQueueUrl
 	startScheduler(t, Config{Table: table, LeaseDuration: 3 * time.Second, MissedAfter: 30 * time.Second, Observer: events},
-		Schedule{Name: "catch-up", Cron: "@every 2s", JobType: "report", Payload: []byte(`{"n":1}`), Queue: queueName, CatchUp: 3})
+		Schedule{Name: "catch-up", Cron: "@every 5s", JobType: "report", Payload: []byte(`{"n":1}`), Queue: queueName, CatchUp: 3})
 
 	// Reaching an on-time tick takes the lease, the catch-up sends and their records: some
 	// 20 DynamoDB calls. Against the serialized emulator on a busy machine a call can take
@@ -172,17 +176,17 @@ func TestEmulatorMissedTicksSkippedBeyondCatchUp(t *testing.T) {
 	skips := events.of(EventTicksSkipped)
 	require.Len(t, skips, 1)
 	skip := skips[0]
-	assert.Equal(t, baseline.Add(2*time.Second).UTC(), skip.Tick, "the first missed tick")
-	assert.Equal(t, int(skip.LastSkipped.Sub(skip.Tick)/(2*time.Second))+1, skip.Skipped, "skipped counts every tick from first to last")
+	assert.Equal(t, baseline.Add(period).UTC(), skip.Tick, "the first missed tick")
+	assert.Equal(t, int(skip.LastSkipped.Sub(skip.Tick)/period)+1, skip.Skipped, "skipped counts every tick from first to last")
 
 	var ticks []time.Time
 	for _, ev := range events.of(EventTickEnqueued) {
 		ticks = append(ticks, ev.Tick)
 	}
 	require.GreaterOrEqual(t, len(ticks), 4)
-	assert.Equal(t, skip.LastSkipped.Add(2*time.Second), ticks[0], "enqueuing goes on right after the skipped ticks")
+	assert.Equal(t, skip.LastSkipped.Add(period), ticks[0], "enqueuing goes on right after the skipped ticks")
 	for i := 1; i < len(ticks); i++ {
-		assert.Equal(t, ticks[i-1].Add(2*time.Second), ticks[i], "ticks in order, none missing")
+		assert.Equal(t, ticks[i-1].Add(period), ticks[i], "ticks in order, none missing")
 	}
 	for _, tick := range ticks[:3] {
 		assert.True(t, tick.Before(skip.Time.Add(-30*time.Second)), "the caught-up tick %s was missed", tick)

@@ -470,7 +470,7 @@ func (d *demoRun) waitSettled(ctx context.Context) error {
 // count tallies what the receiver saw against the plan and the dead-letter queue, and
 // prints the details.
 func (d *demoRun) count() (report, error) {
-	suppressed, err := suppressedDuplicates(d.h.logPaths(), d.keys)
+	suppressed, err := suppressedDuplicates(d.h.logPaths())
 	if err != nil {
 		return report{}, err
 	}
@@ -645,11 +645,12 @@ func formatReasons(reasons map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// suppressedDuplicates counts the distinct messages (of those the demo sent) that the
+// suppressedDuplicates counts the distinct messages (the workers of a run consume only its
+// queue, emptied at the start, so every line is one of the run's messages) that the
 // workers deleted without delivering because the delivery was already completed, from
 // the "duplicate suppressed" lines of their JSON logs. A message first deferred because
 // its delivery was in progress elsewhere, then skipped, counts once.
-func suppressedDuplicates(logPaths []string, messageKeys map[string]string) (int, error) {
+func suppressedDuplicates(logPaths []string) (int, error) {
 	seen := map[string]bool{}
 	for _, logPath := range logPaths {
 		file, err := os.Open(logPath)
@@ -666,9 +667,7 @@ func suppressedDuplicates(logPaths []string, messageKeys map[string]string) (int
 			if json.Unmarshal(scanner.Bytes(), &line) != nil || line.Msg != "webhook: duplicate suppressed" {
 				continue
 			}
-			if _, ours := messageKeys[line.MessageID]; ours {
-				seen[line.MessageID] = true
-			}
+			seen[line.MessageID] = true
 		}
 		err = scanner.Err()
 		file.Close()
