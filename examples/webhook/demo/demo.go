@@ -22,6 +22,7 @@ import (
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -244,6 +245,9 @@ type report struct {
 	// Crashed lists the keys of the messages the crashed unit held in flight, when the
 	// host can tell (the Lambda host: its invocation's records).
 	Crashed []string
+	// Resent lists the keys dead-lettered twice as one outbox entry: the killed relay's
+	// message and the next relay's resend of the same entry.
+	Resent []string
 }
 
 // demoRun is one run of the demo, phase by phase: prepare, provision, send, start the
@@ -509,7 +513,7 @@ func (d *demoRun) count() (report, error) {
 	sort.Strings(crashedKeys)
 	crashedKeys = slices.Compact(crashedKeys) // both sends of a duplicate can be in one batch
 	d.printDetails(s, lost, both, crashedKeys)
-	return report{summary: s, DeadLetterReasons: d.dead.reasons, DeadLetters: d.dead.byKey, Crashed: crashedKeys}, nil
+	return report{summary: s, DeadLetterReasons: d.dead.reasons, DeadLetters: d.dead.byKey, Crashed: crashedKeys, Resent: d.dead.resent}, nil
 }
 
 func (d *demoRun) printDetails(s summary, lost, both, crashedKeys []string) {
@@ -568,6 +572,10 @@ type deadLetters struct {
 	messages int
 	reasons  map[string]int      // failure-reason attribute → messages
 	byKey    map[string][]string // unique delivery key → the reason of each of its messages
+	// resent lists the keys with two dead-letter messages of one outbox entry (the same
+	// outbox-id attribute): a relay killed after SQS confirmed the entry's message but
+	// before it settled the entry, so the next relay sent it again.
+	resent []string
 }
 
 // readDeadLettersTimeout bounds how long readDeadLetters waits for messages the queue
@@ -581,6 +589,7 @@ const readDeadLettersTimeout = time.Minute
 // attributes.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *plan) (deadLetters, error) {
 	dead := deadLetters{keys: map[string]bool{}, reasons: map[string]int{}, byKey: map[string][]string{}}
+	entries := map[string]map[string]int{} // key → outbox entry id → dead-letter messages
 	depth, err := sqsx.QueueDepth(ctx, client, url)
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the counts of %s: %w", url, err)
@@ -616,7 +625,17 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 		}
 		dead.reasons[reason]++
 		dead.byKey[key] = append(dead.byKey[key], reason)
+		if entry := message.MessageAttributes[outbox.AttributeOutboxID].StringValue; entry != "" {
+			if entries[key] == nil {
+				entries[key] = map[string]int{}
+			}
+			entries[key][entry]++
+			if entries[key][entry] == 2 {
+				dead.resent = append(dead.resent, key)
+			}
+		}
 	}
+	slices.Sort(dead.resent)
 	dead.messages = len(peeked.Messages)
 	return dead, nil
 }
