@@ -32,7 +32,22 @@ func TestLoadQueueResolvesTheDeadLetterQueue(t *testing.T) {
 	})
 	require.NotNil(t, queue.RedrivePolicy)
 	assert.Equal(t, 5, queue.RedrivePolicy.MaxReceiveCount)
+	assert.Equal(t, created.DeadLetterQueueARN, queue.RedrivePolicy.DeadLetterTargetARN)
 	assert.Equal(t, created.DeadLetterQueueURL, queue.DeadLetterQueueURL)
+}
+
+func TestLoadQueueWithoutRedrivePolicy(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	created := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
+	require.NoError(t, err)
+	assert.Nil(t, queue.RedrivePolicy)
+	assert.Empty(t, queue.DeadLetterQueueURL)
+
+	_, err = sqsx.LoadQueue(context.Background(), client, created.URL+"-missing")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sqsx: reading attributes of queue")
 }
 
 // TestBatchCallsOnTheEmulator sends 23 messages, deletes them with one stale receipt
