@@ -3,8 +3,6 @@ package lambda_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -49,29 +47,7 @@ func TestN01OnTheEmulatorThroughTheEventSourceMapping(t *testing.T) {
 		if m.ReceiveCount > 1 {
 			return nil
 		}
-		switch m.Body {
-		case "r1", "r6":
-			time.Sleep(100 * time.Millisecond)
-			return nil
-		case "r2":
-			return errors.New("downstream 503")
-		case "r3":
-			panic("r3 exploded")
-		case "r4":
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(30 * time.Second):
-				return nil
-			}
-		case "r5":
-			select {
-			case <-release:
-			case <-time.After(30 * time.Second):
-			}
-			return nil
-		}
-		return fmt.Errorf("unexpected body %q", m.Body)
+		return n01Record(ctx, m.Body, release)
 	})
 	b := lambda.New(handler, lambda.WithSQSClient(client), lambda.WithConcurrency(2), lambda.WithDeadlineMargin(1500*time.Millisecond),
 		lambda.WithBackoff(sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone}), lambda.WithLogger(slog.New(slog.DiscardHandler)))

@@ -42,29 +42,7 @@ func TestN01EveryRecordNotConfirmedIsReported(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) }) // r5 ends with the test
 	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
-		switch m.ID {
-		case "r1", "r6":
-			time.Sleep(100 * time.Millisecond)
-			return nil
-		case "r2":
-			return errors.New("downstream 503")
-		case "r3":
-			panic("r3 exploded")
-		case "r4":
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(30 * time.Second):
-				return nil
-			}
-		case "r5":
-			select {
-			case <-release:
-			case <-time.After(30 * time.Second):
-			}
-			return nil
-		}
-		return fmt.Errorf("unexpected record %s", m.ID)
+		return n01Record(ctx, m.ID, release)
 	})
 	fake := &recordingSQS{}
 	var counter sqsworker.Counter
@@ -229,4 +207,34 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return payload
+}
+
+// n01Record is what scenario N01's handler does with record name (r1 to r6) on its
+// first delivery: r1 and r6 succeed after 100 ms, r2 fails, r3 panics, r4 runs until its
+// context ends (the hard timeout) and r5 until release is closed (or 30 s), past the
+// invocation's deadline.
+func n01Record(ctx context.Context, name string, release <-chan struct{}) error {
+	switch name {
+	case "r1", "r6":
+		time.Sleep(100 * time.Millisecond)
+		return nil
+	case "r2":
+		return errors.New("downstream 503")
+	case "r3":
+		panic("r3 exploded")
+	case "r4":
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(30 * time.Second):
+			return nil
+		}
+	case "r5":
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+		return nil
+	}
+	return fmt.Errorf("unexpected record %q", name)
 }
