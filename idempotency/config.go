@@ -130,6 +130,9 @@ type Config struct {
 	// Logger specifies where decisions and store failures are logged; if nil, logs are
 	// discarded. Message bodies are never logged.
 	Logger *slog.Logger
+	// Observer specifies who is told each decision (see [EventKind]), for metrics; if
+	// nil, no one is.
+	Observer Observer
 }
 
 // withDefaults returns c with zero fields set to their defaults.
@@ -176,6 +179,9 @@ func (c Config) withDefaults() Config {
 	c.Random = sqsworker.SerializedRandom(c.Random)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	return c
 }

@@ -31,6 +31,10 @@
 //   - a different payload hash, whatever the status: [sqsworker.Permanent] with reason
 //     "IdempotencyPayloadMismatch"; the message goes to the dead-letter queue.
 //
+// Every decision (claimed, bypassed for a missing key, deferred, completed duplicate,
+// store error, ...) is told to Config.Observer as an [Event]; package
+// github.com/sqsworker/sqsworker/otelsqsworker/otelidempotency counts them as metrics.
+//
 // # DynamoDB table
 //
 // A table with the string partition key "id" and, preferably, TTL enabled on

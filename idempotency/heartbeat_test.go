@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,12 +200,13 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	store := idempotency.NewMemoryStore()
 	started := make(chan struct{})
 	var cause error
+	var events eventLog
 	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 		close(started)
 		<-ctx.Done()
 		cause = context.Cause(ctx)
 		return cause
-	}), idempotency.Middleware(store, idempotency.Config{InProgressTTL: 60 * time.Millisecond}))
+	}), idempotency.Middleware(store, idempotency.Config{InProgressTTL: 60 * time.Millisecond, Observer: &events}))
 	done := make(chan error, 1)
 	go func() { done <- handler.Handle(t.Context(), &sqsworker.Message{ID: "m-1", Body: "{}"}) }()
 	testenv.Recv(t, started, testenv.WaitTimeout, "started")
@@ -222,6 +224,9 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	}
 	if !errors.Is(cause, idempotency.ErrLeaseLost) {
 		t.Errorf("context cause = %v; want ErrLeaseLost", cause)
+	}
+	if got, want := events.take(), []idempotency.EventKind{idempotency.EventClaimed, idempotency.EventLeaseLost}; !slices.Equal(got, want) {
+		t.Errorf("observed %v; want %v", got, want)
 	}
 }
 

@@ -275,3 +275,24 @@ func (b *logBuffer) String() string {
 func newLogger(buffer *logBuffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(buffer, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// eventLog is an idempotency.Observer that keeps the kinds it is told, in order.
+type eventLog struct {
+	mu    sync.Mutex
+	kinds []idempotency.EventKind
+}
+
+func (l *eventLog) ObserveIdempotency(_ context.Context, ev idempotency.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kinds = append(l.kinds, ev.Kind)
+}
+
+// take returns the kinds told since the last take and forgets them.
+func (l *eventLog) take() []idempotency.EventKind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kinds := l.kinds
+	l.kinds = nil
+	return kinds
+}

@@ -143,9 +143,11 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 		if m.config.KeyOptional {
 			// Nothing is read, written or deleted: a keyless message never shares a record.
 			logger.WarnContext(ctx, "idempotency bypassed: missing key", slog.Any("error", err))
+			m.observe(ctx, message, Event{Kind: EventBypassed, Err: err})
 			return m.next.Handle(ctx, message)
 		}
 		logger.WarnContext(ctx, "idempotency: no key", slog.Any("error", err))
+		m.observe(ctx, message, Event{Kind: EventKeyMissing, Err: err})
 		return sqsworker.Permanent(ReasonKeyMissing, err)
 	}
 	key, err = StoredKey(m.config.KeyPrefix, key)
@@ -157,6 +159,7 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 	hash, err := m.config.PayloadHash(message)
 	if err != nil {
 		logger.WarnContext(ctx, "idempotency: cannot hash the payload", slog.Any("error", err))
+		m.observe(ctx, message, Event{Kind: EventPayloadInvalid, Key: key, Err: err})
 		return sqsworker.Permanent(ReasonPayloadInvalid, fmt.Errorf("idempotency: hashing the payload for key %q: %w", key, err))
 	}
 
@@ -167,6 +170,7 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 			err := fmt.Errorf("%w: key %q: %s left before the deadline, need %s",
 				ErrInsufficientTime, key, remaining, m.config.MinRemaining)
 			logger.WarnContext(ctx, "idempotency: not claiming", slog.Any("error", err))
+			m.observe(ctx, message, Event{Kind: EventInsufficientTime, Key: key, Err: err})
 			return err
 		}
 	} else {
@@ -220,11 +224,13 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 		err := m.store.PutInProgress(ctx, *claim, now.Add(-m.config.ClockSkewAllowance))
 		if err == nil {
 			logger.DebugContext(ctx, "idempotency: claimed", slog.Time("lease_end", claim.InProgressExpiresAt))
+			m.observe(ctx, message, Event{Kind: EventClaimed, Key: claim.Key})
 			return true, nil
 		}
 		exists, ok := errors.AsType[*AlreadyExistsError](err)
 		if !ok {
 			logger.WarnContext(ctx, "idempotency: claim failed", slog.Any("error", err))
+			m.observe(ctx, message, Event{Kind: EventStoreError, Key: claim.Key, Err: err})
 			return false, err
 		}
 		var existing Record
@@ -237,6 +243,7 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 			}
 			if err != nil {
 				logger.WarnContext(ctx, "idempotency: reading the conflicting record failed", slog.Any("error", err))
+				m.observe(ctx, message, Event{Kind: EventStoreError, Key: claim.Key, Err: err})
 				return false, err
 			}
 		}
@@ -244,6 +251,7 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 			// Our own write: the SDK retried a PutItem whose first attempt succeeded but
 			// whose response was lost, and the retry failed its own condition.
 			logger.DebugContext(ctx, "idempotency: claimed (the conflicting record is our own retried write)")
+			m.observe(ctx, message, Event{Kind: EventClaimed, Key: claim.Key})
 			return true, nil
 		}
 		if m.claimable(existing, now) {
@@ -267,6 +275,7 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 	}
 	err := fmt.Errorf("%w: key %q after %d claims", ErrInconsistentState, claim.Key, maxClaimAttempts)
 	logger.WarnContext(ctx, "idempotency: claim failed", slog.Any("error", err))
+	m.observe(ctx, message, Event{Kind: EventStoreError, Key: claim.Key, Err: err})
 	return false, err
 }
 
@@ -341,11 +350,14 @@ func (m *middleware) duplicate(ctx context.Context, message *sqsworker.Message, 
 	logger = logger.With(slog.String("record_status", string(existing.Status)))
 	if m.mismatch(claim, existing) {
 		logger.WarnContext(ctx, "idempotency: payload differs from the stored record")
-		return sqsworker.Permanent(ReasonPayloadMismatch, fmt.Errorf("%w: key %q", ErrPayloadMismatch, claim.Key))
+		err := fmt.Errorf("%w: key %q", ErrPayloadMismatch, claim.Key)
+		m.observe(ctx, message, Event{Kind: EventPayloadMismatch, Key: claim.Key, Err: err})
+		return sqsworker.Permanent(ReasonPayloadMismatch, err)
 	}
 	switch existing.Status {
 	case StatusCompleted:
 		logger.InfoContext(ctx, "idempotency: already completed; skipping the handler")
+		m.observe(ctx, message, Event{Kind: EventCompletedDuplicate, Key: claim.Key})
 		if m.config.OnCompletedDuplicate != nil {
 			return m.config.OnCompletedDuplicate(ctx, message, existing)
 		}
@@ -353,9 +365,12 @@ func (m *middleware) duplicate(ctx context.Context, message *sqsworker.Message, 
 	case StatusInProgress:
 		delay := m.deferral(ctx, existing, now, silent, logger) + time.Duration(m.config.Random()*float64(m.config.MaxDeferJitter))
 		logger.InfoContext(ctx, "idempotency: in progress elsewhere; deferring", slog.Duration("delay", delay))
+		m.observe(ctx, message, Event{Kind: EventDeferred, Key: claim.Key, Delay: delay})
 		return fmt.Errorf("%w: key %q: %w", ErrAlreadyInProgress, claim.Key, sqsworker.Defer(delay, ReasonInProgress))
 	}
-	return fmt.Errorf("%w: key %q has a record with unknown status %q", ErrInconsistentState, claim.Key, existing.Status)
+	err := fmt.Errorf("%w: key %q has a record with unknown status %q", ErrInconsistentState, claim.Key, existing.Status)
+	m.observe(ctx, message, Event{Kind: EventStoreError, Key: claim.Key, Err: err})
+	return err
 }
 
 // deferral is how long a duplicate of a running claim stays away (before jitter). A
@@ -385,7 +400,7 @@ func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim 
 	slot := &resultSlot{}
 	handlerCtx, cancel := context.WithCancelCause(context.WithValue(ctx, resultKey{}, slot))
 	defer cancel(nil)
-	stop := m.startHeartbeat(handlerCtx, claim, cancel, logger)
+	stop := m.startHeartbeat(handlerCtx, message, claim, cancel, logger)
 	returned := false
 	defer func() {
 		if !returned { // the handler panicked (or called runtime.Goexit): free the key, let the panic go on
@@ -410,6 +425,7 @@ func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim 
 	defer cancelStore()
 	if err := m.store.Complete(storeCtx, completed); err != nil {
 		logger.ErrorContext(ctx, "idempotency: handler succeeded but completing the record failed; a later duplicate may run again once the lease ends", slog.Any("error", err))
+		m.observe(ctx, message, Event{Kind: EventCompleteFailed, Key: claim.Key, Err: err})
 		return nil
 	}
 	logger.DebugContext(ctx, "idempotency: completed")
@@ -421,7 +437,7 @@ func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim 
 // it again does nothing). A renewal is conditioned on the lease; when the lease was
 // lost, the heartbeat ends and cancels the handler's context with ErrLeaseLost. Other
 // renewal failures are logged and retried at the next tick.
-func (m *middleware) startHeartbeat(ctx context.Context, claim Record, cancel context.CancelCauseFunc, logger *slog.Logger) (stop func()) {
+func (m *middleware) startHeartbeat(ctx context.Context, message *sqsworker.Message, claim Record, cancel context.CancelCauseFunc, logger *slog.Logger) (stop func()) {
 	interval := m.config.InProgressTTL / 3
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -451,6 +467,7 @@ func (m *middleware) startHeartbeat(ctx context.Context, claim Record, cancel co
 			case errors.Is(err, ErrLeaseLost):
 				logger.ErrorContext(ctx, "idempotency: lease lost while the handler runs (taken over after a missed renewal?); cancelling the handler", slog.Any("error", err))
 				cancel(fmt.Errorf("idempotency: key %q: %w", claim.Key, ErrLeaseLost))
+				m.observe(ctx, message, Event{Kind: EventLeaseLost, Key: claim.Key, Err: err})
 				return
 			default:
 				logger.WarnContext(ctx, "idempotency: renewing the lease failed; retrying at the next heartbeat", slog.Any("error", err),
@@ -463,6 +480,13 @@ func (m *middleware) startHeartbeat(ctx context.Context, claim Record, cancel co
 		once.Do(func() { close(done) })
 		<-stopped
 	}
+}
+
+// observe fills ev's time and message fields and tells the observer.
+func (m *middleware) observe(ctx context.Context, message *sqsworker.Message, ev Event) {
+	ev.Time = m.config.Clock.Now()
+	ev.MessageID, ev.Queue = message.ID, message.QueueURL
+	m.config.Observer.ObserveIdempotency(ctx, ev)
 }
 
 // release deletes the claim's record, conditioned on its lease, so a retry can run at

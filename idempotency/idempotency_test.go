@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ type flow struct {
 	store   *idempotency.MemoryStore
 	clock   *fakeClock
 	calls   atomic.Int64
+	events  eventLog
 	handler sqsworker.Handler
 	result  func(ctx context.Context, message *sqsworker.Message) error
 }
@@ -32,6 +34,9 @@ func newFlow(t *testing.T, config idempotency.Config) *flow {
 	}
 	if config.Random == nil {
 		config.Random = noJitter
+	}
+	if config.Observer == nil {
+		config.Observer = &f.events
 	}
 	// These tests check the lease rules without the skew allowance and the in-process
 	// wait (heartbeat_test.go covers those).
@@ -82,14 +87,17 @@ func TestMiddlewareOutcomes(t *testing.T) {
 		want      sqsworker.Outcome
 		wantIs    error
 		wantCalls int64
+		// wantEvents are the decisions observed while handling message (nil: none).
+		wantEvents []idempotency.EventKind
 		// wantRecord is the record expected afterwards (nil: none).
 		wantRecord *idempotency.Record
 	}{
 		{
-			name:      "NewKeyRunsAndCompletes",
-			message:   message("m-1", `{"a":1}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			name:       "NewKeyRunsAndCompletes",
+			message:    message("m-1", `{"a":1}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 			wantRecord: &idempotency.Record{
 				Key: "m-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(time.Hour),
 				PayloadHash: hashOf(`{"a":1}`), Result: []byte("result:m-1"),
@@ -104,9 +112,10 @@ func TestMiddlewareOutcomes(t *testing.T) {
 				f.calls.Store(0)
 				f.clock.Set(start.Add(59 * time.Minute))
 			},
-			message:   message("m-1", `{"a":1}`),
-			want:      outcomeDelete,
-			wantCalls: 0,
+			message:    message("m-1", `{"a":1}`),
+			want:       outcomeDelete,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventCompletedDuplicate},
 		},
 		{
 			name: "CompletedRecordExpiredRunsAgain",
@@ -117,109 +126,123 @@ func TestMiddlewareOutcomes(t *testing.T) {
 				f.calls.Store(0)
 				f.clock.Set(start.Add(time.Hour + time.Second))
 			},
-			message:   message("m-1", `{"a":1}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			message:    message("m-1", `{"a":1}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 		},
 		{
-			name:      "InProgressDefersForLeaseLeftPlusJitter",
-			config:    idempotency.Config{Random: func() float64 { return 0.5 }},
-			setup:     func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(7*time.Second)) },
-			message:   message("m-1", `{"a":1}`),
-			want:      outcomeDefer(7*time.Second + time.Second), // 0.5 × 2 s jitter
-			wantIs:    idempotency.ErrAlreadyInProgress,
-			wantCalls: 0,
+			name:       "InProgressDefersForLeaseLeftPlusJitter",
+			config:     idempotency.Config{Random: func() float64 { return 0.5 }},
+			setup:      func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(7*time.Second)) },
+			message:    message("m-1", `{"a":1}`),
+			want:       outcomeDefer(7*time.Second + time.Second), // 0.5 × 2 s jitter
+			wantIs:     idempotency.ErrAlreadyInProgress,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventDeferred},
 		},
 		{
-			name:      "InProgressNoJitter",
-			config:    idempotency.Config{MaxDeferJitter: -1, Random: func() float64 { return 0.9 }},
-			setup:     func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(1500*time.Millisecond)) },
-			message:   message("m-1", `{"a":1}`),
-			want:      outcomeDefer(1500 * time.Millisecond),
-			wantCalls: 0,
+			name:       "InProgressNoJitter",
+			config:     idempotency.Config{MaxDeferJitter: -1, Random: func() float64 { return 0.9 }},
+			setup:      func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(1500*time.Millisecond)) },
+			message:    message("m-1", `{"a":1}`),
+			want:       outcomeDefer(1500 * time.Millisecond),
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventDeferred},
 		},
 		{
-			name:      "ExpiredLeaseTakenOver",
-			setup:     func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(-time.Millisecond)) },
-			message:   message("m-1", `{"a":1}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			name:       "ExpiredLeaseTakenOver",
+			setup:      func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(-time.Millisecond)) },
+			message:    message("m-1", `{"a":1}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 		},
 		{
-			name:      "MismatchAgainstInProgress",
-			setup:     func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(time.Minute)) },
-			message:   message("m-1", `{"a":2}`),
-			want:      outcomeMismatch,
-			wantIs:    idempotency.ErrPayloadMismatch,
-			wantCalls: 0,
+			name:       "MismatchAgainstInProgress",
+			setup:      func(t *testing.T, f *flow) { f.claimElsewhere(t, "m-1", `{"a":1}`, start.Add(time.Minute)) },
+			message:    message("m-1", `{"a":2}`),
+			want:       outcomeMismatch,
+			wantIs:     idempotency.ErrPayloadMismatch,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventPayloadMismatch},
 		},
 		{
-			name:      "KeyMissingIsPermanent",
-			config:    idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id")},
-			message:   message("m-1", `{"other":1}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: "IdempotencyKeyMissing"},
-			wantIs:    idempotency.ErrKeyMissing,
-			wantCalls: 0,
+			name:       "KeyMissingIsPermanent",
+			config:     idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id")},
+			message:    message("m-1", `{"other":1}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: "IdempotencyKeyMissing"},
+			wantIs:     idempotency.ErrKeyMissing,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventKeyMissing},
 		},
 		{
-			name:      "EmptyKeyIsMissing",
-			config:    idempotency.Config{KeyFunc: func(*sqsworker.Message) (string, error) { return "", nil }},
-			message:   message("m-1", `{}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: "IdempotencyKeyMissing"},
-			wantIs:    idempotency.ErrKeyMissing,
-			wantCalls: 0,
+			name:       "EmptyKeyIsMissing",
+			config:     idempotency.Config{KeyFunc: func(*sqsworker.Message) (string, error) { return "", nil }},
+			message:    message("m-1", `{}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: "IdempotencyKeyMissing"},
+			wantIs:     idempotency.ErrKeyMissing,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventKeyMissing},
 		},
 		{
-			name:      "KeyOptionalRunsWithoutRecord",
-			config:    idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), KeyOptional: true},
-			message:   message("m-1", `{"other":1}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			name:       "KeyOptionalRunsWithoutRecord",
+			config:     idempotency.Config{KeyFunc: idempotency.KeyFromJSONField("id"), KeyOptional: true},
+			message:    message("m-1", `{"other":1}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventBypassed},
 		},
 		{
-			name:      "KeyFuncErrorPassedThrough",
-			config:    idempotency.Config{KeyFunc: func(*sqsworker.Message) (string, error) { return "", sqsworker.RetryAfter(time.Minute, nil) }},
-			message:   message("m-1", `{}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeRetryAfter, Delay: time.Minute, Reason: "RetryAfter"},
-			wantCalls: 0,
+			name:       "KeyFuncErrorPassedThrough",
+			config:     idempotency.Config{KeyFunc: func(*sqsworker.Message) (string, error) { return "", sqsworker.RetryAfter(time.Minute, nil) }},
+			message:    message("m-1", `{}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeRetryAfter, Delay: time.Minute, Reason: "RetryAfter"},
+			wantCalls:  0,
+			wantEvents: nil,
 		},
 		{
-			name:      "PayloadHashErrorIsPermanent",
-			config:    idempotency.Config{PayloadHash: idempotency.HashJSONFields("amount")},
-			message:   message("m-1", `not json`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: "IdempotencyPayloadInvalid"},
-			wantCalls: 0,
+			name:       "PayloadHashErrorIsPermanent",
+			config:     idempotency.Config{PayloadHash: idempotency.HashJSONFields("amount")},
+			message:    message("m-1", `not json`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: "IdempotencyPayloadInvalid"},
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventPayloadInvalid},
 		},
 		{
-			name:      "DeadlineExactlyNow",
-			ctx:       func(t *testing.T) context.Context { return withDeadline(t, start) },
-			message:   message("m-1", `{}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
-			wantIs:    idempotency.ErrInsufficientTime,
-			wantCalls: 0,
+			name:       "DeadlineExactlyNow",
+			ctx:        func(t *testing.T) context.Context { return withDeadline(t, start) },
+			message:    message("m-1", `{}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
+			wantIs:     idempotency.ErrInsufficientTime,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventInsufficientTime},
 		},
 		{
-			name:      "DeadlinePassed",
-			ctx:       func(t *testing.T) context.Context { return withDeadline(t, start.Add(-500*time.Millisecond)) },
-			message:   message("m-1", `{}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
-			wantIs:    idempotency.ErrInsufficientTime,
-			wantCalls: 0,
+			name:       "DeadlinePassed",
+			ctx:        func(t *testing.T) context.Context { return withDeadline(t, start.Add(-500*time.Millisecond)) },
+			message:    message("m-1", `{}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
+			wantIs:     idempotency.ErrInsufficientTime,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventInsufficientTime},
 		},
 		{
-			name:      "JustBelowMinRemaining",
-			ctx:       func(t *testing.T) context.Context { return withDeadline(t, start.Add(999*time.Millisecond)) },
-			message:   message("m-1", `{}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
-			wantIs:    idempotency.ErrInsufficientTime,
-			wantCalls: 0,
+			name:       "JustBelowMinRemaining",
+			ctx:        func(t *testing.T) context.Context { return withDeadline(t, start.Add(999*time.Millisecond)) },
+			message:    message("m-1", `{}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
+			wantIs:     idempotency.ErrInsufficientTime,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventInsufficientTime},
 		},
 		{
-			name:      "ExactlyMinRemainingRuns",
-			ctx:       func(t *testing.T) context.Context { return withDeadline(t, start.Add(time.Second)) },
-			message:   message("m-1", `{}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			name:       "ExactlyMinRemainingRuns",
+			ctx:        func(t *testing.T) context.Context { return withDeadline(t, start.Add(time.Second)) },
+			message:    message("m-1", `{}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 		},
 		{
 			name: "CancelledContextClaimsNothing",
@@ -228,28 +251,31 @@ func TestMiddlewareOutcomes(t *testing.T) {
 				cancel()
 				return ctx
 			},
-			message:   message("m-1", `{}`),
-			want:      sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
-			wantIs:    context.Canceled,
-			wantCalls: 0,
+			message:    message("m-1", `{}`),
+			want:       sqsworker.Outcome{Kind: sqsworker.OutcomeRetry, Reason: "HandlerError"},
+			wantIs:     context.Canceled,
+			wantCalls:  0,
+			wantEvents: nil,
 		},
 		{
-			name:      "KeyPrefix",
-			config:    idempotency.Config{KeyPrefix: "webhook", KeyFunc: idempotency.KeyFromJSONField("id")},
-			message:   message("m-1", `{"id":"D-1"}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			name:       "KeyPrefix",
+			config:     idempotency.Config{KeyPrefix: "webhook", KeyFunc: idempotency.KeyFromJSONField("id")},
+			message:    message("m-1", `{"id":"D-1"}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 			wantRecord: &idempotency.Record{
 				Key: "webhook#D-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(time.Hour),
 				PayloadHash: hashOf(`{"id":"D-1"}`), Result: []byte("result:m-1"),
 			},
 		},
 		{
-			name:      "CustomTTL",
-			config:    idempotency.Config{TTL: 10 * time.Minute, PayloadHash: func(*sqsworker.Message) (string, error) { return "", nil }},
-			message:   message("m-1", `{}`),
-			want:      outcomeDelete,
-			wantCalls: 1,
+			name:       "CustomTTL",
+			config:     idempotency.Config{TTL: 10 * time.Minute, PayloadHash: func(*sqsworker.Message) (string, error) { return "", nil }},
+			message:    message("m-1", `{}`),
+			want:       outcomeDelete,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 			wantRecord: &idempotency.Record{
 				Key: "m-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(10 * time.Minute), Result: []byte("result:m-1"),
 			},
@@ -262,6 +288,7 @@ func TestMiddlewareOutcomes(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, f)
 			}
+			f.events.take()
 			ctx := withDeadline(t, f.clock.Now().Add(30*time.Second))
 			if tc.ctx != nil {
 				ctx = tc.ctx(t)
@@ -276,6 +303,9 @@ func TestMiddlewareOutcomes(t *testing.T) {
 			}
 			if got := f.calls.Load(); got != tc.wantCalls {
 				t.Errorf("handler calls = %d; want %d", got, tc.wantCalls)
+			}
+			if got := f.events.take(); !slices.Equal(got, tc.wantEvents) {
+				t.Errorf("observed %v; want %v", got, tc.wantEvents)
 			}
 			if tc.wantRecord != nil {
 				got, err := f.store.Get(t.Context(), tc.wantRecord.Key)
@@ -454,6 +484,7 @@ func TestStoreFailures(t *testing.T) {
 		wantPuts   int64
 		wantGets   int64
 		wantCalls  int64
+		wantEvents []idempotency.EventKind
 	}{
 		{
 			name:       "DeleteFailureLoggedHandlerErrorReturned",
@@ -462,14 +493,16 @@ func TestStoreFailures(t *testing.T) {
 			wantErr:    func(err error) bool { return err == handlerErr },
 			wantLog:    "releasing the record after a handler failure failed",
 			wantPuts:   1, wantCalls: 1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 		},
 		{
-			name:      "CompleteFailureLoggedNilReturned",
-			store:     &faultyStore{completeErr: backend},
-			wantErr:   func(err error) bool { return err == nil },
-			wantLog:   "completing the record failed",
-			wantPuts:  1,
-			wantCalls: 1,
+			name:       "CompleteFailureLoggedNilReturned",
+			store:      &faultyStore{completeErr: backend},
+			wantErr:    func(err error) bool { return err == nil },
+			wantLog:    "completing the record failed",
+			wantPuts:   1,
+			wantCalls:  1,
+			wantEvents: []idempotency.EventKind{idempotency.EventClaimed, idempotency.EventCompleteFailed},
 		},
 		{
 			name:  "ClaimBackendFailureReturned",
@@ -477,9 +510,10 @@ func TestStoreFailures(t *testing.T) {
 			wantErr: func(err error) bool {
 				return errors.Is(err, backend) && sqsworker.Classify(err).Kind == sqsworker.OutcomeRetry
 			},
-			wantLog:   "claim failed",
-			wantPuts:  1,
-			wantCalls: 0,
+			wantLog:    "claim failed",
+			wantPuts:   1,
+			wantCalls:  0,
+			wantEvents: []idempotency.EventKind{idempotency.EventStoreError},
 		},
 		{
 			name: "ConflictReadFailureReturned",
@@ -490,6 +524,7 @@ func TestStoreFailures(t *testing.T) {
 			wantErr:  func(err error) bool { return errors.Is(err, backend) },
 			wantLog:  "reading the conflicting record failed",
 			wantPuts: 1, wantGets: 1,
+			wantEvents: []idempotency.EventKind{idempotency.EventStoreError},
 		},
 		{
 			name: "VanishingRecordIsInconsistentAfterThreeClaims",
@@ -501,6 +536,7 @@ func TestStoreFailures(t *testing.T) {
 			},
 			wantLog:  "claim failed",
 			wantPuts: 3, wantGets: 3,
+			wantEvents: []idempotency.EventKind{idempotency.EventStoreError},
 		},
 	}
 	for _, tc := range tests {
@@ -509,10 +545,11 @@ func TestStoreFailures(t *testing.T) {
 			tc.store.Store = idempotency.NewMemoryStore()
 			var logs logBuffer
 			var calls atomic.Int64
+			var events eventLog
 			handler := sqsworker.Chain(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 				calls.Add(1)
 				return tc.handlerErr
-			}), idempotency.Middleware(tc.store, idempotency.Config{Clock: newFakeClock(start), Logger: newLogger(&logs)}))
+			}), idempotency.Middleware(tc.store, idempotency.Config{Clock: newFakeClock(start), Logger: newLogger(&logs), Observer: &events}))
 			err := handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", "{}"))
 			if !tc.wantErr(err) {
 				t.Errorf("Handle = %v; unexpected", err)
@@ -528,6 +565,9 @@ func TestStoreFailures(t *testing.T) {
 			}
 			if got := calls.Load(); got != tc.wantCalls {
 				t.Errorf("handler calls = %d; want %d", got, tc.wantCalls)
+			}
+			if got := events.take(); !slices.Equal(got, tc.wantEvents) {
+				t.Errorf("observed %v; want %v", got, tc.wantEvents)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
 )
@@ -43,8 +45,14 @@ func TestN03MissingKey(t *testing.T) {
 				effects[m.ID]++
 				return nil
 			})
+			decisions := map[idempotency.EventKind][]string{} // the metric's input: decisions by kind
+			observer := idempotency.ObserverFunc(func(_ context.Context, ev idempotency.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				decisions[ev.Kind] = append(decisions[ev.Kind], ev.MessageID)
+			})
 			config := func(key idempotency.KeyFunc) idempotency.Config {
-				return idempotency.Config{KeyFunc: key, KeyOptional: bypass, Logger: newLogger(&logs)}
+				return idempotency.Config{KeyFunc: key, KeyOptional: bypass, Logger: newLogger(&logs), Observer: observer}
 			}
 			single := sqsworker.Chain(inner, idempotency.Middleware(table.store(), config(idempotency.KeyFromJSONField("orderId"))))
 			multi := sqsworker.Chain(inner, idempotency.Middleware(table.store(), config(idempotency.KeyFromJSONFields("tenant", "orderId"))))
@@ -89,6 +97,10 @@ func TestN03MissingKey(t *testing.T) {
 			if want := map[bool]int{false: 0, true: 5}[bypass]; bypassed != want {
 				t.Errorf("%d 'idempotency bypassed: missing key' lines; want %d", bypassed, want)
 			}
+			// The count a metric records (otelidempotency counts these events by kind).
+			missing := map[bool]idempotency.EventKind{false: idempotency.EventKeyMissing, true: idempotency.EventBypassed}[bypass]
+			want := map[idempotency.EventKind][]string{idempotency.EventClaimed: {"m1", "m6", "m7"}, missing: keyless}
+			assert.Equal(t, want, decisions, "observed decisions")
 		})
 	}
 }

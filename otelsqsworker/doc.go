@@ -28,5 +28,8 @@
 // driver nor the scheduler: [github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox]
 // (entries published, refused and retried, outbox lag, backlog and oldest entry's age)
 // and [github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler] (ticks by schedule
-// and outcome, tick delay, leadership).
+// and outcome, tick delay, leadership). The idempotency middleware's decisions (claimed,
+// deferred, bypassed, ...) are counted by
+// [github.com/sqsworker/sqsworker/otelsqsworker/otelidempotency], for the same reason
+// (it links the DynamoDB client).
 package otelsqsworker
