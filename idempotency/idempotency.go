@@ -466,8 +466,8 @@ func (m *middleware) startHeartbeat(ctx context.Context, message *sqsworker.Mess
 				renewed = next
 			case errors.Is(err, ErrLeaseLost):
 				logger.ErrorContext(ctx, "idempotency: lease lost while the handler runs (taken over after a missed renewal?); cancelling the handler", slog.Any("error", err))
-				cancel(fmt.Errorf("idempotency: key %q: %w", claim.Key, ErrLeaseLost))
 				m.observe(ctx, message, Event{Kind: EventLeaseLost, Key: claim.Key, Err: err})
+				cancel(fmt.Errorf("idempotency: key %q: %w", claim.Key, ErrLeaseLost))
 				return
 			default:
 				logger.WarnContext(ctx, "idempotency: renewing the lease failed; retrying at the next heartbeat", slog.Any("error", err),
