@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,10 +47,17 @@ type publishedLine struct {
 	MessageID string `json:"message_id"`
 }
 
+// relayReadyLine is what a relay process prints once SIGTERM stops it gracefully; before
+// that the signal's default action would kill it (exit code -1).
+const relayReadyLine = "demo relay: ready"
+
 // relayMain runs a relay process of store until SIGTERM (a graceful stop: exit 0),
-// printing a publishedLine per published entry.
+// printing relayReadyLine, then a publishedLine per published entry.
 func relayMain(store string) int {
-	ctx := context.Background()
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Println(relayReadyLine)
+	ctx := context.Background() // for the set-up: a SIGTERM during it still drains below
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "demo relay:", err)
 		return 1
@@ -95,7 +104,7 @@ func relayMain(store string) int {
 	default:
 		return fail(fmt.Errorf("unknown store %q", store))
 	}
-	if err := relay.Run(ctx); err != nil {
+	if err := relay.Run(signalled); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -314,6 +323,27 @@ func (s *postgresOrders) close() {
 type relayProcess struct {
 	*worker
 	number int
+}
+
+// stop waits (up to timeout) for the relay to print relayReadyLine, so SIGTERM finds its
+// handler installed, then stops it like a worker.
+func (r *relayProcess) stop(timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for !r.exited() {
+		text, err := os.ReadFile(r.logPath)
+		if err != nil {
+			return -1, fmt.Errorf("demo: %w", err)
+		}
+		if strings.Contains(string(text), relayReadyLine+"\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.kill()
+			return -1, fmt.Errorf("demo: relay %d (pid %d) did not print %q within %s; killed it (see %s)", r.number, r.pid, relayReadyLine, timeout, r.logPath)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r.worker.stop(timeout)
 }
 
 func startRelayProcess(number int, env []string, logDir string) (*relayProcess, error) {
