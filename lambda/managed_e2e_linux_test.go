@@ -42,24 +42,7 @@ import (
 type managedFunction struct {
 	url     string
 	logPath string
-	output  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	output  *rie.SyncBuffer
 }
 
 // startManagedFunction starts examples/lambdatest as a managed-instances execution
@@ -92,8 +75,8 @@ func startManagedFunction(t *testing.T, concurrency int, timeout time.Duration, 
 	if err := os.WriteFile(filepath.Join(task, "bootstrap"), contents, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fn := &managedFunction{logPath: filepath.Join(root, "calls.jsonl"), output: &lockedBuffer{}}
-	invokeAddress, runtimeAddress := freeLoopbackAddress(t), freeLoopbackAddress(t)
+	fn := &managedFunction{logPath: filepath.Join(root, "calls.jsonl"), output: &rie.SyncBuffer{}}
+	invokeAddress, runtimeAddress := rie.FreeAddress(t), rie.FreeAddress(t)
 	fn.url = "http://" + invokeAddress + rie.InvokePath
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private",
 		"sh", "-c", `mount --bind "$0/var" /var && exec "$1" --runtime-interface-emulator-address "$2" --runtime-api-address "$3"`,
@@ -206,16 +189,6 @@ func (f *managedFunction) entries(t *testing.T) []esmtest.Entry {
 		entries = append(entries, entry)
 	}
 	return entries
-}
-
-func freeLoopbackAddress(t *testing.T) string {
-	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Close()
-	return listener.Addr().String()
 }
 
 // TestE2EManagedInstances runs the adapter through the whole aws-lambda-go runtime path

@@ -81,7 +81,7 @@ type Function struct {
 	URL string
 
 	cmd    *exec.Cmd
-	output *syncBuffer
+	output *SyncBuffer
 	done   chan struct{}
 }
 
@@ -101,7 +101,7 @@ func Start(t testing.TB, options Options) *Function {
 	if name == "" {
 		name = "sqsworker-test"
 	}
-	invokeAddress, runtimeAddress := freeAddress(t), freeAddress(t)
+	invokeAddress, runtimeAddress := FreeAddress(t), FreeAddress(t)
 	cmd := exec.Command(binary,
 		"--runtime-interface-emulator-address", invokeAddress,
 		"--runtime-api-address", runtimeAddress,
@@ -113,7 +113,7 @@ func Start(t testing.TB, options Options) *Function {
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128",
 	)
 	cmd.Env = append(cmd.Env, options.Env...)
-	output := &syncBuffer{}
+	output := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = output, output
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -340,8 +340,8 @@ func goCommand(env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// freeAddress returns 127.0.0.1:PORT with a port that was free a moment ago.
-func freeAddress(t testing.TB) string {
+// FreeAddress returns 127.0.0.1:PORT with a port that was free a moment ago.
+func FreeAddress(t testing.TB) string {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -351,18 +351,21 @@ func freeAddress(t testing.TB) string {
 	return listener.Addr().String()
 }
 
-type syncBuffer struct {
+// SyncBuffer collects a process's output; safe for concurrent writes and reads.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -328,20 +328,21 @@ type relayProcess struct {
 // stop waits (up to timeout) for the relay to print relayReadyLine, so SIGTERM finds its
 // handler installed, then stops it like a worker.
 func (r *relayProcess) stop(timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(timeout)
-	for !r.exited() {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := poll(ctx, 20*time.Millisecond, func() (bool, error) {
 		text, err := os.ReadFile(r.logPath)
 		if err != nil {
-			return -1, fmt.Errorf("demo: %w", err)
+			return false, fmt.Errorf("demo: %w", err)
 		}
-		if strings.Contains(string(text), relayReadyLine+"\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.kill()
-			return -1, fmt.Errorf("demo: relay %d (pid %d) did not print %q within %s; killed it (see %s)", r.number, r.pid, relayReadyLine, timeout, r.logPath)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return r.exited() || strings.Contains(string(text), relayReadyLine+"\n"), nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) {
+		r.kill()
+		return -1, fmt.Errorf("demo: relay %d (pid %d) did not print %q within %s; killed it (see %s)", r.number, r.pid, relayReadyLine, timeout, r.logPath)
+	}
+	if err != nil {
+		return -1, err
 	}
 	return r.worker.stop(timeout)
 }
