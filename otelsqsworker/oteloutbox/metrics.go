@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/buckets"
 	"github.com/sqsworker/sqsworker/outbox"
 )
 
@@ -94,7 +95,7 @@ func NewMetrics(cfg Config) (*Metrics, error) {
 	m.storeErrors = counter("sqsworker.outbox.store.errors", "{error}", "Failed outbox store calls.")
 	var err error
 	m.lag, err = meter.Float64Histogram("sqsworker.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Publish time minus the outbox entry's creation time."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600))
+		metric.WithExplicitBucketBoundaries(buckets.Delay()...))
 	errs = append(errs, err)
 	m.backlog, err = meter.Int64Gauge("sqsworker.outbox.backlog", metric.WithUnit("{entry}"), metric.WithDescription("Unpublished outbox entries, as a relay last reported them."))
 	errs = append(errs, err)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/buckets"
 	"github.com/sqsworker/sqsworker/scheduler"
 )
 
@@ -84,7 +85,7 @@ func NewMetrics(cfg Config) (*Metrics, error) {
 	m.ticks, err = meter.Int64Counter("sqsworker.scheduler.ticks", metric.WithUnit("{tick}"), metric.WithDescription("Scheduler ticks by schedule and outcome."))
 	errs = append(errs, err)
 	m.delay, err = meter.Float64Histogram("sqsworker.scheduler.tick.delay", metric.WithUnit("s"), metric.WithDescription("When an enqueued tick's message was sent minus the tick's scheduled time."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600))
+		metric.WithExplicitBucketBoundaries(buckets.Delay()...))
 	errs = append(errs, err)
 	m.leader, err = meter.Int64UpDownCounter("sqsworker.scheduler.leader", metric.WithUnit("{replica}"), metric.WithDescription("1 while this replica holds the scheduler's lease."))
 	errs = append(errs, err)
