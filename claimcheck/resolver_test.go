@@ -21,7 +21,9 @@ import (
 
 // pointerMessage stores payload in client and returns a message pointing to it.
 func pointerMessage(client *fakeS3, key, payload string) *sqsworker.Message {
+	client.mu.Lock()
 	client.objects["b/"+key] = []byte(payload)
+	client.mu.Unlock()
 	return &sqsworker.Message{
 		ID:   "m-" + key,
 		Body: Pointer{Bucket: "b", Key: key}.Body(),
