@@ -43,7 +43,7 @@ type CleanerConfig struct {
 	Workers int
 	// DeleteTimeout bounds one DeleteObject call; if zero, 10 s.
 	DeleteTimeout time.Duration
-	// MaxTracked bounds the deliveries whose payload the middleware resolved and whose
+	// MaxTracked bounds the deliveries whose payload the resolver resolved and whose
 	// settlement the cleaner has not been told yet (a few per handler slot when the
 	// cleaner observes the host); if zero, 10,000. Beyond it a payload is not tracked,
 	// and so not deleted (counted as dropped): the bound keeps a cleaner that no host
@@ -60,16 +60,20 @@ type CleanerStats struct {
 	// Dropped is the number of deletes not attempted: the queue was full, the cleaner
 	// was shut down, or MaxTracked deliveries were already tracked.
 	Dropped int64
-	// Tracked is the number of deliveries resolved by the middleware whose settlement
+	// Shared is the number of resolved payloads never deleted because their message
+	// carries AttributePayloadShared (other consumers read the same object).
+	Shared int64
+	// Tracked is the number of deliveries resolved by the resolver whose settlement
 	// the host has not reported yet (now, not a count since the start).
 	Tracked int
 }
 
 // Cleaner deletes a message's S3 payload once the message itself is deleted after its
-// handler succeeded. It needs two hooks: [Middleware] with MiddlewareConfig.Cleaner set
-// tells it which deliveries had their payload resolved and handed to the handler, and
+// handler succeeded. It needs two hooks: a [Resolver] with ResolverConfig.Cleaner set
+// tells it which deliveries had their payload resolved and handed to the handler (only
+// pointers inside ResolverConfig.Allow get that far), and
 // the host tells it, as an [sqsworker.Observer], how each delivery was settled. It
-// deletes the payload on the EventDeleted of a delivery the middleware resolved and
+// deletes the payload on the EventDeleted of a delivery the resolver resolved and
 // that was not dead-lettered:
 //
 //   - the poller reports EventDeleted only when SQS confirmed the DeleteMessageBatch
@@ -78,9 +82,12 @@ type CleanerStats struct {
 //   - a dead-lettered message's EventDeadLettered, which comes before its EventDeleted,
 //     ends its tracking: the dead-letter queue's copy still points to the object, and so
 //     does the message after a redrive;
+//   - a pointer marked shared (AttributePayloadShared, set by a store publishing to an
+//     SNS topic or with Config.Shared) is never deleted: other consumers of the same
+//     fan-out read the same object, and the bucket's lifecycle rule expires it;
 //   - a message deleted without its payload being handed to the handler (a delayed job
 //     re-sent as a hop by the producer's DelayMiddleware, a duplicate suppressed by the
-//     idempotency middleware, both placed outside this one) keeps its payload: the hop,
+//     idempotency middleware, both placed outside the resolver's) keeps its payload: the hop,
 //     or the copy that was handled, still points to it;
 //   - on the Lambda host the event source mapping deletes the records after the
 //     function returns, and the function never learns whether that delete succeeded, so
@@ -104,7 +111,7 @@ type Cleaner struct {
 	trackedMu sync.Mutex
 	tracked   map[delivery]Pointer
 
-	deleted, failed, dropped atomic.Int64
+	deleted, failed, dropped, shared atomic.Int64
 }
 
 // delivery names one receive of a message: its receipt handle, unique per receive.
@@ -148,8 +155,13 @@ func NewCleaner(client S3API, config CleanerConfig) *Cleaner {
 	return c
 }
 
-// track records that the middleware handed message's payload to the handler.
+// track records that the resolver handed message's payload to the handler; a shared
+// pointer is only counted.
 func (c *Cleaner) track(ctx context.Context, message *sqsworker.Message, pointer Pointer) {
+	if isShared(message) {
+		c.shared.Add(1)
+		return
+	}
 	key := delivery{message.QueueURL, message.ReceiptHandle}
 	c.trackedMu.Lock()
 	full := len(c.tracked) >= c.config.MaxTracked
@@ -162,7 +174,7 @@ func (c *Cleaner) track(ctx context.Context, message *sqsworker.Message, pointer
 	}
 }
 
-// settled forgets message's delivery and returns its pointer, if the middleware
+// settled forgets message's delivery and returns its pointer, if the resolver
 // resolved it.
 func (c *Cleaner) settled(message *sqsworker.Message) (Pointer, bool) {
 	key := delivery{message.QueueURL, message.ReceiptHandle}
@@ -276,5 +288,5 @@ func (c *Cleaner) Stats() CleanerStats {
 	c.trackedMu.Lock()
 	tracked := len(c.tracked)
 	c.trackedMu.Unlock()
-	return CleanerStats{Deleted: c.deleted.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load(), Tracked: tracked}
+	return CleanerStats{Deleted: c.deleted.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load(), Shared: c.shared.Load(), Tracked: tracked}
 }

@@ -22,7 +22,7 @@ func event(kind sqsworker.EventKind, host string, message *sqsworker.Message, ou
 // returns the handler's error.
 func resolved(t *testing.T, client *fakeS3, cleaner *Cleaner, message *sqsworker.Message, handlerErr error) error {
 	t.Helper()
-	handler := Middleware(client, MiddlewareConfig{Cleaner: cleaner})(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	handler := middleware(t, client, ResolverConfig{Cleaner: cleaner})(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		return handlerErr
 	}))
 	return handler.Handle(context.Background(), message)
@@ -138,4 +138,17 @@ func TestCleanerNeverBlocksTheHostAndShutdownEndsAtItsDeadline(t *testing.T) {
 	stats := cleaner.Stats()
 	assert.Zero(t, stats.Deleted)
 	assert.Equal(t, int64(4), stats.Failed+stats.Dropped, "every delete is accounted for")
+}
+
+func TestCleanerNeverDeletesASharedPayload(t *testing.T) {
+	client := newFakeS3()
+	cleaner := NewCleaner(client, CleanerConfig{})
+	ctx := context.Background()
+	message := withReceipt(pointerMessage(client, "shared", "payload"))
+	message.MessageAttributes[AttributePayloadShared] = sqsworker.MessageAttribute{DataType: "String", StringValue: "1"}
+	require.NoError(t, resolved(t, client, cleaner, message, nil))
+	cleaner.Observe(ctx, event(sqsworker.EventDeleted, "poller", message, sqsworker.OutcomeDelete))
+	require.NoError(t, cleaner.Shutdown(ctx))
+	assert.Empty(t, client.deletes)
+	assert.Equal(t, CleanerStats{Shared: 1}, cleaner.Stats())
 }

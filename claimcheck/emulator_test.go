@@ -55,7 +55,7 @@ func largeBody(id string) string {
 // AWS_ENDPOINT_URL_S3 is not set. Path-style addressing: the emulator is reached by IP
 // address (where the SDK uses path-style anyway), or by a host name such as localhost,
 // under which "<bucket>.localhost" does not resolve.
-func s3Client(t *testing.T) *s3.Client {
+func s3Client(t testing.TB) *s3.Client {
 	t.Helper()
 	if os.Getenv("AWS_ENDPOINT_URL_S3") == "" {
 		t.Fatal("AWS_ENDPOINT_URL_S3 is not set; run the tests with `make test`, which starts the emulator (localstack/up) and sets it from localstack/env")
@@ -65,7 +65,7 @@ func s3Client(t *testing.T) *s3.Client {
 
 // newBucket creates a uniquely named bucket for this test and removes it, objects
 // first, when the test ends.
-func newBucket(t *testing.T, client *s3.Client) string {
+func newBucket(t testing.TB, client *s3.Client) string {
 	t.Helper()
 	name := strings.ToLower(testenv.UniqueName(t))
 	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
@@ -82,7 +82,7 @@ func newBucket(t *testing.T, client *s3.Client) string {
 }
 
 // objectKeys lists the bucket's keys.
-func objectKeys(t *testing.T, client *s3.Client, bucket string) []string {
+func objectKeys(t testing.TB, client *s3.Client, bucket string) []string {
 	t.Helper()
 	output, err := client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
 	if err != nil {
@@ -183,16 +183,25 @@ func (h *handled) all() []handledCall {
 	return append([]handledCall(nil), h.calls...)
 }
 
-// startPoller runs a poller on client with handler behind the claim-check middleware and
-// cleaner (the middleware's Cleaner and the poller's Observer; nil for none), and stops
-// it when the test ends.
-func startPoller(t *testing.T, client poller.API, s3client *s3.Client, cleaner *claimcheck.Cleaner, config poller.Config, handler sqsworker.Handler) *poller.Server {
+// newResolver returns a resolver reading with s3client.
+func newResolver(t *testing.T, s3client claimcheck.S3API, config claimcheck.ResolverConfig) *claimcheck.Resolver {
+	t.Helper()
+	resolver, err := claimcheck.NewResolver(s3client, config)
+	require.NoError(t, err)
+	return resolver
+}
+
+// startPoller runs a poller on client with handler behind the resolver's middleware
+// (allowing the locations allow) and cleaner (the resolver's Cleaner and the poller's
+// Observer; nil for none), and stops it when the test ends.
+func startPoller(t *testing.T, client poller.API, s3client claimcheck.S3API, cleaner *claimcheck.Cleaner, allow []claimcheck.Location, config poller.Config, handler sqsworker.Handler) *poller.Server {
 	t.Helper()
 	config.WaitTime = time.Second
 	if cleaner != nil {
 		config.Observer = cleaner
 	}
-	server, err := poller.New(client, config, sqsworker.Chain(handler, claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{Cleaner: cleaner})))
+	resolver := newResolver(t, s3client, claimcheck.ResolverConfig{Allow: allow, Cleaner: cleaner})
+	server, err := poller.New(client, config, sqsworker.Chain(handler, resolver.Middleware()))
 	require.NoError(t, err)
 	require.NoError(t, server.Start(context.Background()))
 	t.Cleanup(func() {
@@ -255,7 +264,7 @@ func TestLargeJobRoundTripsThroughS3OnEmulator(t *testing.T) {
 
 	var calls handled
 	cleaner := newCleaner(t, s3client)
-	server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	server := startPoller(t, client, s3client, cleaner, []claimcheck.Location{store.Location()}, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
 	}))
@@ -295,7 +304,7 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 	var failing atomic.Bool
 	failing.Store(true)
 	cleaner := newCleaner(t, s3client)
-	server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	server := startPoller(t, client, s3client, cleaner, []claimcheck.Location{store.Location()}, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		if failing.Load() {
 			return sqsworker.Permanent("Broken", errors.New("the job is broken"))
@@ -327,7 +336,7 @@ func TestDeadLetteredJobKeepsAResolvablePointerThroughARedriveOnEmulator(t *test
 	require.Equal(t, 1, result.Moved)
 
 	failing.Store(false)
-	again := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	again := startPoller(t, client, s3client, cleaner, []claimcheck.Location{store.Location()}, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
 	}))
@@ -355,7 +364,7 @@ func TestMissingPayloadIsDeadLetteredAfterOneReceiveOnEmulator(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	server := startPoller(t, client, s3client, nil, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	server := startPoller(t, client, s3client, nil, []claimcheck.Location{{Bucket: bucket}}, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		t.Error("the handler must not run without its payload")
 		return nil
 	}))
@@ -410,7 +419,7 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 			return sqsworker.Permanent("Broken", nil)
 		}
 		return nil
-	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{Cleaner: cleaner}))
+	}), newResolver(t, s3client, claimcheck.ResolverConfig{Allow: []claimcheck.Location{store.Location()}, Cleaner: cleaner}).Middleware())
 	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithObserver(cleaner)))
 	esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
 
@@ -454,7 +463,7 @@ func TestResentJobSharesOnePayloadAndItsDuplicateIsSuppressedOnEmulator(t *testi
 	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		return nil
-	}), claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{Cleaner: cleaner}))
+	}), newResolver(t, s3client, claimcheck.ResolverConfig{Allow: []claimcheck.Location{store.Location()}, Cleaner: cleaner}).Middleware())
 	// Idempotency outside the claim check: a duplicate is suppressed before its payload
 	// is read, and its payload hash (of the pointer body) matches.
 	handler = sqsworker.Chain(handler, idempotency.Middleware(idempotency.NewDynamoDBStore(testenv.DynamoDB(t), table), idempotency.Config{}))
@@ -508,7 +517,7 @@ func TestFailedBatchDeleteKeepsThePayloadOnEmulator(t *testing.T) {
 	var calls handled
 	cleaner := newCleaner(t, s3client)
 	api := &failingDeletes{Client: client}
-	server := startPoller(t, api, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	server := startPoller(t, api, s3client, cleaner, []claimcheck.Location{store.Location()}, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		calls.add(m)
 		if m.ReceiveCount == 1 {
 			assert.True(t, objectExists(t, s3client, pointer))

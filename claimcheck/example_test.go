@@ -35,16 +35,23 @@ func Example() {
 	}
 	_ = jobs // jobs.Send(ctx, queueURL, producer.Job{Type: "render", Payload: bigDocument})
 
-	// Consumer side: resolve pointers before the handler. The cleaner deletes a payload
-	// once the host reports its message deleted after success: it is the host's
-	// observer, and it stops after the host.
+	// Consumer side: resolve pointers before the handler, only from the producer's
+	// bucket and prefix. The cleaner deletes a payload once the host reports its message
+	// deleted after success: it is the host's observer, and it stops after the host.
 	cleaner := claimcheck.NewCleaner(s3Client, claimcheck.CleanerConfig{})
 	defer cleaner.Shutdown(ctx)
+	resolver, err := claimcheck.NewResolver(s3Client, claimcheck.ResolverConfig{
+		Allow:   []claimcheck.Location{{Bucket: "my-payloads", KeyPrefix: "jobs/"}}, // or store.Location()
+		Cleaner: cleaner,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 		return nil // m.Body is the payload, whichever library sent it
 	})
 	server, err := poller.New(sqsClient, poller.Config{QueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/renders", Observer: cleaner},
-		sqsworker.Chain(handler, claimcheck.Middleware(s3Client, claimcheck.MiddlewareConfig{Cleaner: cleaner})))
+		sqsworker.Chain(handler, resolver.Middleware()))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,6 +23,22 @@ type fakeS3 struct {
 	puts      int
 	gets      int
 	deletes   []string
+	// hideLength answers GetObject without Content-Length (as a chunked answer would).
+	hideLength bool
+	// read counts the payload bytes handed out by GetObject bodies.
+	read atomic.Int64
+}
+
+// countingReader counts the bytes read through it into n.
+type countingReader struct {
+	reader io.Reader
+	n      *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.reader.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func newFakeS3() *fakeS3 { return &fakeS3{objects: map[string][]byte{}} }
@@ -52,7 +69,11 @@ func (f *fakeS3) GetObject(_ context.Context, input *s3.GetObjectInput, _ ...fun
 	if !ok {
 		return nil, &s3types.NoSuchKey{Message: aws.String("The specified key does not exist.")}
 	}
-	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(data)), ContentLength: aws.Int64(int64(len(data)))}, nil
+	output := &s3.GetObjectOutput{Body: io.NopCloser(countingReader{bytes.NewReader(data), &f.read})}
+	if !f.hideLength {
+		output.ContentLength = aws.Int64(int64(len(data)))
+	}
+	return output, nil
 }
 
 func (f *fakeS3) DeleteObject(_ context.Context, input *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {

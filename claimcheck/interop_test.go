@@ -88,6 +88,10 @@ func TestPythonExtendedClientMessageIsHandledByOurPollerOnEmulator(t *testing.T)
 			wantAttribute := map[string]string{"current": claimcheck.AttributePayloadSize, "legacy": claimcheck.LegacyAttributePayloadSize}[format]
 			raw := receiveOne(t, client, queue.URL) // as it is on the queue
 			assert.Contains(t, raw.MessageAttributes, wantAttribute)
+			// The bytes the library writes: json.dumps's spacing, the class of the format
+			// (as in testdata/wire/python-1.0.1-*.json).
+			class := map[string]string{"current": claimcheck.PointerClass, "legacy": claimcheck.LegacyPointerClass}[format]
+			assert.Equal(t, `["`+class+`", {"s3BucketName": "`+bucket+`", "s3Key": "`+objectKeys(t, s3client, bucket)[0]+`"}]`, aws.ToString(raw.Body))
 			_, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
 				QueueUrl: aws.String(queue.URL), ReceiptHandle: raw.ReceiptHandle, VisibilityTimeout: 0,
 			})
@@ -95,7 +99,7 @@ func TestPythonExtendedClientMessageIsHandledByOurPollerOnEmulator(t *testing.T)
 
 			var calls handled
 			cleaner := newCleaner(t, s3client)
-			server := startPoller(t, client, s3client, cleaner, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+			server := startPoller(t, client, s3client, cleaner, []claimcheck.Location{{Bucket: bucket}}, poller.Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 				calls.add(m)
 				return nil
 			}))

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -30,11 +31,12 @@ const (
 // Errors [Store.Offload] returns for a message it cannot offload. Each is wrapped with the
 // message's figures; match them with errors.Is.
 var (
-	// ErrReservedAttribute: the message already carries AttributePayloadSize or
-	// LegacyAttributePayloadSize, which only the store may set.
+	// ErrReservedAttribute: the message already carries AttributePayloadSize,
+	// LegacyAttributePayloadSize or AttributePayloadShared, which only the store may set.
 	ErrReservedAttribute = errors.New("claimcheck: the message attribute is reserved for the S3 pointer")
-	// ErrTooManyAttributes: the message has 10 message attributes, SQS's limit, so the
-	// pointer's AttributePayloadSize cannot be added.
+	// ErrTooManyAttributes: the message has too many message attributes to add the
+	// pointer's (AttributePayloadSize, and AttributePayloadShared for a shared pointer)
+	// within SQS's limit of 10.
 	ErrTooManyAttributes = errors.New("claimcheck: too many message attributes to add the S3 pointer's (SQS allows 10)")
 	// ErrPointerTooLarge: even with its body in S3, the message (pointer plus message
 	// attributes) exceeds SQS's 1 MiB.
@@ -42,7 +44,7 @@ var (
 )
 
 // S3API is the part of the S3 client the package uses: PutObject (the store),
-// GetObject (the middleware) and DeleteObject (the cleaner). *s3.Client satisfies it.
+// GetObject (the resolver) and DeleteObject (the cleaner). *s3.Client satisfies it.
 type S3API interface {
 	PutObject(ctx context.Context, input *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, input *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
@@ -60,9 +62,19 @@ type Config struct {
 	Bucket string
 
 	// KeyPrefix is put before every object key (for example "payloads/"), so a lifecycle
-	// rule can expire orphans by prefix. At most 960 bytes (S3 keys are at most 1,024
-	// bytes; the store adds up to 64 characters).
+	// rule can expire orphans by prefix and IAM policies can be scoped to it. At most 960
+	// bytes (S3 keys are at most 1,024 bytes; the store adds up to 64 characters), of
+	// S3's safe key characters (letters, digits, ! - _ . * ' ( ) /), without empty, "."
+	// or ".." segments: the keys a [Resolver] accepts.
 	KeyPrefix string
+
+	// Shared marks every pointer the store writes as read by several consumers
+	// (AttributePayloadShared), so that no consumer's [Cleaner] deletes its object and
+	// the bucket's lifecycle rule expires it instead. Offload marks a message for an SNS
+	// topic (its destination is a topic ARN) shared whatever this says; set Shared for
+	// other fan-outs (EventBridge, a message copied to several queues). A shared pointer
+	// uses two of SQS's 10 message attributes.
+	Shared bool
 
 	// Threshold is the message size, in bytes, above which Offload moves the body to S3:
 	// body plus every message attribute's name, data type and value, as SQS counts a
@@ -99,11 +111,21 @@ func NewStore(client S3API, config Config) (*Store, error) {
 	}
 	if len(config.KeyPrefix) > maxKeyLength-derivedKeyLength {
 		problems = append(problems, fmt.Errorf("claimcheck: Config.KeyPrefix is %d bytes; at most %d leave room for the key's own part in S3's %d", len(config.KeyPrefix), maxKeyLength-derivedKeyLength, maxKeyLength))
+	} else if config.KeyPrefix != "" {
+		if err := checkKeyText(config.KeyPrefix); err != nil {
+			problems = append(problems, fmt.Errorf("claimcheck: Config.KeyPrefix: %w", err))
+		}
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
 	return &Store{client: client, config: config}, nil
+}
+
+// Location returns where the store writes payloads: its bucket and key prefix, the
+// entry for [ResolverConfig.Allow].
+func (s *Store) Location() Location {
+	return Location{Bucket: s.config.Bucket, KeyPrefix: s.config.KeyPrefix}
 }
 
 // Offload returns body and attributes unchanged when the message is not above
@@ -122,7 +144,10 @@ func NewStore(client S3API, config Config) (*Store, error) {
 // If the send that follows fails for good, the object stays in S3 (an orphan): expire
 // the prefix with a lifecycle rule (see the package documentation).
 //
-// queueURL is not used: the pointer does not depend on the queue.
+// queueURL is the destination: a queue URL, or an SNS topic ARN when the caller
+// publishes the result to a topic (sns:Publish with the same message attributes and
+// raw message delivery to the subscribed queues), which marks the pointer shared (see
+// Config.Shared).
 //
 // Errors: [ErrReservedAttribute], [ErrTooManyAttributes], [ErrPointerTooLarge] (checked
 // against SQS's 1 MiB; the producer checks the queue's own MaximumMessageSize), and
@@ -131,22 +156,30 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 	if s.config.Threshold > 0 && messageSize(body, attributes) <= s.config.Threshold {
 		return body, attributes, nil
 	}
-	for _, name := range []string{AttributePayloadSize, LegacyAttributePayloadSize} {
+	for _, name := range []string{AttributePayloadSize, LegacyAttributePayloadSize, AttributePayloadShared} {
 		if _, ok := attributes[name]; ok {
 			return "", nil, fmt.Errorf("%w: %s", ErrReservedAttribute, name)
 		}
 	}
-	if len(attributes) >= sqsx.MaxMessageAttributes {
-		return "", nil, fmt.Errorf("%w: the message has %d", ErrTooManyAttributes, len(attributes))
+	shared := s.config.Shared || isTopicARN(queueURL)
+	added := 1
+	if shared {
+		added = 2
+	}
+	if len(attributes)+added > sqsx.MaxMessageAttributes {
+		return "", nil, fmt.Errorf("%w: the message has %d and the pointer adds %d", ErrTooManyAttributes, len(attributes), added)
 	}
 	pointer := Pointer{Bucket: s.config.Bucket, Key: s.config.KeyPrefix + objectName(body, attributes)}
-	offloaded := make(map[string]types.MessageAttributeValue, len(attributes)+1)
+	offloaded := make(map[string]types.MessageAttributeValue, len(attributes)+added)
 	for name, value := range attributes {
 		offloaded[name] = value
 	}
 	offloaded[AttributePayloadSize] = types.MessageAttributeValue{
 		DataType:    aws.String("Number"),
 		StringValue: aws.String(strconv.Itoa(len(body))),
+	}
+	if shared {
+		offloaded[AttributePayloadShared] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("1")}
 	}
 	pointerBody := pointer.Body()
 	if pointerSize := messageSize(pointerBody, offloaded); pointerSize > sqsx.MaxMessageBytes {
@@ -162,6 +195,12 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 		return "", nil, fmt.Errorf("claimcheck: storing the %d-byte body in %s: %w", len(body), pointer, err)
 	}
 	return pointerBody, offloaded, nil
+}
+
+// isTopicARN reports whether destination is an SNS topic's ARN.
+func isTopicARN(destination string) bool {
+	parsed, err := arn.Parse(destination)
+	return err == nil && parsed.Service == "sns"
 }
 
 // objectName is the key's own part: derived from the idempotency key and the body, or

@@ -27,6 +27,79 @@ func TestNewStoreReportsEveryBadSetting(t *testing.T) {
 	for _, want := range []string{"nil S3 client", "Config.Bucket is empty", "Config.Threshold 1048577", "Config.KeyPrefix is 961 bytes"} {
 		assert.Contains(t, err.Error(), want)
 	}
+	for prefix, want := range map[string]string{
+		"jobs/../":  `".." path segment`,
+		"/jobs/":    "empty path segment",
+		"jobs%2F":   `character '%'`,
+		"jobs dir/": `character ' '`,
+	} {
+		_, err := NewStore(newFakeS3(), Config{Bucket: "b", KeyPrefix: prefix})
+		assert.ErrorContains(t, err, want, "a prefix the resolver would refuse: %q", prefix)
+	}
+}
+
+func TestStoreLocationIsWhatTheResolverAllows(t *testing.T) {
+	client := newFakeS3()
+	store, err := NewStore(client, Config{Bucket: "payloads", KeyPrefix: "jobs/"})
+	require.NoError(t, err)
+	assert.Equal(t, Location{Bucket: "payloads", KeyPrefix: "jobs/"}, store.Location())
+	attributes := map[string]types.MessageAttributeValue{sqsworker.AttributeIdempotencyKey: stringAttribute("order-1")}
+	for _, attrs := range []map[string]types.MessageAttributeValue{nil, attributes} {
+		body, newAttributes, err := store.Offload(context.Background(), "q", "payload", attrs)
+		require.NoError(t, err)
+		message := &sqsworker.Message{ID: "m", Body: body, MessageAttributes: map[string]sqsworker.MessageAttribute{}}
+		for name, value := range newAttributes {
+			message.MessageAttributes[name] = sqsworker.MessageAttribute{DataType: aws.ToString(value.DataType), StringValue: aws.ToString(value.StringValue)}
+		}
+		var seen string
+		handler := middleware(t, client, ResolverConfig{Allow: []Location{store.Location()}})(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+			seen = m.Body
+			return nil
+		}))
+		require.NoError(t, handler.Handle(context.Background(), message))
+		assert.Equal(t, "payload", seen)
+	}
+}
+
+// A store marks the pointer shared when it publishes to an SNS topic, or when told to.
+func TestOffloadMarksSharedPointers(t *testing.T) {
+	cases := []struct {
+		name        string
+		shared      bool
+		destination string
+		want        bool
+	}{
+		{"queue", false, "https://sqs.us-east-1.amazonaws.com/123456789012/jobs", false},
+		{"SNS topic", false, "arn:aws:sns:us-east-1:123456789012:jobs", true},
+		{"SNS FIFO topic in another partition", false, "arn:aws-cn:sns:cn-north-1:123456789012:jobs.fifo", true},
+		{"queue ARN", false, "arn:aws:sqs:us-east-1:123456789012:jobs", false},
+		{"Config.Shared", true, "https://sqs.us-east-1.amazonaws.com/123456789012/jobs", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			store, err := NewStore(newFakeS3(), Config{Bucket: "b", Shared: c.shared})
+			require.NoError(t, err)
+			_, attributes, err := store.Offload(context.Background(), c.destination, "payload", nil)
+			require.NoError(t, err)
+			value, ok := attributes[AttributePayloadShared]
+			assert.Equal(t, c.want, ok)
+			if c.want {
+				assert.Equal(t, "String", aws.ToString(value.DataType))
+				assert.Equal(t, "1", aws.ToString(value.StringValue))
+			}
+		})
+	}
+	t.Run("nine attributes leave no room for a shared pointer", func(t *testing.T) {
+		store, err := NewStore(newFakeS3(), Config{Bucket: "b", Shared: true})
+		require.NoError(t, err)
+		attributes := map[string]types.MessageAttributeValue{}
+		for i := range 9 {
+			attributes["a"+strconv.Itoa(i)] = stringAttribute("v")
+		}
+		_, _, err = store.Offload(context.Background(), "q", "body", attributes)
+		assert.ErrorIs(t, err, ErrTooManyAttributes)
+		assert.ErrorContains(t, err, "the message has 9 and the pointer adds 2")
+	})
 }
 
 func TestMessageSizeCountsAsSQSDoes(t *testing.T) {
@@ -118,7 +191,7 @@ func TestOffloadRefusals(t *testing.T) {
 	store, err := NewStore(client, Config{Bucket: "b"})
 	require.NoError(t, err)
 	t.Run("reserved attribute", func(t *testing.T) {
-		for _, name := range []string{AttributePayloadSize, LegacyAttributePayloadSize} {
+		for _, name := range []string{AttributePayloadSize, LegacyAttributePayloadSize, AttributePayloadShared} {
 			_, _, err := store.Offload(context.Background(), "q", "body", map[string]types.MessageAttributeValue{name: stringAttribute("1")})
 			assert.ErrorIs(t, err, ErrReservedAttribute)
 		}

@@ -38,7 +38,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated inputs/outputs block of each module README")
 
 // moduleNames are the modules under modules/, in the order the READMEs list them.
-var moduleNames = []string{"worker-queue", "alarms", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service", "eventbridge-schedules"}
+var moduleNames = []string{"worker-queue", "alarms", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service", "eventbridge-schedules", "payload-bucket"}
 
 var exampleNames = []string{"complete", "lambda-only"}
 
@@ -1192,6 +1192,7 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 			"var.dead_letter_queue_arn": {"sqs:SendMessage"},
 			"var.kms_key_arns":          {"kms:Decrypt", "kms:GenerateDataKey"},
 		},
+		"payload-bucket": payloadBucketGrants,
 		"poller-service": merged(logs, map[string][]string{
 			"var.ecr_repository_arn": {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"},
 			`"*"`:                    {"ecr:GetAuthorizationToken"},

@@ -1,0 +1,13 @@
+terraform {
+  # 1.9 is the first Terraform (and OpenTofu) release whose variable validations may refer
+  # to other variables; the validations in variables.tf need it.
+  required_version = ">= 1.9"
+
+  required_providers {
+    aws = {
+      source = "hashicorp/aws"
+      # Same floor as the other modules, so one provider version serves them all.
+      version = ">= 6.8, < 7.0"
+    }
+  }
+}
