@@ -247,10 +247,17 @@ func newRedriveMoveCommand(a *app) *cobra.Command {
 do. Each batch is received, sent to the destination, and deleted from --from only after SQS
 confirmed the send, so an interruption can duplicate a message but never lose one.
 
+A move takes the messages that are in --from when it starts, each once, and stops. A
+message that reaches --from during the move is left there: a copy this move sent that
+failed again (a worker still failing the job dead-letters it again at once) or a new dead
+letter. It is recognised by the move's id (x-redrive-move-id), by the message id SQS
+returned for the copy, or by a SentTimestamp after the start, and counted as "arrived".
+
 Batches hold at most 10 messages and at most the destination's MaximumMessageSize in bytes
 (body plus attribute names, types and values). Message attributes are kept, and
-x-redrive-count (Number: the moves so far) is added, except to a message that already has
-10 attributes or would grow too large: its count is logged instead. A message larger than
+x-redrive-count (Number: the moves so far) then x-redrive-move-id (this move's id) are
+added, each only if the message has room (10 attributes at most, the size limit): a count
+that does not fit is logged instead. A message larger than
 the destination allows is reported and left in --from. A failed entry is retried alone. A
 destination that does not exist is refused before anything is received.
 
@@ -396,6 +403,11 @@ func (a *app) printMove(config redrive.Config, result *redrive.Result) {
 	}
 	for _, failure := range result.NotDeleted {
 		fmt.Fprintf(out, "Now in both queues, delete failed: %s (%s)\n", failure.ID, failure.Error)
+	}
+	if result.Arrived > 0 {
+		fmt.Fprintf(out, "Left in %s: %s that arrived during the move (copies this move sent that failed again, or new dead letters; "+
+			"x-redrive-move-id %s). Fix the cause before the next move.\n",
+			queueName(config.Source), plural(result.Arrived, "message"), result.MoveID)
 	}
 }
 
