@@ -122,8 +122,9 @@ func (e *ActiveTaskError) Is(target error) bool { return target == ErrMoveTaskAc
 //
 // Without a destination, each message goes back to its DeadLetterQueueSourceArn, which
 // SQS sets only on messages its redrive policy moved. Messages a host sent to the
-// dead-letter queue itself (a permanent failure's copy) lack it: give a
-// Destination (LocalStack 4.14 fails such a task with FailureReason "AttributeError").
+// dead-letter queue itself (a permanent failure's copy) lack it: give a Destination
+// (LocalStack 4.14 fails such a task with FailureReason "AttributeError"; [MoveTask.Err]
+// explains it).
 //
 // FIFO: AWS replaces a message's deduplication id with its message id when the redrive
 // policy moves it to a FIFO dead-letter queue, so the native redrive is not deduplicated

@@ -322,3 +322,21 @@ func TestStartLineArrived(t *testing.T) {
 		}
 	}
 }
+
+// A FAILED task's error carries SQS's reason; without a destination it also names the
+// likely cause, the worker's own dead-letter copies.
+func TestMoveTaskErr(t *testing.T) {
+	if err := (MoveTask{Status: MoveTaskCompleted}).Err(); err != nil {
+		t.Fatalf("a COMPLETED task: %v", err)
+	}
+	failed := MoveTask{Status: MoveTaskFailed, SourceARN: "arn:aws:sqs:us-east-1:1:q-dlq", Moved: 1, ToMove: 3, FailureReason: "AttributeError"}
+	err := failed.Err()
+	if !errors.Is(err, ErrMoveTaskFailed) || !strings.Contains(err.Error(), "after moving 1 of 3: AttributeError") ||
+		!strings.Contains(err.Error(), "dead-lettered by the worker itself, not by SQS's redrive policy") {
+		t.Fatalf("without a destination: %v", err)
+	}
+	failed.DestinationARN, failed.FailureReason = "arn:aws:sqs:us-east-1:1:q", ""
+	if err := failed.Err(); !errors.Is(err, ErrMoveTaskFailed) || strings.Contains(err.Error(), "worker") || !strings.HasSuffix(err.Error(), "no reason given") {
+		t.Fatalf("with a destination: %v", err)
+	}
+}

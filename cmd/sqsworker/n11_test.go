@@ -242,7 +242,7 @@ func TestN11DeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
 	t.Run("b native redrive", func(t *testing.T) {
 		t.Parallel()
 		s := newN11(t)
-		task := decode[redrive.MoveTask](t, want(t, exitOK, "redrive", "start", s.dlq, "--interval", "100ms", "-o", "json"))
+		task := decode[redrive.MoveTask](t, want(t, exitOK, "redrive", "start", s.dlq, "--original-sources", "--interval", "100ms", "-o", "json"))
 		// SQS lists DestinationArn only when StartMessageMoveTask had one.
 		if task.Status != redrive.MoveTaskCompleted || task.Moved != 2 || task.DestinationARN != "" {
 			t.Fatalf("task = %+v, want COMPLETED, 2 moved, no destination", task)

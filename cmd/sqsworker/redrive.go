@@ -27,7 +27,7 @@ func newRedriveCommand(a *app) *cobra.Command {
 
 func newRedriveStartCommand(a *app) *cobra.Command {
 	var options redrive.MoveTaskOptions
-	var noWait bool
+	var noWait, originalSources bool
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "start DLQ",
@@ -41,9 +41,14 @@ with the running task named. Only a queue that is the dead-letter queue of anoth
 queue can be a source. For a filter, a limit, a dry run or a FIFO-safe move, use
 'redrive move'.
 
-Without --to, SQS sends each message back to the queue its redrive policy moved it from
-(DeadLetterQueueSourceArn). Messages a worker dead-lettered itself (they carry a
-failure-reason attribute) have no such origin: pass --to, or use 'redrive move'.
+Without --to, the task goes to the queue whose redrive policy targets DLQ, when there is
+exactly one: the worker's own dead-letter copies (a permanent failure, with failure-reason
+and failure-source-queue attributes) have no origin SQS knows, and SQS's native move needs
+one (DeadLetterQueueSourceArn) for a task without a destination; every message of such a
+DLQ came from that queue. With several such queues (or none), or with --original-sources,
+SQS sends each message back to the queue its redrive policy moved it from, and a worker's
+copy fails the task: pass --to, or use 'redrive move' (--filter
+attr:failure-source-queue=ARN --to QUEUE for each source queue).
 On a FIFO DLQ, prefer 'redrive move': it gives each message a new deduplication id (the
 local emulator, LocalStack 4.14, keeps the old one and silently drops messages redriven
 within 5 minutes of their first send).
@@ -62,6 +67,18 @@ start, 3 when it was CANCELLED.`,
 			if options.RatePerSecond < 0 || options.RatePerSecond > redrive.MaxMoveRate {
 				return usageError(fmt.Errorf("--rate %d: want 1 to %d messages per second (0: SQS chooses)", options.RatePerSecond, redrive.MaxMoveRate))
 			}
+			if originalSources && options.Destination != "" {
+				return usageError(errors.New("--original-sources and --to exclude each other"))
+			}
+			chosen := ""
+			if options.Destination == "" && !originalSources {
+				if options.Destination, err = soleSourceQueue(ctx, client, args[0]); err != nil {
+					return err
+				}
+				if options.Destination != "" {
+					chosen = fmt.Sprintf(" (the queue whose redrive policy targets %s; --to chooses another)", queueName(args[0]))
+				}
+			}
 			task, err := redrive.StartMoveTask(ctx, client, args[0], options)
 			if err != nil {
 				return err
@@ -75,12 +92,12 @@ start, 3 when it was CANCELLED.`,
 				if a.json() {
 					return a.printJSON(task)
 				}
-				fmt.Fprintf(a.stdout, "Started move task on %s -> %s.\nHandle: %s\nFollow it with: sqsworker redrive status %s\n",
-					queueName(task.SourceARN), destinationText(task.DestinationARN), task.Handle, queueName(task.SourceARN))
+				fmt.Fprintf(a.stdout, "Started move task on %s -> %s%s.\nHandle: %s\nFollow it with: sqsworker redrive status %s\n",
+					queueName(task.SourceARN), destinationText(task.DestinationARN), chosen, task.Handle, queueName(task.SourceARN))
 				return nil
 			}
 			if !a.json() {
-				fmt.Fprintf(a.stdout, "Started move task on %s -> %s (rate: %s).\n", queueName(task.SourceARN), destinationText(task.DestinationARN), rateText(task.RatePerSecond))
+				fmt.Fprintf(a.stdout, "Started move task on %s -> %s%s (rate: %s).\n", queueName(task.SourceARN), destinationText(task.DestinationARN), chosen, rateText(task.RatePerSecond))
 			}
 			bar := a.progress("moving")
 			final, err := redrive.WaitMoveTask(ctx, client, task, interval, func(t redrive.MoveTask) { bar.set(t.Moved, t.ToMove) })
@@ -91,7 +108,8 @@ start, 3 when it was CANCELLED.`,
 			return a.reportTask(final)
 		},
 	}
-	cmd.Flags().StringVar(&options.Destination, "to", "", "destination queue (default: each message's original source queue)")
+	cmd.Flags().StringVar(&options.Destination, "to", "", "destination queue (default: the one queue whose redrive policy targets DLQ, else each message's original source queue)")
+	cmd.Flags().BoolVar(&originalSources, "original-sources", false, "let SQS send each message to the queue its redrive policy moved it from, even when one queue targets DLQ")
 	cmd.Flags().IntVar(&options.RatePerSecond, "rate", 0, "messages per second, 1 to 500 (default: SQS adapts the rate to the backlog)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the task and return at once")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often to poll the task's progress")
@@ -112,6 +130,13 @@ func (a *app) reportTask(task *redrive.MoveTask) error {
 		return nil
 	case redrive.MoveTaskCancelled:
 		return partial()
+	case redrive.MoveTaskFailed:
+		if task.DestinationARN == "" {
+			source := queueName(task.SourceARN)
+			return fmt.Errorf("sqsworker: %w. Pass --to QUEUE, or use 'sqsworker redrive move --from %s --to QUEUE' "+
+				"(with --filter attr:failure-source-queue=ARN for each source queue)", task.Err(), source)
+		}
+		return fmt.Errorf("sqsworker: %w", task.Err())
 	default:
 		return fmt.Errorf("sqsworker: move task %s: %s", strings.ToLower(string(task.Status)), orDash(task.FailureReason, "no reason given"))
 	}
@@ -257,9 +282,9 @@ Batches hold at most 10 messages and at most the destination's MaximumMessageSiz
 (body plus attribute names, types and values). Message attributes are kept, and
 x-redrive-count (Number: the moves so far) then x-redrive-move-id (this move's id) are
 added, each only if the message has room (10 attributes at most, the size limit): a count
-that does not fit is logged instead. A message larger than
-the destination allows is reported and left in --from. A failed entry is retried alone. A
-destination that does not exist is refused before anything is received.
+that does not fit is logged instead. A message larger than the destination allows is
+reported and left in --from. A failed entry is retried alone. A destination that does not
+exist is refused before anything is received.
 
 FIFO destination: the message group is kept and the message gets a new deduplication id
 (<old>-r<n>): its old id, inside SQS's 5-minute window, would be accepted and silently
@@ -366,15 +391,38 @@ type moveReport struct {
 	Result      *redrive.Result `json:"result"`
 }
 
-// onlySourceQueue returns the one queue whose redrive policy targets dlq.
-func onlySourceQueue(ctx context.Context, client *sqs.Client, dlq string) (string, error) {
+// sourceQueues returns up to two of the queues whose redrive policy targets dlq (a URL).
+func sourceQueues(ctx context.Context, client *sqs.Client, dlq string) ([]string, error) {
 	output, err := client.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(2)})
 	if err != nil {
-		return "", fmt.Errorf("sqsworker: finding the source queue of %s (pass --to): %w", dlq, err)
+		return nil, fmt.Errorf("sqsworker: finding the source queue of %s (pass --to): %w", dlq, err)
 	}
-	switch len(output.QueueUrls) {
+	return output.QueueUrls, nil
+}
+
+// soleSourceQueue returns the URL of the one queue whose redrive policy targets the
+// queue ref (a name, URL or ARN), or "" when there are several or none.
+func soleSourceQueue(ctx context.Context, client *sqs.Client, ref string) (string, error) {
+	dlq, err := resolveQueue(ctx, client, ref)
+	if err != nil {
+		return "", err
+	}
+	sources, err := sourceQueues(ctx, client, dlq)
+	if err != nil || len(sources) != 1 {
+		return "", err
+	}
+	return sources[0], nil
+}
+
+// onlySourceQueue returns the one queue whose redrive policy targets dlq.
+func onlySourceQueue(ctx context.Context, client *sqs.Client, dlq string) (string, error) {
+	sources, err := sourceQueues(ctx, client, dlq)
+	if err != nil {
+		return "", err
+	}
+	switch len(sources) {
 	case 1:
-		return output.QueueUrls[0], nil
+		return sources[0], nil
 	case 0:
 		return "", usageError(fmt.Errorf("no queue has %s as its dead-letter queue; pass --to", queueName(dlq)))
 	default:
