@@ -26,6 +26,11 @@ const AttributeMoveID = "x-redrive-move-id"
 // dateResolution is the precision of the HTTP Date header the start time is read from.
 const dateResolution = time.Second
 
+// maxDateLag is how far ahead of SQS's Date header the local clock is trusted for the
+// start: enough for a cached header (ElasticMQ's lags up to about 2 s), not for a local
+// clock that is minutes fast.
+const maxDateLag = 5 * time.Second
+
 // startLine tells the messages that were in the source when a move started from those
 // that reached it during the move, which the move leaves where they are: a message is a
 // later arrival when
@@ -40,11 +45,11 @@ const dateResolution = time.Second
 //     was present at the start was enqueued before it.
 type startLine struct {
 	moveID string
-	// at is the start: the later of SQS's clock (the Date header of the first
-	// GetQueueAttributes answer, whole seconds, moved to the end of that second) and the
-	// local clock after that answer, so that no message enqueued before the start counts
-	// as later when either clock is behind (ElasticMQ 1.7.1 renders a cached Date header,
-	// seen 1.8 s old).
+	// at is the start: SQS's clock (the Date header of the first GetQueueAttributes
+	// answer, whole seconds, moved to the end of that second), or the local clock after
+	// that answer when it is later by at most maxDateLag (ElasticMQ 1.7.1 renders a cached
+	// Date header, seen 1.8 s old), so that no message enqueued before the start counts as
+	// later; the local clock alone without a Date header.
 	at time.Time
 	// count is ApproximateNumberOfMessages plus ApproximateNumberOfMessagesNotVisible at
 	// the start: how many messages the move expects to meet.
@@ -58,13 +63,26 @@ func (r *run) begin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	at := time.Now()
-	if server := counts.at.Truncate(dateResolution).Add(dateResolution); !counts.at.IsZero() && server.After(at) {
-		at = server
-	}
-	r.start = &startLine{moveID: newMoveID(), at: at, count: counts.visible + counts.hidden, sent: map[string]bool{}}
+	r.start = &startLine{moveID: newMoveID(), at: startTime(counts.at, time.Now()), count: counts.visible + counts.hidden, sent: map[string]bool{}}
 	r.result.MoveID = r.start.moveID
 	return nil
+}
+
+// startTime is a move's start from SQS's Date header (zero when absent) and the local
+// clock (see startLine.at).
+func startTime(server, local time.Time) time.Time {
+	if server.IsZero() {
+		return local
+	}
+	server = server.Truncate(dateResolution).Add(dateResolution)
+	switch {
+	case local.Before(server):
+		return server
+	case local.After(server.Add(maxDateLag)):
+		return server.Add(maxDateLag)
+	default:
+		return local
+	}
 }
 
 // arrived reports whether raw reached the source after the move started.

@@ -26,8 +26,8 @@ import (
 // worker still failing the job dead-letters again, or a new dead letter) is left there
 // and counted in Result.Arrived, so a move beside a failing worker cannot bounce a
 // message back and forth. Such a message is recognised by [AttributeMoveID], by the
-// message id SQS returned for the copy, or by a SentTimestamp after the start (the
-// later of SQS's Date header and the local clock). One gap remains: a message that
+// message id SQS returned for the copy, or by a SentTimestamp after the start (SQS's
+// Date header, or the local clock when it is later by at most 5 s). One gap remains: a message that
 // SQS's redrive policy moves into a standard dead-letter queue (the run's source) during
 // the run, first sent before the run started, keeps its SentTimestamp and may be moved
 // too, once.

@@ -340,3 +340,22 @@ func TestMoveTaskErr(t *testing.T) {
 		t.Fatalf("with a destination: %v", err)
 	}
 }
+
+// The start is SQS's Date header rounded up to the next second, or the local clock when
+// it is later by at most 5 s (a cached header), never more than 5 s after the header.
+func TestStartTime(t *testing.T) {
+	date := time.Date(2026, 12, 1, 20, 5, 48, 0, time.UTC) // whole seconds, as the header has them
+	for name, tc := range map[string]struct {
+		server, local, want time.Time
+	}{
+		"no Date header":             {local: date, want: date},
+		"local clock behind":         {server: date, local: date.Add(-time.Minute), want: date.Add(time.Second)},
+		"within the header's second": {server: date, local: date.Add(300 * time.Millisecond), want: date.Add(time.Second)},
+		"a cached header 1.8 s old":  {server: date, local: date.Add(1800 * time.Millisecond), want: date.Add(1800 * time.Millisecond)},
+		"local clock minutes ahead":  {server: date, local: date.Add(5 * time.Minute), want: date.Add(6 * time.Second)},
+	} {
+		if got := startTime(tc.server, tc.local); !got.Equal(tc.want) {
+			t.Errorf("%s: start %s, want %s", name, got, tc.want)
+		}
+	}
+}
