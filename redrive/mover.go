@@ -27,10 +27,10 @@ import (
 // and counted in Result.Arrived, so a move beside a failing worker cannot bounce a
 // message back and forth. Such a message is recognised by [AttributeMoveID], by the
 // message id SQS returned for the copy, or by a SentTimestamp after the start (SQS's
-// Date header, or the local clock when it is later by at most 5 s). One gap remains: a message that
-// SQS's redrive policy moves into a standard dead-letter queue (the run's source) during
-// the run, first sent before the run started, keeps its SentTimestamp and may be moved
-// too, once.
+// Date header, or the local clock when it is later by at most 5 s). One gap remains: a
+// message that SQS's redrive policy moves into a standard dead-letter queue (the run's
+// source) during the run, first sent before the run started, keeps its SentTimestamp
+// and may be moved too, once.
 //
 // Use it for what StartMessageMoveTask cannot do: a filter, a limit, a dry run, any
 // destination, FIFO destinations with new deduplication ids.
