@@ -53,8 +53,10 @@ type Config struct {
 	VisibilityTimeout time.Duration
 	// WaitTime specifies each ReceiveMessage's long-poll wait, in whole seconds up to
 	// 20 s; if zero, defaults to 1 s. The run ends when a receive returns no message it
-	// has not seen yet and SQS counts no visible message in the source (or after three
-	// such receives in a row while it still counts some: see Result.Warnings).
+	// has not seen yet that was in the source at the start, and either SQS counts no
+	// visible message in the source, or the receive returned only later arrivals after
+	// as many messages as the source held at the start (or after three such receives in
+	// a row while SQS still counts visible messages: see Result.Warnings).
 	WaitTime time.Duration
 	// SendAttempts specifies how many times an entry that SendMessageBatch reports as
 	// failed (a per-entry error that is not the sender's fault) is tried in all; retries
@@ -72,7 +74,8 @@ type Config struct {
 
 // Progress is the running count of a [Mover] run, passed to Config.Progress.
 type Progress struct {
-	// Received counts distinct messages received from the source.
+	// Received counts distinct messages received from the source that were there when
+	// the move started (not Result.Arrived).
 	Received int
 	// Moved counts messages sent, confirmed and deleted from the source (with DryRun:
 	// messages that would move).
@@ -85,8 +88,17 @@ type Progress struct {
 
 // Result reports what a [Mover] run did.
 type Result struct {
-	// Received counts distinct messages received from the source.
+	// MoveID identifies the run: every message it sends carries it in [AttributeMoveID]
+	// (when it fits).
+	MoveID string `json:"move_id"`
+	// Received counts distinct messages received from the source that were there when
+	// the move started.
 	Received int `json:"received"`
+	// Arrived counts messages that reached the source during the move: copies this move
+	// sent that failed again and came back (a worker's dead-letter copy, or SQS's
+	// redrive policy), and new dead letters. A move never takes them: they stay in the
+	// source, for a later run once the cause is fixed.
+	Arrived int `json:"arrived"`
 	// Skipped counts messages the filter rejected; they stay in the source.
 	Skipped int `json:"skipped"`
 	// Matched counts messages the filter accepted, up to MaxMessages.

@@ -13,7 +13,10 @@
 //     and only then deletes from the source, so a crash can duplicate a message but
 //     never lose one. Batches are packed by count (10) and by bytes (body plus
 //     attributes, as SQS counts them) up to the destination's MaximumMessageSize. Each
-//     moved message carries [AttributeRedriveCount] when it fits.
+//     moved message carries [AttributeRedriveCount] and [AttributeMoveID] when they
+//     fit. A run moves the messages present when it starts, each once, and leaves what
+//     reaches the source during it (a copy it sent that failed again), so a move beside
+//     a worker that still fails the job ends.
 //   - [Peek]: receive and release messages to read their failure attributes and expiry.
 //
 // A filtered move:

@@ -24,6 +24,16 @@ const (
 	defaultRetention = 4 * 24 * time.Hour
 )
 
+// MaxPeekVisibility is the longest PeekOptions.VisibilityTimeout [Peek] accepts. A peek
+// releases every message it saw before it returns, so the visibility timeout matters only
+// when that release does not happen (the process is killed): the messages then stay
+// hidden from the workers that long. SQS itself allows up to 12 hours.
+const MaxPeekVisibility = 15 * time.Minute
+
+// ErrInvalidPeekOptions is returned (wrapped, with the value and its bounds) by [Peek]
+// for options it refuses, before any SQS call.
+var ErrInvalidPeekOptions = errors.New("redrive: invalid peek options")
+
 // ErrPeekNeedsForce is returned (wrapped, with the policy explained) by [Peek] for a
 // queue that has a redrive policy when PeekOptions.Force is false.
 var ErrPeekNeedsForce = errors.New("redrive: peeking a queue with a redrive policy needs Force")
@@ -38,7 +48,7 @@ type PeekOptions struct {
 	Force bool
 	// VisibilityTimeout specifies how long each message seen stays hidden during the
 	// peek, so that it is seen once; every message is released (visibility 0) before Peek
-	// returns. If zero, 30 s.
+	// returns. Whole seconds (rounded up) from 1 s to [MaxPeekVisibility]; if zero, 30 s.
 	VisibilityTimeout time.Duration
 	// WaitTime specifies each ReceiveMessage's long-poll wait (whole seconds, up to 20);
 	// if zero, 1 s. The peek ends at the first receive that returns nothing new while
@@ -49,6 +59,19 @@ type PeekOptions struct {
 	// messages that no receive returns (an emulator under load does that); if zero, it
 	// gives up after three such receives. A harness that must see every message sets it.
 	Patience time.Duration
+}
+
+// Validate reports options Peek refuses, as an error matching [ErrInvalidPeekOptions]:
+// a VisibilityTimeout other than zero (the default) outside 1 s to [MaxPeekVisibility].
+// ReceiveMessage cannot carry a visibility of 0 (the SDK leaves zero out and the queue's
+// default applies), so the least is 1 s.
+func (o PeekOptions) Validate() error {
+	if o.VisibilityTimeout != 0 && (o.VisibilityTimeout < time.Second || o.VisibilityTimeout > MaxPeekVisibility) {
+		return fmt.Errorf("%w: visibility timeout %s is outside 1s to %s (a peek releases what it saw at the end; "+
+			"the visibility timeout is how long the messages stay hidden if it is killed before that)",
+			ErrInvalidPeekOptions, o.VisibilityTimeout, MaxPeekVisibility)
+	}
+	return nil
 }
 
 // DeadLetter is one message seen by [Peek], with what the hosts recorded about its
@@ -147,14 +170,18 @@ const (
 // releases them all with visibility 0, also when ctx is cancelled.
 //
 // Receiving counts against a redrive policy, so a queue that has one is refused with
-// [ErrPeekNeedsForce] unless options.Force is set. Errors: [ErrQueueNotFound], a
-// failed ReceiveMessage; a failed release is returned with the result.
+// [ErrPeekNeedsForce] unless options.Force is set. Errors: [ErrInvalidPeekOptions],
+// [ErrQueueNotFound], a failed ReceiveMessage; a failed release is returned with the
+// result.
 func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOptions) (result *PeekResult, err error) {
 	if options.MaxMessages <= 0 {
 		options.MaxMessages = defaultPeekMessages
 	}
-	if options.VisibilityTimeout <= 0 {
+	if options.VisibilityTimeout == 0 {
 		options.VisibilityTimeout = defaultPeekVisibility
+	}
+	if err := options.Validate(); err != nil {
+		return nil, err
 	}
 	if options.WaitTime <= 0 {
 		options.WaitTime = defaultWaitTime
@@ -197,11 +224,12 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 	now := time.Now()
 	empty, emptySince := 0, time.Time{}
 	for len(result.Messages) < options.MaxMessages {
+		count := max(1, min(sqsx.MaxBatchEntries, options.MaxMessages-len(result.Messages)))
 		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
-			MaxNumberOfMessages:         int32(min(sqsx.MaxBatchEntries, options.MaxMessages-len(result.Messages))),
-			VisibilityTimeout:           int32(options.VisibilityTimeout / time.Second),
-			WaitTimeSeconds:             int32(min(options.WaitTime, sqsx.MaxWaitTime) / time.Second),
+			MaxNumberOfMessages:         int32(count),
+			VisibilityTimeout:           sqsx.VisibilitySeconds(options.VisibilityTimeout),
+			WaitTimeSeconds:             sqsx.WaitSeconds(options.WaitTime),
 			MessageAttributeNames:       []string{"All"},
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		})

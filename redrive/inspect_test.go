@@ -77,3 +77,30 @@ func TestPeekRedrivePolicyNeedsForce(t *testing.T) {
 		t.Fatalf("missing queue: err = %v, want ErrQueueNotFound", err)
 	}
 }
+
+// A peek's visibility timeout is bounded (issue 19, item 16): a value outside 1 s to
+// MaxPeekVisibility is refused before anything is received. Unbounded, 13h was sent to
+// SQS (AWS refuses more than 12 h; LocalStack takes it), and 1000000h overflowed the
+// int32 seconds, so the peek's own receives saw each message twice (4 receives used for
+// 2 messages).
+func TestPeekVisibilityBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	sendAll(t, client, queue.URL, []string{body("a", 0), body("b", 0)}, nil)
+	for _, visibility := range []time.Duration{-time.Second, 500 * time.Millisecond, redrive.MaxPeekVisibility + time.Second, 13 * time.Hour, 1000000 * time.Hour} {
+		result, err := redrive.Peek(ctx, client, queue.URL, redrive.PeekOptions{VisibilityTimeout: visibility})
+		if !errors.Is(err, redrive.ErrInvalidPeekOptions) || result != nil || !strings.Contains(err.Error(), "outside 1s to 15m0s") {
+			t.Errorf("visibility %s: result %+v, err %v; want ErrInvalidPeekOptions naming 1s to 15m0s", visibility, result, err)
+		}
+	}
+	// Nothing was received: the first real peek sees each message at its first receive.
+	result, err := redrive.Peek(ctx, client, queue.URL, redrive.PeekOptions{VisibilityTimeout: redrive.MaxPeekVisibility, Patience: testenv.ReceiveTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(result.Messages) != 2 || result.ReceivesUsed != 2 || result.Messages[0].ReceiveCount != 1 || result.Messages[1].ReceiveCount != 1 {
+		t.Fatalf("result = %+v, want 2 messages at receive 1, 2 receives used", result)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +20,17 @@ import (
 // batch, sends the selected messages to the destination with SendMessageBatch and,
 // only for the entries SQS confirmed, deletes them from the source. A crash can
 // therefore duplicate a message (present in both queues) but never lose one.
+//
+// A run takes the messages that are in the source when it starts, each at most once,
+// and stops: a message that reaches the source during the run (a copy it sent that a
+// worker still failing the job dead-letters again, or a new dead letter) is left there
+// and counted in Result.Arrived, so a move beside a failing worker cannot bounce a
+// message back and forth. Such a message is recognised by [AttributeMoveID], by the
+// message id SQS returned for the copy, or by a SentTimestamp after the start (SQS's
+// Date header, or the local clock when it is later by at most 5 s). One gap remains: a
+// message that SQS's redrive policy moves into a standard dead-letter queue (the run's
+// source) during the run, first sent before the run started, keeps its SentTimestamp
+// and may be moved too, once.
 //
 // Use it for what StartMessageMoveTask cannot do: a filter, a limit, a dry run, any
 // destination, FIFO destinations with new deduplication ids.
@@ -88,6 +98,8 @@ type run struct {
 	// hiddenSince is when the source was first seen with no visible message but some
 	// hidden by someone else (zero otherwise).
 	hiddenSince time.Time
+	// start tells the messages present at the start from later arrivals.
+	start *startLine
 }
 
 // Run moves the messages. It returns the counts so far together with any error; an
@@ -126,6 +138,9 @@ func (m *Mover) Run(ctx context.Context) (result *Result, err error) {
 	if rate := m.config.RatePerSecond; rate > 0 && rate < sqsx.MaxBatchEntries {
 		r.maxCount = max(1, int(rate))
 	}
+	if err := r.begin(ctx); err != nil {
+		return r.result, err
+	}
 	defer func() {
 		if releaseErr := r.release(ctx); releaseErr != nil {
 			r.warn(releaseErr.Error())
@@ -161,7 +176,7 @@ func (r *run) loop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("redrive: receiving from %s: %w", r.config.Source, err)
 		}
-		fresh := 0
+		fresh, arrived := 0, 0
 		var selected []*item
 		for _, raw := range output.Messages {
 			id := aws.ToString(raw.MessageId)
@@ -173,9 +188,17 @@ func (r *run) loop(ctx context.Context) error {
 				continue
 			}
 			r.seen[id] = true
+			message := convertMessage(r.config.Source, raw)
+			if r.start.arrived(raw) {
+				// Not present at the start (a copy this move sent that failed again, or a
+				// new dead letter): left in the source, never moved by this run.
+				arrived++
+				r.result.Arrived++
+				r.hold(message)
+				continue
+			}
 			fresh++
 			r.result.Received++
-			message := convertMessage(r.config.Source, raw)
 			if r.config.Filter != nil && !r.config.Filter(message) {
 				r.result.Skipped++
 				r.hold(message)
@@ -199,16 +222,22 @@ func (r *run) loop(ctx context.Context) error {
 				r.hold(message)
 				continue
 			}
-			attributes, sendSize := r.withRedriveCount(raw, message, size)
+			attributes, sendSize := r.moveAttributes(raw, message, size)
 			selected = append(selected, &item{raw: raw, message: message, size: sendSize, attributes: attributes})
+		}
+		if fresh == 0 && arrived > 0 && r.result.Received >= r.start.count {
+			// As many messages received as the source held at the start, and SQS now
+			// hands out only later arrivals: the move is done.
+			return nil
 		}
 		if fresh == 0 {
 			// An empty answer can be false (seen on the emulator under load; short polls
 			// on AWS): believe it only when SQS also counts no visible message.
-			visible, hidden, err := r.counts(ctx)
+			counts, err := r.counts(ctx)
 			if err != nil {
 				return err
 			}
+			visible, hidden := counts.visible, counts.hidden
 			if visible == 0 {
 				// Messages in flight that this run does not hold belong to another
 				// consumer or to a receive of ours whose response was lost (SQS counts
@@ -230,8 +259,8 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			r.hiddenSince = time.Time{}
 			if empty++; empty >= maxEmptyReceives {
-				r.warn(fmt.Sprintf("stopped after %d receives returned no new message while SQS still counted %d visible in %s; run again to move the rest",
-					empty, visible, r.config.Source))
+				r.warn(fmt.Sprintf("stopped after %d receives returned no message that was in %s when the move started, while SQS still counted %d visible there; run again to move the rest",
+					empty, r.config.Source, visible))
 				return nil
 			}
 			continue
@@ -263,54 +292,6 @@ func DestinationMissing(destination string, err error) error {
 		name = name[i+1:]
 	}
 	return fmt.Errorf("destination queue %s does not exist; nothing was moved: %w", name, err)
-}
-
-// withRedriveCount returns the message attributes to send for raw, with
-// AttributeRedriveCount set to one more than it was, and the message's size with them;
-// or raw's own attributes and size, logging the count, when the attribute would be an
-// 11th or would make the message larger than the destination allows.
-func (r *run) withRedriveCount(raw types.Message, message *sqsworker.Message, size int) (map[string]types.MessageAttributeValue, int) {
-	previous, present := raw.MessageAttributes[AttributeRedriveCount]
-	count, _ := strconv.Atoi(aws.ToString(previous.StringValue))
-	value := strconv.Itoa(count + 1)
-	newSize := size + len(AttributeRedriveCount) + len("Number") + len(value)
-	if present {
-		newSize -= len(AttributeRedriveCount) + len(aws.ToString(previous.DataType)) + len(aws.ToString(previous.StringValue)) + len(previous.BinaryValue)
-	}
-	reason := ""
-	switch {
-	case !present && len(raw.MessageAttributes) >= sqsx.MaxMessageAttributes:
-		reason = "the message already has 10 message attributes, the SQS maximum"
-	case newSize > r.maxBytes:
-		reason = "the attribute would make the message larger than the destination's MaximumMessageSize"
-	}
-	if reason != "" {
-		r.config.Logger.Info("redrive: moved without "+AttributeRedriveCount+": "+reason,
-			"message_id", message.ID, "redrive_count", count+1)
-		return raw.MessageAttributes, size
-	}
-	attributes := make(map[string]types.MessageAttributeValue, len(raw.MessageAttributes)+1)
-	for name, attribute := range raw.MessageAttributes {
-		attributes[name] = attribute
-	}
-	attributes[AttributeRedriveCount] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(value)}
-	return attributes, newSize
-}
-
-// counts reads the source's ApproximateNumberOfMessages (visible) and
-// ApproximateNumberOfMessagesNotVisible (in flight) in one GetQueueAttributes call.
-func (r *run) counts(ctx context.Context) (visible, hidden int, err error) {
-	output, err := r.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(r.config.Source),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("redrive: reading the message counts of %s: %w", r.config.Source, err)
-	}
-	visible, _ = strconv.Atoi(output.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	hidden, _ = strconv.Atoi(output.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	return visible, hidden, nil
 }
 
 func (r *run) report() {

@@ -271,8 +271,9 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 				for name, value := range message.MessageAttributes {
 					got[name] = aws.ToString(value.StringValue)
 				}
-				if id != "big" { // big is at the limit: it moves without the redrive count
+				if id != "big" { // big is at the limit: it moves without the redrive count and move id
 					want[id][redrive.AttributeRedriveCount] = "1"
+					want[id][redrive.AttributeMoveID] = result.MoveID
 				}
 				if fmt.Sprint(got) != fmt.Sprint(want[id]) {
 					t.Fatalf("message %s arrived with attributes %v, want %v", id, got, want[id])
@@ -410,13 +411,14 @@ func TestMoverRedriveCountCountsOn(t *testing.T) {
 			"tenant":                      stringAttribute("T1"),
 		},
 	})
-	if result := run(t, client, redrive.Config{Source: queue.DeadLetterQueueURL, Destination: queue.URL}); result.Moved != 1 {
+	result := run(t, client, redrive.Config{Source: queue.DeadLetterQueueURL, Destination: queue.URL})
+	if result.Moved != 1 {
 		t.Fatalf("result = %+v, want 1 moved", result)
 	}
 	moved := drain(t, client, queue.URL, 1)[0]
-	if len(moved.MessageAttributes) != 2 || aws.ToString(moved.MessageAttributes[redrive.AttributeRedriveCount].StringValue) != "2" ||
-		aws.ToString(moved.MessageAttributes["tenant"].StringValue) != "T1" {
-		t.Fatalf("moved with attributes %+v, want tenant=T1 and %s=2", moved.MessageAttributes, redrive.AttributeRedriveCount)
+	if len(moved.MessageAttributes) != 3 || aws.ToString(moved.MessageAttributes[redrive.AttributeRedriveCount].StringValue) != "2" ||
+		aws.ToString(moved.MessageAttributes["tenant"].StringValue) != "T1" || aws.ToString(moved.MessageAttributes[redrive.AttributeMoveID].StringValue) != result.MoveID {
+		t.Fatalf("moved with attributes %+v, want tenant=T1, %s=2 and %s=%s", moved.MessageAttributes, redrive.AttributeRedriveCount, redrive.AttributeMoveID, result.MoveID)
 	}
 }
 

@@ -122,8 +122,16 @@ func (e *ActiveTaskError) Is(target error) bool { return target == ErrMoveTaskAc
 //
 // Without a destination, each message goes back to its DeadLetterQueueSourceArn, which
 // SQS sets only on messages its redrive policy moved. Messages a host sent to the
-// dead-letter queue itself (a permanent failure's copy) lack it: give a
-// Destination (LocalStack 4.14 fails such a task with FailureReason "AttributeError").
+// dead-letter queue itself (a permanent failure's copy) lack it: give a Destination
+// (LocalStack 4.14 fails such a task with FailureReason "AttributeError"; [MoveTask.Err]
+// explains it).
+//
+// Beside a worker that still fails the job, the moved messages come back to the
+// dead-letter queue during the task. AWS documents that the task's number of messages
+// to move is taken when it starts (ListMessageMoveTasks,
+// ApproximateNumberOfMessagesToMove), not whether it also moves what arrives later;
+// LocalStack 4.14 and ElasticMQ 1.7.1 move as many as the queue held at the start and
+// stop, leaving the returns. [Mover] leaves them by design.
 //
 // FIFO: AWS replaces a message's deduplication id with its message id when the redrive
 // policy moves it to a FIFO dead-letter queue, so the native redrive is not deduplicated

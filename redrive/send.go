@@ -85,6 +85,7 @@ func (r *run) sendOnce(ctx context.Context, batch []*item) (confirmed []*item, f
 			failed = append(failed, entryFailure{item: batch[i], err: result.Err})
 			continue
 		}
+		r.start.sent[result.MessageID] = true
 		confirmed = append(confirmed, batch[i])
 	}
 	return confirmed, failed, nil

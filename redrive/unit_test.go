@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,46 +227,135 @@ func TestDeadLetterExpiryBasis(t *testing.T) {
 	}
 }
 
-func TestWithRedriveCount(t *testing.T) {
+// The redrive count and the move id are set, replacing received values, each only if it
+// fits: the count first, then the move id.
+func TestMoveAttributes(t *testing.T) {
 	text := func(value string) types.MessageAttributeValue {
 		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(value)}
 	}
 	count := func(value string) types.MessageAttributeValue {
 		return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(value)}
 	}
-	ten := map[string]types.MessageAttributeValue{}
-	for i := range 10 {
-		ten[strconv.Itoa(i)] = text("v")
+	several := func(n int) map[string]types.MessageAttributeValue {
+		attributes := map[string]types.MessageAttributeValue{}
+		for i := range n {
+			attributes[strconv.Itoa(i)] = text("v")
+		}
+		return attributes
 	}
-	added := len(AttributeRedriveCount) + len("Number") + 1
+	const moveID = "0123456789abcdef0123456789abcdef"
+	countAdded := len(AttributeRedriveCount) + len("Number") + 1
+	moveAdded := len(AttributeMoveID) + len("String") + len(moveID)
 	tests := []struct {
 		name       string
 		attributes map[string]types.MessageAttributeValue
 		maxBytes   int
 		wantCount  string // "" when the attribute is not sent
+		wantMove   bool
 		wantGrowth int
 	}{
-		{name: "first move", attributes: map[string]types.MessageAttributeValue{"tenant": text("T1")}, maxBytes: 1000, wantCount: "1", wantGrowth: added},
-		{name: "counts on", attributes: map[string]types.MessageAttributeValue{AttributeRedriveCount: count("9")}, maxBytes: 1000, wantCount: "10", wantGrowth: 1},
-		{name: "ten attributes", attributes: ten, maxBytes: 1000},
+		{name: "first move", attributes: map[string]types.MessageAttributeValue{"tenant": text("T1")}, maxBytes: 1000, wantCount: "1", wantMove: true, wantGrowth: countAdded + moveAdded},
+		{name: "no attributes", maxBytes: 1000, wantCount: "1", wantMove: true, wantGrowth: countAdded + moveAdded},
+		{name: "counts on", attributes: map[string]types.MessageAttributeValue{AttributeRedriveCount: count("9")}, maxBytes: 1000, wantCount: "10", wantMove: true, wantGrowth: 1 + moveAdded},
+		{name: "an earlier move's id replaced", attributes: map[string]types.MessageAttributeValue{AttributeRedriveCount: count("1"), AttributeMoveID: text("ffffffffffffffffffffffffffffffff")},
+			maxBytes: 1000, wantCount: "2", wantMove: true},
+		{name: "nine attributes: room for the count only", attributes: several(9), maxBytes: 1000, wantCount: "1", wantGrowth: countAdded},
+		{name: "ten attributes", attributes: several(10), maxBytes: 1000},
 		{name: "at the size limit", attributes: map[string]types.MessageAttributeValue{"tenant": text("T1")}, maxBytes: 100},
+		{name: "bytes for the count only", attributes: map[string]types.MessageAttributeValue{"tenant": text("T1")}, maxBytes: 100 + countAdded, wantCount: "1", wantGrowth: countAdded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &run{Mover: &Mover{config: Config{Logger: slog.New(slog.DiscardHandler)}}, maxBytes: tc.maxBytes}
+			r := &run{Mover: &Mover{config: Config{Logger: slog.New(slog.DiscardHandler)}}, maxBytes: tc.maxBytes, start: &startLine{moveID: moveID}}
 			raw := types.Message{MessageId: aws.String("m"), Body: aws.String("b"), MessageAttributes: tc.attributes}
 			message := convertMessage("q", raw)
 			const size = 100 // as if the message were 100 bytes
-			got, gotSize := r.withRedriveCount(raw, message, size)
+			got, gotSize := r.moveAttributes(raw, message, size)
 			if value := aws.ToString(got[AttributeRedriveCount].StringValue); value != tc.wantCount {
 				t.Errorf("%s = %q, want %q", AttributeRedriveCount, value, tc.wantCount)
+			}
+			if value := aws.ToString(got[AttributeMoveID].StringValue); (value == moveID) != tc.wantMove {
+				t.Errorf("%s = %q, want it set: %v", AttributeMoveID, value, tc.wantMove)
 			}
 			if gotSize != size+tc.wantGrowth {
 				t.Errorf("size = %d, want %d", gotSize, size+tc.wantGrowth)
 			}
-			if tc.wantCount == "" && len(got) != len(tc.attributes) {
+			if tc.wantCount == "" && !maps.EqualFunc(got, tc.attributes, func(a, b types.MessageAttributeValue) bool {
+				return aws.ToString(a.StringValue) == aws.ToString(b.StringValue)
+			}) {
 				t.Errorf("attributes = %v, want the %d received ones unchanged", got, len(tc.attributes))
 			}
+			if len(tc.attributes) > 0 && len(raw.MessageAttributes) != len(tc.attributes) {
+				t.Errorf("the received attributes were changed: %v", raw.MessageAttributes)
+			}
 		})
+	}
+}
+
+// A message is a later arrival by this move's id, by a message id this move's sends
+// returned, or by a SentTimestamp at or after the start; anything else was there.
+func TestStartLineArrived(t *testing.T) {
+	at := time.UnixMilli(1_700_000_001_000)
+	line := &startLine{moveID: "this-move", at: at, sent: map[string]bool{"sent-1": true}}
+	sentAt := func(ms int64) map[string]string {
+		return map[string]string{string(types.MessageSystemAttributeNameSentTimestamp): strconv.FormatInt(ms, 10)}
+	}
+	before := sentAt(at.UnixMilli() - 1)
+	move := func(id string) map[string]types.MessageAttributeValue {
+		return map[string]types.MessageAttributeValue{AttributeMoveID: {DataType: aws.String("String"), StringValue: aws.String(id)}}
+	}
+	for name, tc := range map[string]struct {
+		message types.Message
+		want    bool
+	}{
+		"present":              {types.Message{MessageId: aws.String("old"), Attributes: before}, false},
+		"an earlier move's id": {types.Message{MessageId: aws.String("old"), Attributes: before, MessageAttributes: move("other-move")}, false},
+		"this move's id":       {types.Message{MessageId: aws.String("copy"), Attributes: before, MessageAttributes: move("this-move")}, true},
+		"a message id it sent": {types.Message{MessageId: aws.String("sent-1"), Attributes: before}, true},
+		"sent at the start":    {types.Message{MessageId: aws.String("new"), Attributes: sentAt(at.UnixMilli())}, true},
+		"sent after the start": {types.Message{MessageId: aws.String("new"), Attributes: sentAt(at.UnixMilli() + 5000)}, true},
+		"no SentTimestamp":     {types.Message{MessageId: aws.String("old")}, false},
+		"a bad SentTimestamp":  {types.Message{MessageId: aws.String("old"), Attributes: map[string]string{"SentTimestamp": "soon"}}, false},
+	} {
+		if got := line.arrived(tc.message); got != tc.want {
+			t.Errorf("%s: arrived = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// A FAILED task's error carries SQS's reason; without a destination it also names the
+// likely cause, the worker's own dead-letter copies.
+func TestMoveTaskErr(t *testing.T) {
+	if err := (MoveTask{Status: MoveTaskCompleted}).Err(); err != nil {
+		t.Fatalf("a COMPLETED task: %v", err)
+	}
+	failed := MoveTask{Status: MoveTaskFailed, SourceARN: "arn:aws:sqs:us-east-1:1:q-dlq", Moved: 1, ToMove: 3, FailureReason: "AttributeError"}
+	err := failed.Err()
+	if !errors.Is(err, ErrMoveTaskFailed) || !strings.Contains(err.Error(), "after moving 1 of 3: AttributeError") ||
+		!strings.Contains(err.Error(), "dead-lettered by the worker itself, not by SQS's redrive policy") {
+		t.Fatalf("without a destination: %v", err)
+	}
+	failed.DestinationARN, failed.FailureReason = "arn:aws:sqs:us-east-1:1:q", ""
+	if err := failed.Err(); !errors.Is(err, ErrMoveTaskFailed) || strings.Contains(err.Error(), "worker") || !strings.HasSuffix(err.Error(), "no reason given") {
+		t.Fatalf("with a destination: %v", err)
+	}
+}
+
+// The start is SQS's Date header rounded up to the next second, or the local clock when
+// it is later by at most 5 s (a cached header), never more than 5 s after the header.
+func TestStartTime(t *testing.T) {
+	date := time.Date(2026, 12, 1, 20, 5, 48, 0, time.UTC) // whole seconds, as the header has them
+	for name, tc := range map[string]struct {
+		server, local, want time.Time
+	}{
+		"no Date header":             {local: date, want: date},
+		"local clock behind":         {server: date, local: date.Add(-time.Minute), want: date.Add(time.Second)},
+		"within the header's second": {server: date, local: date.Add(300 * time.Millisecond), want: date.Add(time.Second)},
+		"a cached header 1.8 s old":  {server: date, local: date.Add(1800 * time.Millisecond), want: date.Add(1800 * time.Millisecond)},
+		"local clock minutes ahead":  {server: date, local: date.Add(5 * time.Minute), want: date.Add(6 * time.Second)},
+	} {
+		if got := startTime(tc.server, tc.local); !got.Equal(tc.want) {
+			t.Errorf("%s: start %s, want %s", name, got, tc.want)
+		}
 	}
 }

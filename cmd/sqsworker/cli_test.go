@@ -114,6 +114,8 @@ func TestCLIUsageAndHelp(t *testing.T) {
 		{name: "bad filter", args: []string{"redrive", "move", "--from", "x", "--filter", "body:x"}, code: exitUsage, stderr: "redrive: filter"},
 		{name: "move without --from", args: []string{"redrive", "move"}, code: exitUsage, stderr: `"from" not set`},
 		{name: "rate above 500", args: []string{"redrive", "start", "x", "--rate", "501"}, code: exitUsage, stderr: "1 to 500"},
+		{name: "peek visibility above 15m", args: []string{"dlq", "peek", "x", "--visibility", "13h"}, code: exitUsage, stderr: "visibility timeout 13h0m0s is outside 1s to 15m0s"},
+		{name: "peek visibility below 1s", args: []string{"dlq", "list", "x", "--visibility", "500ms"}, code: exitUsage, stderr: "outside 1s to 15m0s"},
 		{name: "send without body", args: []string{"send", "q"}, code: exitUsage, stderr: "--body and --file"},
 		{name: "table missing", args: []string{"idempotency", "get", "k"}, code: exitUsage, stderr: `"table" not set`},
 		{name: "unknown queue", args: []string{"stats", "no-such-queue-" + testenv.UniqueName(t)}, code: exitError, stderr: "queue does not exist", emulator: true},

@@ -54,6 +54,9 @@ expiry_basis, and retention_seconds in seconds.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := options.Validate(); err != nil {
+				return usageError(err)
+			}
 			client, err := a.sqs(ctx)
 			if err != nil {
 				return err
@@ -90,7 +93,7 @@ expiry_basis, and retention_seconds in seconds.`,
 	}
 	cmd.Flags().IntVar(&options.MaxMessages, "max", defaultMax, "look at this many messages at most")
 	cmd.Flags().BoolVar(&options.Force, "force", false, "peek a queue that has a redrive policy (receives count toward its maxReceiveCount)")
-	cmd.Flags().DurationVar(&options.VisibilityTimeout, "visibility", 30*time.Second, "how long each message stays hidden during the peek (released at the end)")
+	cmd.Flags().DurationVar(&options.VisibilityTimeout, "visibility", 30*time.Second, "how long each message stays hidden during the peek (released at the end): 1s to 15m")
 	return cmd
 }
 

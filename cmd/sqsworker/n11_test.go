@@ -242,7 +242,7 @@ func TestN11DeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
 	t.Run("b native redrive", func(t *testing.T) {
 		t.Parallel()
 		s := newN11(t)
-		task := decode[redrive.MoveTask](t, want(t, exitOK, "redrive", "start", s.dlq, "--interval", "100ms", "-o", "json"))
+		task := decode[redrive.MoveTask](t, want(t, exitOK, "redrive", "start", s.dlq, "--original-sources", "--interval", "100ms", "-o", "json"))
 		// SQS lists DestinationArn only when StartMessageMoveTask had one.
 		if task.Status != redrive.MoveTaskCompleted || task.Moved != 2 || task.DestinationARN != "" {
 			t.Fatalf("task = %+v, want COMPLETED, 2 moved, no destination", task)
@@ -292,7 +292,8 @@ func TestN11DeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
 		})
 	})
 
-	// (c) a client-side filtered move: only d1, with x-redrive-count=1; d2 stays in
+	// (c) a client-side filtered move: only d1, with x-redrive-count=1 (and the move's
+	// x-redrive-move-id); d2 stays in
 	// q-dlq, visible at once. (That the DLQ copy is deleted only after SendMessageBatch
 	// confirmed its entry is TestMoverC17BatchByteLimit's recorder check.)
 	t.Run("c filtered move", func(t *testing.T) {
@@ -309,6 +310,7 @@ func TestN11DeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
 		d1 := firstReceive(t, s.client, s.q.URL)
 		wantAttributes := n11Attributes()
 		wantAttributes[redrive.AttributeRedriveCount] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String("1")}
+		wantAttributes[redrive.AttributeMoveID] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(report.Result.MoveID)}
 		if aws.ToString(d1.Body) != `{"id":"d1"}` {
 			t.Fatalf("q received %s, want d1", aws.ToString(d1.Body))
 		}

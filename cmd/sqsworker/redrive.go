@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -27,7 +26,7 @@ func newRedriveCommand(a *app) *cobra.Command {
 
 func newRedriveStartCommand(a *app) *cobra.Command {
 	var options redrive.MoveTaskOptions
-	var noWait bool
+	var noWait, originalSources bool
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "start DLQ",
@@ -41,9 +40,14 @@ with the running task named. Only a queue that is the dead-letter queue of anoth
 queue can be a source. For a filter, a limit, a dry run or a FIFO-safe move, use
 'redrive move'.
 
-Without --to, SQS sends each message back to the queue its redrive policy moved it from
-(DeadLetterQueueSourceArn). Messages a worker dead-lettered itself (they carry a
-failure-reason attribute) have no such origin: pass --to, or use 'redrive move'.
+Without --to, the task goes to the queue whose redrive policy targets DLQ, when there is
+exactly one: the worker's own dead-letter copies (a permanent failure, with failure-reason
+and failure-source-queue attributes) have no origin SQS knows, and SQS's native move needs
+one (DeadLetterQueueSourceArn) for a task without a destination; every message of such a
+DLQ came from that queue. With several such queues (or none), or with --original-sources,
+SQS sends each message back to the queue its redrive policy moved it from, and a worker's
+copy fails the task: pass --to, or use 'redrive move' (--filter
+attr:failure-source-queue=ARN --to QUEUE for each source queue).
 On a FIFO DLQ, prefer 'redrive move': it gives each message a new deduplication id (the
 local emulator, LocalStack 4.14, keeps the old one and silently drops messages redriven
 within 5 minutes of their first send).
@@ -62,6 +66,18 @@ start, 3 when it was CANCELLED.`,
 			if options.RatePerSecond < 0 || options.RatePerSecond > redrive.MaxMoveRate {
 				return usageError(fmt.Errorf("--rate %d: want 1 to %d messages per second (0: SQS chooses)", options.RatePerSecond, redrive.MaxMoveRate))
 			}
+			if originalSources && options.Destination != "" {
+				return usageError(errors.New("--original-sources and --to exclude each other"))
+			}
+			chosen := ""
+			if options.Destination == "" && !originalSources {
+				if options.Destination, err = soleSourceQueue(ctx, client, args[0]); err != nil {
+					return err
+				}
+				if options.Destination != "" {
+					chosen = fmt.Sprintf(" (the queue whose redrive policy targets %s; --to chooses another)", queueName(args[0]))
+				}
+			}
 			task, err := redrive.StartMoveTask(ctx, client, args[0], options)
 			if err != nil {
 				return err
@@ -75,12 +91,12 @@ start, 3 when it was CANCELLED.`,
 				if a.json() {
 					return a.printJSON(task)
 				}
-				fmt.Fprintf(a.stdout, "Started move task on %s -> %s.\nHandle: %s\nFollow it with: sqsworker redrive status %s\n",
-					queueName(task.SourceARN), destinationText(task.DestinationARN), task.Handle, queueName(task.SourceARN))
+				fmt.Fprintf(a.stdout, "Started move task on %s -> %s%s.\nHandle: %s\nFollow it with: sqsworker redrive status %s\n",
+					queueName(task.SourceARN), destinationText(task.DestinationARN), chosen, task.Handle, queueName(task.SourceARN))
 				return nil
 			}
 			if !a.json() {
-				fmt.Fprintf(a.stdout, "Started move task on %s -> %s (rate: %s).\n", queueName(task.SourceARN), destinationText(task.DestinationARN), rateText(task.RatePerSecond))
+				fmt.Fprintf(a.stdout, "Started move task on %s -> %s%s (rate: %s).\n", queueName(task.SourceARN), destinationText(task.DestinationARN), chosen, rateText(task.RatePerSecond))
 			}
 			bar := a.progress("moving")
 			final, err := redrive.WaitMoveTask(ctx, client, task, interval, func(t redrive.MoveTask) { bar.set(t.Moved, t.ToMove) })
@@ -91,7 +107,8 @@ start, 3 when it was CANCELLED.`,
 			return a.reportTask(final)
 		},
 	}
-	cmd.Flags().StringVar(&options.Destination, "to", "", "destination queue (default: each message's original source queue)")
+	cmd.Flags().StringVar(&options.Destination, "to", "", "destination queue (default: the one queue whose redrive policy targets DLQ, else each message's original source queue)")
+	cmd.Flags().BoolVar(&originalSources, "original-sources", false, "let SQS send each message to the queue its redrive policy moved it from, even when one queue targets DLQ")
 	cmd.Flags().IntVar(&options.RatePerSecond, "rate", 0, "messages per second, 1 to 500 (default: SQS adapts the rate to the backlog)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the task and return at once")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often to poll the task's progress")
@@ -112,6 +129,13 @@ func (a *app) reportTask(task *redrive.MoveTask) error {
 		return nil
 	case redrive.MoveTaskCancelled:
 		return partial()
+	case redrive.MoveTaskFailed:
+		if task.DestinationARN == "" {
+			source := queueName(task.SourceARN)
+			return fmt.Errorf("sqsworker: %w. Pass --to QUEUE, or use 'sqsworker redrive move --from %s --to QUEUE' "+
+				"(with --filter attr:failure-source-queue=ARN for each source queue)", task.Err(), source)
+		}
+		return fmt.Errorf("sqsworker: %w", task.Err())
 	default:
 		return fmt.Errorf("sqsworker: move task %s: %s", strings.ToLower(string(task.Status)), orDash(task.FailureReason, "no reason given"))
 	}
@@ -236,179 +260,25 @@ func sourceARN(ctx context.Context, client *sqs.Client, ref string) (string, err
 	return attributes["QueueArn"], nil
 }
 
-func newRedriveMoveCommand(a *app) *cobra.Command {
-	var from, to string
-	var filters []string
-	var config redrive.Config
-	cmd := &cobra.Command{
-		Use:   "move --from DLQ [--to QUEUE] [--filter EXPR]... [--limit N] [--dry-run]",
-		Short: "Move messages on the client side: filter, limit, dry run, any destination, FIFO-safe",
-		Long: `Move messages from --from to --to on the client side, for what native move tasks cannot
-do. Each batch is received, sent to the destination, and deleted from --from only after SQS
-confirmed the send, so an interruption can duplicate a message but never lose one.
-
-Batches hold at most 10 messages and at most the destination's MaximumMessageSize in bytes
-(body plus attribute names, types and values). Message attributes are kept, and
-x-redrive-count (Number: the moves so far) is added, except to a message that already has
-10 attributes or would grow too large: its count is logged instead. A message larger than
-the destination allows is reported and left in --from. A failed entry is retried alone. A
-destination that does not exist is refused before anything is received.
-
-FIFO destination: the message group is kept and the message gets a new deduplication id
-(<old>-r<n>): its old id, inside SQS's 5-minute window, would be accepted and silently
-dropped. A warning says which groups' order changed (the message now comes after the ones
-sent while it was dead-lettered).
-
-Filters (repeatable, all must match):
-  attr:NAME=VALUE     message attribute NAME equals VALUE (e.g. attr:failure-reason=HTTP410)
-  reason:VALUE        short for attr:failure-reason=VALUE
-  json:PATH=VALUE     JSON body field PATH (dot-separated) equals VALUE (e.g. json:payload.type=x)
-  !EXPR               negation (e.g. '!reason:MalformedBody': everything but the poison messages)
-
---to defaults to the queue whose redrive policy targets --from, when there is exactly one.
-
-Exit: 0 when every matching message moved, 3 when some were left (too large, send failed)
-or duplicated (sent but not deleted), 1 on error.`,
-		Example: `  sqsworker redrive move --from orders-dlq --filter reason:HTTP410 --dry-run
-  sqsworker redrive move --from orders-dlq --to orders --filter json:payload.type=invoice --limit 100
-  sqsworker redrive move --from orders-dlq.fifo --to orders.fifo -o json`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if from == "" {
-				return usageError(errors.New(`required flag(s) "from" not set`))
-			}
-			var parsed []redrive.Filter
-			for _, expression := range filters {
-				filter, err := redrive.ParseFilter(expression)
-				if err != nil {
-					return usageError(err)
-				}
-				parsed = append(parsed, filter)
-			}
-			if len(parsed) > 0 {
-				config.Filter = redrive.All(parsed...)
-			}
-			client, err := a.sqs(ctx)
-			if err != nil {
-				return err
-			}
-			if config.Source, err = resolveQueue(ctx, client, from); err != nil {
-				return err
-			}
-			if to == "" {
-				if to, err = onlySourceQueue(ctx, client, config.Source); err != nil {
-					return err
-				}
-			}
-			if config.Destination, err = resolveQueue(ctx, client, to); err != nil {
-				if errors.Is(err, redrive.ErrQueueNotFound) {
-					return redrive.DestinationMissing(to, err)
-				}
-				return err
-			}
-			// The mover's Info logs (the redrive count of a message that moved without
-			// it); its warnings reach stderr through result.Warnings below.
-			config.Logger = slog.New(infoOnly{slog.NewTextHandler(a.stderr, nil)})
-			total := 0
-			if attributes, err := queueAttributes(ctx, client, config.Source); err == nil {
-				total = atoi(attributes["ApproximateNumberOfMessages"])
-			}
-			bar := a.progress("moving")
-			config.Progress = func(p redrive.Progress) { bar.set(int64(p.Received), int64(max(total, p.Received))) }
-			mover, err := redrive.NewMover(client, config)
-			if err != nil {
-				return usageError(err)
-			}
-			result, err := mover.Run(ctx)
-			bar.done()
-			for _, warning := range result.Warnings {
-				a.warn("%s", warning)
-			}
-			if a.json() {
-				if printErr := a.printJSON(moveReport{Source: config.Source, Destination: config.Destination, DryRun: config.DryRun, Result: result}); printErr != nil {
-					return printErr
-				}
-			} else {
-				a.printMove(config, result)
-			}
-			if err != nil {
-				return err
-			}
-			if result.Partial() {
-				return partial()
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&from, "from", "", "queue to move messages out of, usually a dead-letter queue (required)")
-	cmd.Flags().StringVar(&to, "to", "", "destination queue (default: the one queue whose redrive policy targets --from)")
-	cmd.Flags().StringArrayVar(&filters, "filter", nil, "move only matching messages: attr:NAME=VALUE, reason:VALUE, json:PATH=VALUE, !EXPR (repeatable, all must match)")
-	cmd.Flags().IntVar(&config.MaxMessages, "limit", 0, "move at most this many matching messages (0: all)")
-	cmd.Flags().BoolVar(&config.DryRun, "dry-run", false, "report what would move; send and delete nothing")
-	cmd.Flags().Float64Var(&config.RatePerSecond, "rate", 0, "send at most this many messages per second (0: no limit)")
-	cmd.Flags().DurationVar(&config.VisibilityTimeout, "visibility", 60*time.Second, "how long received messages stay hidden while the move runs")
-	return cmd
-}
-
-// moveReport is the JSON output of `redrive move`.
-type moveReport struct {
-	Source      string          `json:"source"`
-	Destination string          `json:"destination"`
-	DryRun      bool            `json:"dry_run"`
-	Result      *redrive.Result `json:"result"`
-}
-
-// onlySourceQueue returns the one queue whose redrive policy targets dlq.
-func onlySourceQueue(ctx context.Context, client *sqs.Client, dlq string) (string, error) {
+// sourceQueues returns up to two of the queues whose redrive policy targets dlq (a URL).
+func sourceQueues(ctx context.Context, client *sqs.Client, dlq string) ([]string, error) {
 	output, err := client.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(2)})
 	if err != nil {
-		return "", fmt.Errorf("sqsworker: finding the source queue of %s (pass --to): %w", dlq, err)
+		return nil, fmt.Errorf("sqsworker: finding the source queue of %s (pass --to): %w", dlq, err)
 	}
-	switch len(output.QueueUrls) {
-	case 1:
-		return output.QueueUrls[0], nil
-	case 0:
-		return "", usageError(fmt.Errorf("no queue has %s as its dead-letter queue; pass --to", queueName(dlq)))
-	default:
-		return "", usageError(fmt.Errorf("several queues use %s as their dead-letter queue; pass --to", queueName(dlq)))
-	}
+	return output.QueueUrls, nil
 }
 
-func (a *app) printMove(config redrive.Config, result *redrive.Result) {
-	out := a.stdout
-	filtered := ""
-	if result.Skipped > 0 {
-		filtered = fmt.Sprintf(", %d skipped by the filter", result.Skipped)
+// soleSourceQueue returns the URL of the one queue whose redrive policy targets the
+// queue ref (a name, URL or ARN), or "" when there are several or none.
+func soleSourceQueue(ctx context.Context, client *sqs.Client, ref string) (string, error) {
+	dlq, err := resolveQueue(ctx, client, ref)
+	if err != nil {
+		return "", err
 	}
-	if config.DryRun {
-		fmt.Fprintf(out, "Dry run: %d of %s received from %s would move to %s%s. Nothing was sent or deleted.\n",
-			result.WouldMove, plural(result.Received, "message"), queueName(config.Source), queueName(config.Destination), filtered)
-	} else {
-		fmt.Fprintf(out, "Moved %d of %s received from %s to %s%s, in %s of at most %d bytes.\n",
-			result.Moved, plural(result.Received, "message"), queueName(config.Source), queueName(config.Destination), filtered, plural(result.Batches, "batch"), result.MaxBatchBytes)
+	sources, err := sourceQueues(ctx, client, dlq)
+	if err != nil || len(sources) != 1 {
+		return "", err
 	}
-	if len(result.TooLarge) > 0 {
-		fmt.Fprintf(out, "Left in %s, larger than %d bytes: %s\n", queueName(config.Source), result.MaxBatchBytes, strings.Join(result.TooLarge, ", "))
-	}
-	for _, failure := range result.SendFailed {
-		fmt.Fprintf(out, "Left in %s, send failed: %s (%s)\n", queueName(config.Source), failure.ID, failure.Error)
-	}
-	for _, failure := range result.NotDeleted {
-		fmt.Fprintf(out, "Now in both queues, delete failed: %s (%s)\n", failure.ID, failure.Error)
-	}
+	return sources[0], nil
 }
-
-// infoOnly passes on Info records only: the mover's warnings are printed from its
-// Result, so they are not logged twice.
-type infoOnly struct{ slog.Handler }
-
-func (h infoOnly) Enabled(ctx context.Context, level slog.Level) bool {
-	return level == slog.LevelInfo && h.Handler.Enabled(ctx, level)
-}
-
-func (h infoOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return infoOnly{h.Handler.WithAttrs(attrs)}
-}
-
-func (h infoOnly) WithGroup(name string) slog.Handler { return infoOnly{h.Handler.WithGroup(name)} }

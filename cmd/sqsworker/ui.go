@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,8 +22,8 @@ const uiShutdownTimeout = 30 * time.Second
 
 func newUICommand(a *app) *cobra.Command {
 	var queues, metrics []string
-	var addr, token string
-	var public bool
+	var addr string
+	var access uiAccess
 	config := ui.Config{}
 	cmd := &cobra.Command{
 		Use:   "ui --queue QUEUE [--queue QUEUE]... [--metrics URL]... [--table TABLE]",
@@ -41,22 +42,37 @@ you confirm its numbers; SQS's native message move task with its progress. With 
 idempotency record lookup and release (as 'idempotency get' and 'delete').
 
 Security: the page moves and deletes messages and records with your AWS credentials, so
-it serves a browser on this machine only. It listens on a loopback address unless you
-pass --public and an --addr, and then every request needs --token (open the page once as
-/?token=TOKEN). It checks the Host header against its address (DNS rebinding), accepts
-state-changing actions only as same-origin POSTs carrying a per-process form token
-(CSRF), and answers a GET of an action with 405.`,
+every request needs its access token, on loopback too (another user or process on this
+machine could otherwise act as you). By default the token is random and printed once,
+inside the page's address (open it once: the page sets an HttpOnly, SameSite=Strict
+session cookie and drops the token from the address); or it is read from the
+SQSWORKER_UI_TOKEN environment variable or from --token-file, never from the command line,
+which every local user can read in the process list. Scripts send it as
+Authorization: Bearer TOKEN. The page listens on a loopback address unless you pass
+--public, and --public needs TLS (--tls-cert and --tls-key: the token and the cookie must
+not cross a network in clear; the cookie is then Secure). It checks the Host header
+against its address (DNS rebinding), accepts state-changing actions only as same-origin
+POSTs carrying a per-process form token (CSRF), and answers a GET of an action with 405.`,
 		Example: `  sqsworker ui --queue orders --queue webhooks --table webhook-idempotency --prefix webhook
   sqsworker ui --queue orders --metrics http://127.0.0.1:8080/metrics --interval 2s
-  sqsworker ui --queue orders --addr 10.0.0.5:8089 --public --token "$(openssl rand -hex 16)"`,
+  SQSWORKER_UI_TOKEN="$(openssl rand -hex 16)" sqsworker ui --queue orders
+  sqsworker ui --queue orders --addr 10.0.0.5:8089 --public --tls-cert page.crt --tls-key page.key --token-file ~/.sqsworker-ui-token`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if len(queues) == 0 {
 				return usageError(errors.New(`required flag(s) "queue" not set`))
 			}
-			if err := checkUIAddress(addr, public, token); err != nil {
+			if err := access.check(addr); err != nil {
 				return usageError(err)
+			}
+			token, source, err := access.token()
+			if err != nil {
+				return usageError(err)
+			}
+			tlsConfig, err := access.tlsConfig()
+			if err != nil {
+				return err
 			}
 			client, err := a.sqs(ctx)
 			if err != nil {
@@ -83,6 +99,7 @@ state-changing actions only as same-origin POSTs carrying a per-process form tok
 			config.Addr = listener.Addr().String()
 			config.MetricsURLs = metrics
 			config.AccessToken = token
+			config.Secure = tlsConfig != nil
 			config.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 			server, err := ui.New(client, config)
 			if err != nil {
@@ -91,19 +108,30 @@ state-changing actions only as same-origin POSTs carrying a per-process form tok
 			}
 			server.Start(ctx)
 			defer server.Stop()
-			fmt.Fprintf(a.stdout, "Operations page: http://%s/\n", config.Addr)
-			if token != "" {
-				fmt.Fprintf(a.stdout, "Open it once as http://%s/?token=TOKEN (the --token value); a cookie keeps it.\n", config.Addr)
+			scheme := "http"
+			if tlsConfig != nil {
+				scheme = "https"
 			}
-			return serveUntilDone(ctx, listener, server.Handler())
+			if source == "" {
+				fmt.Fprintf(a.stdout, "Operations page: %s://%s/?%s=%s\n", scheme, config.Addr, ui.AccessTokenParam, server.AccessToken())
+				fmt.Fprintln(a.stdout, "The address holds a random access token, printed only here: open it once, a session cookie keeps it.")
+			} else {
+				fmt.Fprintf(a.stdout, "Operations page: %s://%s/\n", scheme, config.Addr)
+				fmt.Fprintf(a.stdout, "Open it once as %s://%s/?%s=TOKEN with the token from %s; a session cookie keeps it.\n", scheme, config.Addr, ui.AccessTokenParam, source)
+			}
+			return serveUntilDone(ctx, listener, server.Handler(), tlsConfig)
 		},
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVar(&queues, "queue", nil, "queue to show (name, URL or ARN; repeatable); its dead-letter queue comes from its redrive policy")
 	flags.StringArrayVar(&metrics, "metrics", nil, "a worker's /metrics URL (otelsqsworker Prometheus handler; repeatable, summed) for throughput and failure rate")
-	flags.StringVar(&addr, "addr", "127.0.0.1:8089", "listen address; a non-loopback one (the address browsers use, not 0.0.0.0) needs --public and --token")
-	flags.BoolVar(&public, "public", false, "allow a non-loopback --addr (requires --token)")
-	flags.StringVar(&token, "token", "", "access token every request must carry (required with --public; at least 16 characters)")
+	flags.StringVar(&addr, "addr", "127.0.0.1:8089", "listen address; a non-loopback one (the address browsers use, not 0.0.0.0) needs --public with TLS")
+	flags.BoolVar(&access.public, "public", false, "allow a non-loopback --addr (requires --tls-cert and --tls-key)")
+	flags.StringVar(&access.tokenFile, "token-file", "", "read the access token from this file (first line; at least 16 characters) instead of "+uiTokenVariable+" or a random one")
+	flags.StringVar(&access.certFile, "tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; with --tls-key")
+	flags.StringVar(&access.keyFile, "tls-key", "", "the PEM private key of --tls-cert")
+	flags.StringVar(&access.argvToken, "token", "", "refused: a token on the command line is visible to every local user (use "+uiTokenVariable+" or --token-file)")
+	_ = flags.MarkHidden("token")
 	flags.DurationVar(&config.Interval, "interval", ui.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
 	flags.IntVar(&config.PeekMax, "peek-max", ui.DefaultPeekMax, "how many dead letters one look receives at most")
 	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
@@ -111,35 +139,19 @@ state-changing actions only as same-origin POSTs carrying a per-process form tok
 	return cmd
 }
 
-// checkUIAddress allows a non-loopback address only with --public and a token.
-func checkUIAddress(addr string, public bool, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--addr %q: %w", addr, err)
-	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	if token != "" && len(token) < 16 {
-		return errors.New("--token: use at least 16 characters (for example: openssl rand -hex 16)")
-	}
-	if loopback {
-		return nil
-	}
-	if host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("--addr %s: name the address browsers will use (the page accepts only requests whose Host header names it), not all interfaces", addr)
-	}
-	if !public || token == "" {
-		return fmt.Errorf("--addr %s is not a loopback address: the page acts with your AWS credentials, so serving it beyond this machine needs --public and --token", addr)
-	}
-	return nil
-}
-
-// serveUntilDone serves handler on listener until ctx ends, then shuts down, letting
-// requests in progress finish for up to uiShutdownTimeout.
-func serveUntilDone(ctx context.Context, listener net.Listener, handler http.Handler) error {
-	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+// serveUntilDone serves handler on listener (over TLS when tlsConfig is set) until ctx
+// ends, then shuts down, letting requests in progress finish for up to
+// uiShutdownTimeout.
+func serveUntilDone(ctx context.Context, listener net.Listener, handler http.Handler, tlsConfig *tls.Config) error {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
 	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
+	go func() {
+		if tlsConfig != nil {
+			served <- server.ServeTLS(listener, "", "")
+			return
+		}
+		served <- server.Serve(listener)
+	}()
 	select {
 	case err := <-served:
 		return fmt.Errorf("sqsworker: ui: %w", err)

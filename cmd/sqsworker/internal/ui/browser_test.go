@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
+	"io"
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,15 +233,26 @@ func TestBrowser(t *testing.T) {
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 1})
 	table := testenv.NewTable(t, dynamo)
 	store := idempotency.NewDynamoDBStore(dynamo, table)
-	_, base := serve(t, client, ui.Config{Queues: []string{queue.URL}, Interval: ui.MinInterval, Store: store, Table: table})
+	server, base := serve(t, client, ui.Config{Queues: []string{queue.URL}, Interval: ui.MinInterval, Store: store, Table: table})
 	name := queueName(queue.URL)
 	row := fmt.Sprintf(`document.querySelector('tr[data-queue=%q] [data-field=%%q]')`, name)
 	field := func(f string) string { return fmt.Sprintf(row, f) + ".textContent" }
 
+	// Without its access token the page refuses the browser; the address with the token
+	// (as `sqsworker ui` prints it) sets the session cookie and leaves it out of the URL.
+	if response := run(t, ctx, chromedp.NavigateResponse(base+"/")); response.Status != http.StatusUnauthorized {
+		t.Fatalf("GET / without the access token answered %d, want 401", response.Status)
+	}
 	// The page loads before the dead letters exist; the live refresh shows them arrive.
-	response := run(t, ctx, chromedp.NavigateResponse(base+"/"))
+	response := run(t, ctx, chromedp.NavigateResponse(base+"/?"+ui.AccessTokenParam+"="+server.AccessToken()))
 	if response.Status != http.StatusOK {
-		t.Fatalf("GET / answered %d", response.Status)
+		t.Fatalf("GET /?token= answered %d", response.Status)
+	}
+	if location := run(t, ctx, chromedp.Evaluate[string](`location.href`)); location != base+"/" {
+		t.Fatalf("after the token the page is at %s, want %s/ (the token dropped from the address)", location, base)
+	}
+	if cookie := run(t, ctx, chromedp.Evaluate[string](`document.cookie`)); cookie != "" {
+		t.Fatalf("the page's script can read cookies %q; the session cookie must be HttpOnly", cookie)
 	}
 	seed := seedDeadLetters(t, client, queue)
 	// One poll reads the queue, then its DLQ: a snapshot taken while the redrive policy
@@ -337,6 +351,17 @@ func TestBrowser(t *testing.T) {
 	if status := run(t, ctx, chromedp.Evaluate[int](noTask, chromedp.EvalAwaitPromise)); status != http.StatusForbidden {
 		t.Fatalf("POST /movetask/start with a wrong form token answered %d, want 403", status)
 	}
+	// A page of another origin (another port of 127.0.0.1: the same site, so the
+	// SameSite=Strict cookie goes along) that posts the confirmation, even with the
+	// right form token, is refused.
+	evil := crossOriginForm(t, base+"/redrive/move", map[string]string{"plan": plan, "csrf": csrf})
+	do(t, ctx, chromedp.Navigate(evil))
+	if response, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.ID("attack"))); err != nil || response.Status != http.StatusForbidden {
+		t.Fatalf("a cross-origin form POST with the session cookie answered %v, %v; want 403", response, err)
+	}
+	if body := run(t, ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(body, "cross-origin request refused") {
+		t.Fatalf("the cross-origin POST was answered %q", body)
+	}
 	// Nothing moved and no task started: the four dead letters are all still there.
 	still := receiveAll(t, client, queue.DeadLetterQueueURL, 4)
 	if ids := slices.Sorted(maps.Keys(still)); fmt.Sprint(ids) != fmt.Sprint(slices.Sorted(maps.Keys(keep))) {
@@ -400,6 +425,24 @@ func TestBrowser(t *testing.T) {
 	if _, err := store.Get(context.Background(), key); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("after the release the record is still there: %v", err)
 	}
+}
+
+// crossOriginForm serves, on a port of its own, a page with a form that POSTs fields to
+// target, and returns the page's URL.
+func crossOriginForm(t *testing.T, target string, fields map[string]string) string {
+	t.Helper()
+	var inputs strings.Builder
+	for name, value := range fields {
+		fmt.Fprintf(&inputs, `<input type="hidden" name="%s" value="%s">`, html.EscapeString(name), html.EscapeString(value))
+	}
+	page := fmt.Sprintf(`<!DOCTYPE html><form method="post" action="%s">%s<button id="attack" type="submit">win a prize</button></form>`,
+		html.EscapeString(target), inputs.String())
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, page)
+	}))
+	t.Cleanup(server.Close)
+	return server.URL
 }
 
 func queueName(url string) string {

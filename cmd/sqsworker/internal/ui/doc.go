@@ -19,20 +19,31 @@
 // # Security
 //
 // The page moves and deletes messages and idempotency records with the operator's AWS
-// credentials, so it is meant for one audience: a browser on the same machine. By
-// default it listens on 127.0.0.1 only. Another address needs an explicit flag and an
-// access token ([Config.AccessToken]), which every request must carry (once as
-// ?token=..., then as a cookie). On top of that, every request passes [Guard.Protect]:
+// credentials, so it is meant for one audience: the operator's browser. Every request
+// passes [Guard.Protect]:
 //
 //   - the Host header must name the address the page listens on (127.0.0.1, localhost
 //     or [::1] with its port, or the configured host), which defeats DNS rebinding: a
 //     hostile site that points its own name at 127.0.0.1 sends its name as Host;
+//   - every request, on loopback too, must carry the access token ([Config.AccessToken];
+//     random by default, [Server.AccessToken]), or any local user or process could act
+//     with the operator's credentials. It is presented once, in a GET as ?token=...,
+//     which sets an HttpOnly, SameSite=Strict session cookie (a random value per
+//     process, not the token; Secure over TLS) and redirects to the same page without
+//     the token; scripts send Authorization: Bearer TOKEN. Without it every route,
+//     the POST actions included, answers 401. Secrets are compared in constant time;
 //   - every state-changing action is a POST route (a GET of it answers 405 and changes
 //     nothing), and a POST must be same-origin (net/http's CrossOriginProtection, on
-//     Sec-Fetch-Site and Origin) and carry the per-process token that only the page's
-//     own forms hold (a random value made at start; a restart invalidates old pages);
-//   - responses forbid framing and foreign scripts (Content-Security-Policy) and
-//     caching.
+//     Sec-Fetch-Site and Origin: another port of 127.0.0.1 is the same site, so
+//     SameSite=Strict still sends the cookie there, but not the same origin) and carry
+//     the per-process token that only the page's own forms hold (a random value made at
+//     start; a restart invalidates old pages);
+//   - responses forbid framing and foreign scripts (Content-Security-Policy), referrers
+//     and caching.
+//
+// The command serves the page on a loopback address unless told otherwise (--public),
+// and then only over TLS, so that neither the token nor the cookie crosses a network
+// in clear text.
 //
 // # SQS calls
 //

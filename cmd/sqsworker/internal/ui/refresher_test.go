@@ -82,11 +82,12 @@ func TestRefresherCallsPerPoll(t *testing.T) {
 		s.refresher.poll(context.Background())
 	}
 	handler := s.Handler()
+	cookie := signIn(t, s)
 	for range 50 { // fifty open pages refreshing
-		if w := serveOnce(handler, request(http.MethodGet, "/api/queues", nil)); w.Code != http.StatusOK {
+		if w := serveOnce(handler, authorized(request(http.MethodGet, "/api/queues", nil), cookie)); w.Code != http.StatusOK {
 			t.Fatalf("/api/queues = %d", w.Code)
 		}
-		if w := serveOnce(handler, request(http.MethodGet, "/", nil)); w.Code != http.StatusOK {
+		if w := serveOnce(handler, authorized(request(http.MethodGet, "/", nil), cookie)); w.Code != http.StatusOK {
 			t.Fatalf("/ = %d", w.Code)
 		}
 	}
@@ -107,7 +108,7 @@ func TestRefresherCallsPerPoll(t *testing.T) {
 		t.Fatalf("cells = %v", c)
 	}
 	var answer live
-	if err := json.NewDecoder(serveOnce(handler, request(http.MethodGet, "/api/queues", nil)).Body).Decode(&answer); err != nil {
+	if err := json.NewDecoder(serveOnce(handler, authorized(request(http.MethodGet, "/api/queues", nil), cookie)).Body).Decode(&answer); err != nil {
 		t.Fatal(err)
 	}
 	if len(answer.Queues) != 3 || answer.Queues[0].Cells["visible"] != "10" || answer.Queues[2].Cells["dlq_depth"] != "-" {

@@ -4,19 +4,26 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
 )
 
-// Names of the per-process form token and of the access-token cookie and parameter.
+// Names of the per-process form token and of the access token's parameter and cookie.
 const (
 	// CSRFField is the form field every POST must carry, holding the per-process token.
 	CSRFField = "csrf"
 	// AccessTokenParam is the query parameter that hands the access token to the page
-	// once (it is then kept in the AccessTokenCookie cookie).
-	AccessTokenParam  = "token"
-	AccessTokenCookie = "sqsworker-ui-token"
+	// once, in a GET: the answer sets the session cookie and redirects to the same page
+	// without it.
+	AccessTokenParam = "token"
+	// SessionCookie is the session cookie's name, followed by "-" and the page's port
+	// (cookies are not kept per port, so two pages on one host would otherwise overwrite
+	// each other's); served over TLS it is prefixed with "__Host-".
+	SessionCookie = "sqsworker-ui"
+	// MinAccessTokenLength is the shortest access token accepted, in bytes.
+	MinAccessTokenLength = 16
 )
 
 // newToken returns 32 random bytes, hex-encoded.
@@ -26,26 +33,56 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
+// GuardConfig configures a [Guard].
+type GuardConfig struct {
+	// Addr is the address the page listens on: host:port as given to net.Listen, with
+	// the actual port (not 0). Required.
+	Addr string
+	// CSRF is the per-process form token every POST must carry. Required.
+	CSRF string
+	// AccessToken is the token every request must carry, at least
+	// [MinAccessTokenLength] bytes. Required.
+	AccessToken string
+	// Secure marks the session cookie Secure (and names it __Host-...): set it when the
+	// page is served over TLS.
+	Secure bool
+}
+
 // Guard is the security middleware of the page; see the package documentation,
 // "Security". Build it with [NewGuard].
 type Guard struct {
 	hosts       map[string]bool
 	csrf        string
 	accessToken string
-	origins     *http.CrossOriginProtection
+	// session is the session cookie's value: random per process, so the access token
+	// itself never sits in the browser's cookie jar, and a restart ends every session.
+	session string
+	cookie  string
+	secure  bool
+	origins *http.CrossOriginProtection
 }
 
-// NewGuard returns the middleware for a server listening on addr (host:port, as given
-// to net.Listen; port 0 is not allowed: pass the listener's actual address). The Host
-// header must then name that port on 127.0.0.1, localhost or [::1] for a loopback addr,
-// or on the host of addr otherwise. csrf is the per-process form token; accessToken, if
-// not empty, is required on every request.
-func NewGuard(addr, csrf, accessToken string) (*Guard, error) {
-	host, port, err := net.SplitHostPort(addr)
+// NewGuard returns the middleware for a server listening on config.Addr. The Host
+// header must then name that port on 127.0.0.1, localhost or [::1] for a loopback
+// address, or on the host of Addr otherwise. Errors: a bad Addr, a missing form token,
+// an access token shorter than MinAccessTokenLength.
+func NewGuard(config GuardConfig) (*Guard, error) {
+	host, port, err := net.SplitHostPort(config.Addr)
 	if err != nil {
 		return nil, err
 	}
-	g := &Guard{hosts: map[string]bool{}, csrf: csrf, accessToken: accessToken, origins: http.NewCrossOriginProtection()}
+	if config.CSRF == "" {
+		return nil, errors.New("ui: the form token is empty")
+	}
+	if len(config.AccessToken) < MinAccessTokenLength {
+		return nil, errors.New("ui: the access token must have at least 16 characters")
+	}
+	cookie := SessionCookie + "-" + port
+	if config.Secure {
+		cookie = "__Host-" + cookie
+	}
+	g := &Guard{hosts: map[string]bool{}, csrf: config.CSRF, accessToken: config.AccessToken, session: newToken(),
+		cookie: cookie, secure: config.Secure, origins: http.NewCrossOriginProtection()}
 	names := []string{host}
 	if ip := net.ParseIP(host); host == "" || host == "localhost" || (ip != nil && ip.IsLoopback()) || (ip != nil && ip.IsUnspecified()) {
 		names = append(names, "127.0.0.1", "localhost", "::1")
@@ -58,9 +95,10 @@ func NewGuard(addr, csrf, accessToken string) (*Guard, error) {
 	return g, nil
 }
 
-// Protect wraps next with the guard's checks: Host header, access token, and for every
-// method other than GET and HEAD same-origin and the form token. It also sets headers
-// that forbid framing, foreign scripts, MIME sniffing and caching.
+// Protect wraps next with the guard's checks, in order: the Host header (421), the
+// access token on every request (401), and for every method other than GET and HEAD
+// same-origin and the form token (403). It also sets headers that forbid framing,
+// foreign scripts, MIME sniffing, referrers and caching.
 func (g *Guard) Protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := w.Header()
@@ -73,8 +111,13 @@ func (g *Guard) Protect(next http.Handler) http.Handler {
 			http.Error(w, "sqsworker ui: Host header "+r.Host+" is not the address this page listens on (DNS rebinding guard)", http.StatusMisdirectedRequest)
 			return
 		}
-		if g.accessToken != "" && !g.authorized(w, r) {
-			http.Error(w, "sqsworker ui: this page needs its access token: open it once as /?"+AccessTokenParam+"=TOKEN", http.StatusUnauthorized)
+		if g.signIn(w, r) {
+			return
+		}
+		if !g.authorized(r) {
+			header.Set("WWW-Authenticate", `Bearer realm="sqsworker ui"`)
+			http.Error(w, "sqsworker ui: this page needs its access token: open the address `sqsworker ui` printed (/?"+AccessTokenParam+
+				"=TOKEN) once, or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -91,19 +134,37 @@ func (g *Guard) Protect(next http.Handler) http.Handler {
 	})
 }
 
-// authorized checks the access token, from the cookie or the query parameter; a valid
-// parameter sets the cookie.
-func (g *Guard) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if cookie, err := r.Cookie(AccessTokenCookie); err == nil && equal(cookie.Value, g.accessToken) {
-		return true
+// signIn handles a GET or HEAD carrying the right access token in the query: it sets
+// the session cookie and redirects (303) to the same URL without the token, so that
+// the token stays out of the history and of the pages' links. It reports whether it
+// answered.
+func (g *Guard) signIn(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
 	}
-	if equal(r.URL.Query().Get(AccessTokenParam), g.accessToken) {
-		http.SetCookie(w, &http.Cookie{Name: AccessTokenCookie, Value: g.accessToken, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		return true
+	query := r.URL.Query()
+	if !query.Has(AccessTokenParam) || !equal(query.Get(AccessTokenParam), g.accessToken) {
+		return false
 	}
-	return false
+	http.SetCookie(w, &http.Cookie{Name: g.cookie, Value: g.session, Path: "/", HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteStrictMode})
+	query.Del(AccessTokenParam)
+	target := *r.URL
+	target.RawQuery = query.Encode()
+	http.Redirect(w, r, target.RequestURI(), http.StatusSeeOther)
+	return true
 }
 
+// authorized checks the session cookie, or an Authorization: Bearer header with the
+// access token (for scripts; it sets no cookie).
+func (g *Guard) authorized(r *http.Request) bool {
+	if cookie, err := r.Cookie(g.cookie); err == nil && equal(cookie.Value, g.session) {
+		return true
+	}
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && equal(bearer, g.accessToken)
+}
+
+// equal compares secrets in constant time; an empty one never matches.
 func equal(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }

@@ -62,9 +62,12 @@ type Config struct {
 	// KeyPrefix is the middleware's Config.KeyPrefix: a key typed on the page is
 	// stored as idempotency.StoredKey(KeyPrefix, key).
 	KeyPrefix string
-	// AccessToken, if set, is required on every request (see the package
-	// documentation, "Security"). The command requires it for a non-loopback Addr.
+	// AccessToken is required on every request (see the package documentation,
+	// "Security"), at least [MinAccessTokenLength] bytes; if empty, New makes a random
+	// one ([Server.AccessToken]).
 	AccessToken string
+	// Secure says the page is served over TLS: the session cookie is then Secure.
+	Secure bool
 	// Logger receives the actions taken; if nil, logs are discarded.
 	Logger *slog.Logger
 }
@@ -86,7 +89,8 @@ type Server struct {
 }
 
 // New checks config and builds the page. Errors: a bad Addr, no queues, an interval
-// below MinInterval, unparsable templates (a build defect).
+// below MinInterval, an access token shorter than MinAccessTokenLength, unparsable
+// templates (a build defect).
 func New(api API, config Config) (*Server, error) {
 	if config.Interval == 0 {
 		config.Interval = DefaultInterval
@@ -102,8 +106,11 @@ func New(api API, config Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if config.AccessToken == "" {
+		config.AccessToken = newToken()
+	}
 	csrf := newToken()
-	guard, err := NewGuard(config.Addr, csrf, config.AccessToken)
+	guard, err := NewGuard(GuardConfig{Addr: config.Addr, CSRF: csrf, AccessToken: config.AccessToken, Secure: config.Secure})
 	if err != nil {
 		return nil, fmt.Errorf("ui: address %q: %w", config.Addr, err)
 	}
@@ -123,6 +130,10 @@ func (s *Server) Start(ctx context.Context) { s.refresher.Start(ctx) }
 
 // Stop stops the refresher and waits for its goroutine.
 func (s *Server) Stop() { s.refresher.Stop() }
+
+// AccessToken returns the token every request must carry (Config.AccessToken, or the
+// random one New made): hand it to the browser once as /?token=TOKEN.
+func (s *Server) AccessToken() string { return s.config.AccessToken }
 
 // Refresher returns the server's refresher.
 func (s *Server) Refresher() *Refresher { return s.refresher }
