@@ -108,7 +108,7 @@ func TestPublishSendsAGroupOncePerCallAndStopsAGroupAtItsFirstUnsentEntry(t *tes
 	p, err := producer.New(api, producer.Config{})
 	require.NoError(t, err)
 	entries := fifoEntries(t, "a", "b", "a", "b", "a", "c")
-	outcomes := publish(context.Background(), p, entries)
+	outcomes := publish(context.Background(), p, entries, nil)
 
 	for _, call := range api.calls {
 		seen := map[string]bool{}
@@ -122,7 +122,7 @@ func TestPublishSendsAGroupOncePerCallAndStopsAGroupAtItsFirstUnsentEntry(t *tes
 	assert.True(t, outcomes[1].published())
 	assert.Error(t, outcomes[2].retry, "a-2 failed on SQS's side")
 	assert.True(t, outcomes[3].published())
-	assert.ErrorContains(t, outcomes[4].retry, `an earlier entry of message group "a" was not sent`)
+	assert.ErrorContains(t, outcomes[4].held, `an earlier entry of message group "a" was not sent`)
 	assert.True(t, outcomes[5].published())
 	for _, call := range api.calls {
 		assert.NotContains(t, call, "a-4", "a-4 is never sent while a-2 is unsent")
@@ -139,7 +139,7 @@ func TestPublishBatchesStandardEntriesByTen(t *testing.T) {
 		require.NoError(t, err)
 		entries = append(entries, e)
 	}
-	for _, o := range publish(context.Background(), p, entries) {
+	for _, o := range publish(context.Background(), p, entries, nil) {
 		assert.True(t, o.published())
 	}
 	require.Len(t, api.calls, 3)
