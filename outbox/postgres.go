@@ -1,11 +1,13 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +33,12 @@ const postgresChannel = "sqsworker_outbox"
 
 // migrationLock is the pg_advisory_xact_lock key that serializes concurrent migrations.
 const migrationLock = 0x73717377_6f627831 // "sqswobx1"
+
+// groupLockSpace is the first key of the two-key pg_advisory_xact_lock a writer takes
+// per FIFO message group (the second is hashtext of its queue URL and group id). Two-key
+// advisory locks are a lock space of their own, apart from the one-key locks
+// applications take.
+const groupLockSpace = 0x7371776f // "sqwo"
 
 // Beginner starts a transaction: *pgx.Conn, *pgxpool.Pool and pgx.Tx (a savepoint)
 // satisfy it.
@@ -94,8 +102,16 @@ func NewPostgres(config PostgresConfig) *Postgres {
 // entries (CreatedAt is the database's transaction time). They are published only if
 // tx commits, after it commits.
 //
-// Rows of one FIFO message group are published in the order of their seq (their insert
-// order), a later one never while an earlier one is unpublished.
+// The entries of one FIFO message group are published in the order their transactions
+// committed (within one transaction, in the order written): before it writes into a
+// group, Enqueue takes a transaction-level advisory lock on the group (its queue URL
+// and group id), so a transaction writing into a group waits until every other open
+// transaction that wrote into it has committed or rolled back, and its rows then come
+// after theirs. Keep such transactions short; transactions that write into several
+// groups should do so in one Enqueue call (it locks them in a fixed order) or in the
+// same order everywhere, or PostgreSQL may end one with a deadlock error (40P01), which
+// the caller retries. Writers of different groups never wait for each other (unless
+// their groups' 32-bit lock keys collide, which only makes them wait).
 //
 // Job errors are those of [DynamoDB.Put], each naming the job's index; database errors
 // are returned wrapped (and leave tx to the caller, who rolls it back).
@@ -109,6 +125,9 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 		entries[i] = entry
 	}
 	batch := &pgx.Batch{}
+	for _, g := range orderedGroups(entries) {
+		batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext(length($2)::text || ':' || $2 || $3))`, int32(groupLockSpace), g.queue, g.group)
+	}
 	for i := range entries {
 		e := &entries[i]
 		var attributes []byte
@@ -130,6 +149,22 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 		return nil, fmt.Errorf("outbox: writing %d entries: %w", len(entries), err)
 	}
 	return entries, nil
+}
+
+// groupName names a FIFO message group.
+type groupName struct{ queue, group string }
+
+// orderedGroups returns the FIFO message groups of entries, sorted (a fixed lock order)
+// and without repeats.
+func orderedGroups(entries []Entry) []groupName {
+	var groups []groupName
+	for _, e := range entries {
+		if e.Ordered() {
+			groups = append(groups, groupName{e.QueueURL, e.GroupID})
+		}
+	}
+	slices.SortFunc(groups, func(a, b groupName) int { return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.group, b.group)) })
+	return slices.Compact(groups)
 }
 
 // Querier runs a query: *pgx.Conn, *pgxpool.Pool and pgx.Tx satisfy it.
