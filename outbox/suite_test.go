@@ -200,7 +200,8 @@ func drainQueue(t *testing.T, client *sqs.Client, queueURL string, want int, tim
 		require.True(t, time.Now().Before(deadline), "received %d of %d messages within %s", len(got), want, timeout)
 		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageAttributeNames: []string{"All"},
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
 		})
 		require.NoError(t, err)
 		if len(output.Messages) == 0 {
