@@ -1,11 +1,14 @@
 package outbox
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,11 +44,15 @@ func TestBrokenDestinationDoesNotHoldBackTheRest(t *testing.T) {
 		config := fastRetries
 		config.Observer = events
 		r := h.relay(t, newTestProducer(t, client), config)
+		// The first cycle claims and fails the 100 broken entries (on DynamoDB some 200
+		// conditional writes, on an emulator that serves one request at a time); the
+		// second sends the 5.
+		wait := 30*time.Second + 300*slowestRoundTrip(t)
 		startRelay(t, r)
-		got := drainQueue(t, client, queue.URL, 5, 30*time.Second)
+		got := drainQueue(t, client, queue.URL, 5, wait)
 		require.ElementsMatch(t, ids(good), []string{outboxID(got[0]), outboxID(got[1]), outboxID(got[2]), outboxID(got[3]), outboxID(got[4])})
 
-		testenv.Eventually(t, 30*time.Second, "100 entries failed", func() bool { return r.Stats().Failed == 100 })
+		testenv.Eventually(t, wait, "100 entries failed", func() bool { return r.Stats().Failed == 100 })
 		failed := h.failed(t)
 		require.Len(t, failed, 100)
 		for _, e := range failed {
@@ -68,6 +75,21 @@ func TestBrokenDestinationDoesNotHoldBackTheRest(t *testing.T) {
 		s := h.summary(t)
 		assert.Equal(t, Summary{Failed: 100}, s)
 	})
+}
+
+// slowestRoundTrip measures three DynamoDB round trips (moto serves one request at a
+// time, and on a busy machine one call can take long) and returns the slowest.
+func slowestRoundTrip(t *testing.T) time.Duration {
+	t.Helper()
+	db := testenv.DynamoDB(t)
+	var slowest time.Duration
+	for range 3 {
+		begin := time.Now()
+		_, err := db.ListTables(context.Background(), &dynamodb.ListTablesInput{Limit: aws.Int32(1)})
+		require.NoError(t, err)
+		slowest = max(slowest, time.Since(begin))
+	}
+	return slowest
 }
 
 func withoutCycles(s RelayStats) RelayStats {

@@ -62,9 +62,13 @@ func (o outcome) notSent() error {
 	return o.held
 }
 
-// publishQueue sends the entries at indexes (all for queue, in order).
+// publishQueue sends the entries at indexes (all for queue, in order). A call of which
+// every entry failed on SQS's, the network's or the queue's side (a queue that does not
+// exist, denied access) ends the queue's sends for this cycle: its later entries fail
+// with the same error, an attempt each, without more calls.
 func publishQueue(ctx context.Context, p *producer.Producer, queue string, entries []Entry, indexes []int, outcomes []outcome) {
 	blocked := map[string]error{} // FIFO group → why its earlier entry was not sent
+	var down error                // why the queue takes no more sends this cycle
 	var call []int
 	inCall := map[string]bool{}
 	flush := func() {
@@ -72,15 +76,26 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 			return
 		}
 		sendCall(ctx, p, queue, entries, call, outcomes)
+		down = outcomes[call[0]].retry
 		for _, i := range call {
 			if e := entries[i]; e.Ordered() && !outcomes[i].published() {
 				blocked[e.GroupID] = outcomes[i].notSent()
+			}
+			if outcomes[i].retry == nil {
+				down = nil
 			}
 		}
 		call, inCall = call[:0], map[string]bool{}
 	}
 	for _, i := range indexes {
 		e := entries[i]
+		if down != nil && outcomes[i].published() && !(e.Ordered() && blocked[e.GroupID] != nil) {
+			outcomes[i] = outcome{retry: fmt.Errorf("outbox: not sent: an earlier call to %s failed in this cycle: %w", queue, down)}
+			if e.Ordered() {
+				blocked[e.GroupID] = outcomes[i].retry
+			}
+			continue
+		}
 		if e.Ordered() {
 			if inCall[e.GroupID] {
 				flush()

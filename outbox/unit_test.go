@@ -169,3 +169,30 @@ func TestShardsKeepAGroupOnOneShard(t *testing.T) {
 	}
 	assert.Len(t, spread, 8, "entries without a group spread over every shard")
 }
+
+// A call of which every entry failed on SQS's side ends the queue's sends for the cycle:
+// 25 entries, only the first call's 10 are sent (the producer retries them one by one),
+// and every entry is an attempt with that call's error.
+func TestPublishStopsCallingAQueueWhoseWholeCallFailed(t *testing.T) {
+	api := &countingSQS{failBodies: map[string]bool{}}
+	var entries []Entry
+	for i := range 25 {
+		e, err := newEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
+		require.NoError(t, err)
+		entries = append(entries, e)
+		api.failBodies[strconv.Itoa(i)] = true
+	}
+	p, err := producer.New(api, producer.Config{})
+	require.NoError(t, err)
+	outcomes := publish(context.Background(), p, entries, nil)
+	for _, call := range api.calls {
+		for _, body := range call {
+			n, _ := strconv.Atoi(body)
+			assert.Less(t, n, 10, "entry %s sent after its queue's whole call failed", body)
+		}
+	}
+	for _, o := range outcomes {
+		assert.Error(t, o.retry)
+	}
+	assert.ErrorContains(t, outcomes[24].retry, "an earlier call to https://sqs.example/1/q failed in this cycle")
+}
