@@ -140,9 +140,12 @@ func TestPrometheusScrapesOutboxAndScheduler(t *testing.T) {
 		want          map[string]int
 	}{
 		{`sum by (sqsworker_job_type) (sqsworker_outbox_entries_published_total{` + store + `})`, "sqsworker_job_type", map[string]int{"email": 3, "": 1}},
-		{`sum by (sqsworker_job_type) (sqsworker_outbox_entries_refused_total{` + store + `})`, "sqsworker_job_type", map[string]int{"email": 1}},
+		{`sum by (sqsworker_outbox_failure) (sqsworker_outbox_entries_failed_total{` + store + `})`, "sqsworker_outbox_failure", map[string]int{"refused": 1}},
 		{`sum(sqsworker_outbox_lag_seconds_count{` + store + `})`, "", map[string]int{"": 4}},
 		{`sum(sqsworker_outbox_backlog{` + store + `})`, "", map[string]int{"": 0}},
+		{`sum(sqsworker_outbox_failed{` + store + `})`, "", map[string]int{"": 1}},
+		{`sum(sqsworker_outbox_groups_parked{` + store + `})`, "", map[string]int{"": 0}},
+		{`sum(sqsworker_outbox_oldest_unpublished_age_seconds{` + store + `})`, "", map[string]int{"": 0}},
 		{`sum by (sqsworker_tick_outcome) (sqsworker_scheduler_ticks_total{sqsworker_schedule="report"})`, "sqsworker_tick_outcome", outcomes},
 		{`sum(sqsworker_scheduler_tick_delay_seconds_count{sqsworker_schedule="report"})`, "", map[string]int{"": outcomes["enqueued"]}},
 		{`sum(sqsworker_scheduler_leader)`, "", map[string]int{"": 0}},

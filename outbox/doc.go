@@ -10,17 +10,60 @@
 //   - [Relay], a container loop with the poller's lifecycle (New, Start, Shutdown, Run),
 //     over a PostgreSQL table ([NewPostgresRelay]: FOR UPDATE SKIP LOCKED claims,
 //     LISTEN/NOTIFY wake-ups, polling as the fallback) or a DynamoDB table's sparse index
-//     of unpublished entries ([NewDynamoDBRelay]: a Query, never a Scan);
-//   - [StreamHandler], a Lambda handler for the DynamoDB table's stream.
+//     of unpublished entries ([NewDynamoDBRelay]: a Query, never a Scan, and a
+//     conditional claim per entry);
+//   - [StreamHandler], a Lambda handler for the DynamoDB table's stream: the fast path,
+//     with a container relay sweeping behind it.
 //
 // Delivery is at least once. A relay that dies between the send and the mark sends the
 // entry again; every entry carries a stable id, sent as the FIFO deduplication id, as
 // the idempotency key (unless the job names its own) and as the [AttributeOutboxID]
 // message attribute, so the consumer's idempotency middleware absorbs the repeat.
 //
-// An entry SQS refuses (too large without a claim check, an invalid attribute, a FIFO
-// job without a group) is not retried: it is marked failed with the reason, reported as
-// [EventFailed], and listed by [DynamoDB.Failed] and [Postgres.Failed]. The relay goes
-// on with the rest. Relays report their backlog and lag (the age of the oldest
-// unpublished entry) as [EventBacklog].
+// # Failures: the relay goes on with the rest
+//
+// A send that fails on the network's, SQS's or the destination's side (a queue that
+// does not exist, access denied, throttling) is an attempt: the entry records it
+// ([Entry.Attempts], NextAttemptAt, LastError) and waits for its backoff
+// (RelayConfig.Backoff) while the relay sends the other entries; after
+// RelayConfig.MaxAttempts it is marked failed ([ErrAttemptsExhausted]). An entry that
+// can never be sent is marked failed at once: one SQS or the producer refuses (too
+// large without a claim check, an invalid attribute: [ErrRefused]) and one that cannot
+// be decoded ([ErrDamaged]). Failed entries are reported as [EventFailed], listed by
+// Failed, counted by Summary and by the relay's [EventBacklog], and released by Retry
+// (send it again) or Skip (delete it), on both stores, and by the CLI (`sqsworker
+// outbox list --failed`, `retry`, `skip`).
+//
+// A FIFO message group is published in order, so "goes on with the rest" holds across
+// groups, not within one: while a group's earliest unpublished entry is claimed, waits
+// for its next attempt or is failed, no later entry of the group is sent. A failed one
+// parks the group ([ParkedGroup], listed by Parked and `sqsworker outbox list
+// --parked`) until it is retried or skipped; other groups and queues go on.
+//
+// # FIFO order on PostgreSQL: commit order, by a per-group lock
+//
+// A relay sends a group's rows in seq order, and a row only when no earlier row of its
+// group is unpublished. seq is taken when a row is inserted, but a row is visible only
+// when its transaction commits: a row inserted first and committed later would be
+// invisible when the relay sends the row behind it. PostgreSQL event stores meet the
+// same gap three ways:
+//
+//   - gap detection (Marten's high-water mark, Eventuous' gap handling): readers wait
+//     for a missing sequence number, then skip it after a timeout. A slow transaction
+//     and a rolled-back one look alike, so the timeout either stalls readers or skips a
+//     row that commits later (Marten 9.16.1 fixed several such skips);
+//   - a transaction-id horizon (pg_current_xact_id() stored with the row, read only
+//     below pg_snapshot_xmin(pg_current_snapshot())): exact, free for writers, but any
+//     long write transaction in the cluster, related or not, stops every reader, and
+//     the resulting order is the order of transaction ids, not of commits;
+//   - a lock taken by the writer for what must be ordered (message-db's
+//     pg_advisory_xact_lock per category): writers of one group take turns, so the
+//     group's seq order is its commit order, and nothing else waits.
+//
+// The outbox takes the third: [Postgres.Enqueue] takes pg_advisory_xact_lock on each
+// FIFO group it writes into, in the same round trip as the inserts. Its cost falls only
+// on concurrent transactions writing into one group, which wait for each other's
+// commit (measured: no difference beyond noise for a transaction in a group of its own,
+// BenchmarkPostgresEnqueue); relays, other groups and standard queues never wait. On
+// DynamoDB, a group's order is its entries' creation order (the writer's clock).
 package outbox

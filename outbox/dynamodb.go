@@ -1,13 +1,11 @@
 package outbox
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +44,21 @@ const (
 	dynamoCreated   = "created_ms"
 	dynamoFailedAt  = "failed_ms"
 	dynamoReason    = "failure_reason"
+	dynamoAttempts  = "attempts"
+	dynamoNext      = "next_attempt_ms"
+	dynamoLastError = "last_error"
+	dynamoClaimEnd  = "claimed_until_ms" // a relay's claim: until when (Unix ms)
+	dynamoClaimBy   = "claim_token"      // and whose (one random token per claim)
+	dynamoShard     = "pending_shard"    // a failed entry's pending partition, for Retry
 	pendingPrefix   = "pending#"
-	stateFailed     = "failed"
+	stateFailed     = "failed"   // failed entries not of a FIFO group
+	stateParked     = "parked"   // failed entries of FIFO groups: each parks its group
 	dynamoItemLimit = 400 * 1024 // DynamoDB's item size limit (400 KB)
 )
 
 // DefaultIndex is the name of the sparse global secondary index of unpublished and
-// failed entries.
+// failed entries: partitions "pending#0"... (unpublished, by shard), "failed" and
+// "parked" (failed entries of FIFO message groups), each in outbox_seq order.
 const DefaultIndex = "outbox-state"
 
 // DynamoDBConfig configures a [DynamoDB] outbox.
@@ -64,7 +70,10 @@ type DynamoDBConfig struct {
 	Table string
 	// Index is the sparse global secondary index on (outbox_state, outbox_seq); if empty,
 	// DefaultIndex. Only outbox entries have outbox_state, and published entries are
-	// deleted, so the index holds just the unpublished and the failed ones.
+	// deleted, so the index holds just the unpublished and the failed ones. outbox_seq
+	// starts with 12 hex digits of Unix milliseconds: the creation time, or for an entry
+	// outside a FIFO group that waits for a retry, its next attempt time (so it waits
+	// behind the entries due now).
 	Index string
 	// Shards spreads unpublished entries over this many index partitions
 	// ("pending#0"...); if zero, 1. One partition serves about 1,000 writes per second;
@@ -187,7 +196,7 @@ func (o *DynamoDB) item(e Entry) (map[string]types.AttributeValue, error) {
 	item := map[string]types.AttributeValue{
 		dynamoKey:     str(e.ID),
 		dynamoState:   str(o.shardOf(e)),
-		dynamoSeq:     str(fmt.Sprintf("%012x%012x%s", e.CreatedAt.UnixMilli(), o.seq.Add(1), e.ID)),
+		dynamoSeq:     str(seqKey(e.CreatedAt, fmt.Sprintf("%012x%s", o.seq.Add(1), e.ID))),
 		dynamoQueue:   str(e.QueueURL),
 		dynamoBody:    str(e.Body),
 		dynamoIdemKey: str(e.IdempotencyKey),
@@ -226,230 +235,6 @@ func (o *DynamoDB) shardOf(e Entry) string {
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	return pendingPrefix + strconv.Itoa(int(h.Sum32()%uint32(o.shards)))
-}
-
-// decodeEntry reads an entry from an item's string and number attributes (an SDK item
-// or a stream image). ok is false when the item is not a pending or failed outbox entry.
-func decodeEntry(get func(name string) (string, bool)) (entry Entry, state string, ok bool, err error) {
-	state, _ = get(dynamoState)
-	if !strings.HasPrefix(state, pendingPrefix) && state != stateFailed {
-		return Entry{}, "", false, nil
-	}
-	entry.ID, _ = get(dynamoKey)
-	entry.QueueURL, _ = get(dynamoQueue)
-	entry.Body, _ = get(dynamoBody)
-	entry.Type, _ = get(dynamoType)
-	entry.GroupID, _ = get(dynamoGroup)
-	entry.IdempotencyKey, _ = get(dynamoIdemKey)
-	entry.FailureReason, _ = get(dynamoReason)
-	number := func(name string) int64 {
-		text, _ := get(name)
-		n, _ := strconv.ParseInt(text, 10, 64)
-		return n
-	}
-	entry.Delay = time.Duration(number(dynamoDelay)) * time.Second
-	entry.CreatedAt = time.UnixMilli(number(dynamoCreated))
-	if failed := number(dynamoFailedAt); failed > 0 {
-		entry.FailedAt = time.UnixMilli(failed)
-	}
-	if text, has := get(dynamoAttrs); has {
-		if err := json.Unmarshal([]byte(text), &entry.Attributes); err != nil {
-			return entry, state, true, fmt.Errorf("outbox: entry %s: attributes: %w", entry.ID, err)
-		}
-	}
-	if entry.ID == "" || entry.QueueURL == "" || entry.Body == "" {
-		return entry, state, true, fmt.Errorf("outbox: item %q is an outbox entry without id, queue_url or body", entry.ID)
-	}
-	return entry, state, true, nil
-}
-
-func sdkGetter(item map[string]types.AttributeValue) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		switch v := item[name].(type) {
-		case *types.AttributeValueMemberS:
-			return v.Value, true
-		case *types.AttributeValueMemberN:
-			return v.Value, true
-		}
-		return "", false
-	}
-}
-
-// DynamoDBAPI is the part of the DynamoDB client the relays and [DynamoDB.Failed] use;
-// *dynamodb.Client satisfies it.
-type DynamoDBAPI interface {
-	Query(ctx context.Context, input *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	UpdateItem(ctx context.Context, input *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	BatchWriteItem(ctx context.Context, input *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-}
-
-var _ DynamoDBAPI = (*dynamodb.Client)(nil)
-
-// Failed returns up to limit failed entries (oldest first, by creation), with their
-// reasons: the entries SQS refused. It queries the index's "failed" partition.
-func (o *DynamoDB) Failed(ctx context.Context, api DynamoDBAPI, limit int) ([]Entry, error) {
-	return o.query(ctx, api, stateFailed, limit)
-}
-
-// query reads up to limit entries of one index partition, in outbox_seq order.
-func (o *DynamoDB) query(ctx context.Context, api DynamoDBAPI, state string, limit int) ([]Entry, error) {
-	var entries []Entry
-	var start map[string]types.AttributeValue
-	for len(entries) < limit {
-		output, err := api.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(o.table),
-			IndexName:                 aws.String(o.index),
-			KeyConditionExpression:    aws.String("#s = :s"),
-			ExpressionAttributeNames:  map[string]string{"#s": dynamoState},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(state)},
-			Limit:                     aws.Int32(int32(limit - len(entries))),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return entries, fmt.Errorf("outbox: querying %s index %s for %q: %w", o.table, o.index, state, err)
-		}
-		for _, item := range output.Items {
-			entry, _, ok, err := decodeEntry(sdkGetter(item))
-			if err != nil {
-				return entries, err
-			}
-			if ok {
-				entries = append(entries, entry)
-			}
-		}
-		if len(output.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = output.LastEvaluatedKey
-	}
-	return entries, nil
-}
-
-// countPending returns the number of unpublished entries and the creation time of the
-// oldest (zero when none), from Select COUNT queries of every shard.
-func (o *DynamoDB) countPending(ctx context.Context, api DynamoDBAPI) (int, time.Time, error) {
-	total := 0
-	var oldest time.Time
-	for shard := range o.shards {
-		state := pendingPrefix + strconv.Itoa(shard)
-		first, err := o.query(ctx, api, state, 1)
-		if err != nil {
-			return 0, time.Time{}, err
-		}
-		if len(first) == 0 {
-			continue
-		}
-		if oldest.IsZero() || first[0].CreatedAt.Before(oldest) {
-			oldest = first[0].CreatedAt
-		}
-		var start map[string]types.AttributeValue
-		for {
-			output, err := api.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 aws.String(o.table),
-				IndexName:                 aws.String(o.index),
-				KeyConditionExpression:    aws.String("#s = :s"),
-				ExpressionAttributeNames:  map[string]string{"#s": dynamoState},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(state)},
-				Select:                    types.SelectCount,
-				ExclusiveStartKey:         start,
-			})
-			if err != nil {
-				return 0, time.Time{}, fmt.Errorf("outbox: counting %s index %s: %w", o.table, o.index, err)
-			}
-			total += int(output.Count)
-			if len(output.LastEvaluatedKey) == 0 {
-				break
-			}
-			start = output.LastEvaluatedKey
-		}
-	}
-	return total, oldest, nil
-}
-
-// remove deletes published entries with BatchWriteItem (25 per call), sending
-// unprocessed items again.
-func (o *DynamoDB) remove(ctx context.Context, api DynamoDBAPI, ids []string) error {
-	for start := 0; start < len(ids); start += 25 {
-		end := min(start+25, len(ids))
-		requests := make([]types.WriteRequest, 0, end-start)
-		for _, id := range ids[start:end] {
-			requests = append(requests, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{dynamoKey: str(id)}}})
-		}
-		pending := map[string][]types.WriteRequest{o.table: requests}
-		for attempt := 0; len(pending[o.table]) > 0; attempt++ {
-			if attempt == 8 {
-				return fmt.Errorf("outbox: deleting %d published entries from %s: still unprocessed after %d attempts", len(pending[o.table]), o.table, attempt)
-			}
-			if attempt > 0 {
-				if err := sleep(ctx, time.Duration(1<<attempt)*10*time.Millisecond); err != nil {
-					return err
-				}
-			}
-			output, err := api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-			if err != nil {
-				return fmt.Errorf("outbox: deleting published entries from %s: %w", o.table, err)
-			}
-			pending = output.UnprocessedItems
-		}
-	}
-	return nil
-}
-
-// markFailed moves an entry to the index's "failed" partition with the reason; it does
-// nothing when the entry is gone (already published by another relay).
-func (o *DynamoDB) markFailed(ctx context.Context, api DynamoDBAPI, id string, reason error) error {
-	_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(o.table),
-		Key:                 map[string]types.AttributeValue{dynamoKey: str(id)},
-		ConditionExpression: aws.String("attribute_exists(#id)"),
-		UpdateExpression:    aws.String("SET #s = :failed, #r = :r, #f = :f"),
-		ExpressionAttributeNames: map[string]string{
-			"#id": dynamoKey, "#s": dynamoState, "#r": dynamoReason, "#f": dynamoFailedAt,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":failed": str(stateFailed), ":r": str(truncate(reason.Error(), 4000)), ":f": num(o.now().UnixMilli()),
-		},
-	})
-	if _, gone := errors.AsType[*types.ConditionalCheckFailedException](err); gone {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("outbox: marking entry %s failed in %s: %w", id, o.table, err)
-	}
-	return nil
-}
-
-func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Backlog returns the number of unpublished entries and the age of the oldest (by its
-// creation time on the writer's clock; 0 when none), from Select COUNT queries of the
-// index's pending partitions.
-func (o *DynamoDB) Backlog(ctx context.Context, api DynamoDBAPI) (int, time.Duration, error) {
-	count, oldest, err := o.countPending(ctx, api)
-	if err != nil || oldest.IsZero() {
-		return count, 0, err
-	}
-	return count, max(time.Since(oldest), 0), nil
+	// shards is 1 to 1000 (NewDynamoDB), and so is the remainder's bound.
+	return pendingPrefix + strconv.FormatUint(uint64(h.Sum32())%uint64(max(o.shards, 1)), 10)
 }

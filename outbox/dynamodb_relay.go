@@ -2,9 +2,11 @@ package outbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/sqsworker/sqsworker/producer"
@@ -12,107 +14,162 @@ import (
 
 // NewDynamoDBRelay returns a container relay for the DynamoDB outbox o. Each cycle it
 // queries the outbox's sparse index of unpublished entries (a Query per shard, in
-// creation order; never a Scan), publishes them and deletes them with BatchWriteItem
-// once SQS confirmed them; refused entries move to the index's "failed" partition.
+// creation order, of the entries due now; never a Scan), claims them one by one with a
+// conditional UpdateItem (a lease of ClaimLease), publishes them, and deletes them with
+// BatchWriteItem once SQS confirmed them; a failed send is recorded on the entry
+// (attempts, next attempt time, last error), and an entry that can never be sent or ran
+// out of attempts moves to the index's "failed" partition ("parked" for an entry of a
+// FIFO message group, which then waits: see [ParkedGroup]).
 //
 // Why an index rather than the stream: the relay's position is then the table itself.
 // A restarted or second relay needs no checkpoint, shard leases or iterator (a stream
 // reader needs all three, and loses its position with the 24-hour retention); a
 // message group's entries are read in their order (a stream orders records per item
 // only); and a table need not have a stream. The price is a Query per shard and cycle
-// (idle relays poll at PollInterval) and that relays running at once may each send an
-// entry: run one relay per table, or accept duplicates, which the FIFO deduplication id
-// and the consumer's idempotency absorb. The index is eventually consistent on AWS: an
-// entry just deleted may be read once more; the relay skips ids it published in the
-// last minute.
+// (idle relays poll at PollInterval) and a conditional write per entry for its claim.
+// Relays may run at once: a claim is taken by one relay only, a FIFO group is taken
+// only from its earliest unpublished entry, and never while that entry is claimed by
+// another relay, waits for its next attempt or is failed. A relay that dies keeps its
+// entries for the claim's lease; the next relay sends them again with the same
+// deduplication id and idempotency key. The index is eventually consistent on AWS: the
+// claim's condition rechecks each entry on the table itself.
+//
+// The order of a FIFO message group is the order of its entries' creation times (the
+// writer's clock, then the order of writes in one process): keep one writer per group,
+// or writers whose clocks agree, where that order matters.
 func NewDynamoDBRelay(api DynamoDBAPI, o *DynamoDB, p *producer.Producer, config RelayConfig) (*Relay, error) {
 	if api == nil || o == nil {
 		return nil, errors.New("outbox: NewDynamoDBRelay needs a DynamoDB client and an outbox")
 	}
-	return newRelay(&dynamoStore{api: api, outbox: o, recent: map[string]time.Time{}}, p, config)
+	s := &dynamoStore{api: api, outbox: o}
+	r, err := newRelay(s, p, config)
+	if err != nil {
+		return nil, err
+	}
+	s.lease = r.config.ClaimLease
+	return r, nil
 }
 
-// recentWindow is how long a relay remembers the ids it published.
-const recentWindow = time.Minute
+// clockAllowance is how far past its own clock a relay reads the index: entries of a
+// writer whose clock is ahead are still read at once (and entries waiting for a retry
+// due within it are read, and skipped, by the claim's check).
+const clockAllowance = time.Minute
 
 type dynamoStore struct {
 	api    DynamoDBAPI
 	outbox *DynamoDB
+	lease  time.Duration
 	next   int // the shard the next claim starts at
-
-	mu     sync.Mutex
-	recent map[string]time.Time // published id → when
 }
 
 func (s *dynamoStore) name() string { return "dynamodb" }
 
-func (s *dynamoStore) claim(ctx context.Context, limit int) (claim, error) {
-	var entries []Entry
+func (s *dynamoStore) claim(ctx context.Context, limit int, minAge time.Duration) (claim, error) {
+	now := time.Now()
+	parked, err := s.outbox.parkedGroups(ctx, s.api)
+	if err != nil {
+		return nil, err
+	}
+	before := seqKey(now.Add(clockAllowance), "")
+	if minAge > 0 {
+		before = seqKey(now.Add(-minAge), "")
+	}
+	c := &dynamoClaim{store: s, token: newToken(), items: map[string]dynamoItem{}}
+	blocked := parked // FIFO groups this cycle must not take from: parked, or an earlier entry not taken
+	var claimErr error
 	shards := s.outbox.shards
 	for k := range shards {
-		if len(entries) >= limit {
+		if len(c.list) >= limit {
 			break
 		}
-		shard := (s.next + k) % shards
-		found, err := s.outbox.query(ctx, s.api, pendingPrefix+strconv.Itoa(shard), limit-len(entries))
-		if err != nil {
-			return nil, err
+		shard := pendingPrefix + strconv.Itoa((s.next+k)%shards)
+		err = s.outbox.scan(ctx, s.api, shard, before, func(it dynamoItem) bool {
+			group := it.groupKey()
+			if group != "" && blocked[group] {
+				return true
+			}
+			taken := false
+			if it.claimEnd.Before(now) && !it.entry.NextAttemptAt.After(now) {
+				var stored dynamoItem
+				stored, taken, claimErr = s.outbox.claimItem(ctx, s.api, it, c.token, now, now.Add(s.lease))
+				if claimErr != nil {
+					return false
+				}
+				if taken {
+					c.add(stored)
+					taken = stored.damage == nil // a damaged entry is failed: it parks its group
+				}
+			}
+			if !taken && group != "" {
+				blocked[group] = true
+			}
+			return len(c.list) < limit
+		})
+		if err = errors.Join(err, claimErr); err != nil {
+			break
 		}
-		entries = append(entries, s.fresh(found)...)
 	}
 	s.next = (s.next + 1) % shards
-	return &dynamoClaim{store: s, list: entries}, nil
+	return c, err
 }
 
-// fresh drops the entries this relay published within recentWindow.
-func (s *dynamoStore) fresh(entries []Entry) []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	for id, at := range s.recent {
-		if now.Sub(at) > recentWindow {
-			delete(s.recent, id)
-		}
-	}
-	kept := entries[:0]
-	for _, e := range entries {
-		if _, seen := s.recent[e.ID]; !seen {
-			kept = append(kept, e)
-		}
-	}
-	return kept
-}
-
-// backlog counts the unpublished entries; the lag is measured from the entry's
-// creation time on the writer's clock.
-func (s *dynamoStore) backlog(ctx context.Context) (int, time.Duration, error) {
-	return s.outbox.Backlog(ctx, s.api)
+func (s *dynamoStore) summary(ctx context.Context) (Summary, error) {
+	return s.outbox.Summary(ctx, s.api)
 }
 
 func (s *dynamoStore) wait(ctx context.Context, d time.Duration) { _ = sleep(ctx, d) }
 
 func (s *dynamoStore) close() {}
 
-type dynamoClaim struct {
-	store *dynamoStore
-	list  []Entry
+// newToken returns a random claim token.
+func newToken() string {
+	random := make([]byte, 12)
+	_, _ = rand.Read(random) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(random)
 }
 
-func (c *dynamoClaim) entries() []Entry { return c.list }
+type dynamoClaim struct {
+	store *dynamoStore
+	token string
+	list  []claimed
+	items map[string]dynamoItem
+}
 
-func (c *dynamoClaim) settle(ctx context.Context, published []string, refused map[string]error) error {
+func (c *dynamoClaim) add(it dynamoItem) {
+	c.list = append(c.list, claimed{Entry: it.entry, damage: it.damage})
+	c.items[it.entry.ID] = it
+}
+
+func (c *dynamoClaim) entries() []claimed { return c.list }
+
+func (c *dynamoClaim) settle(ctx context.Context, verdicts []verdict) error {
 	s := c.store
-	s.mu.Lock()
-	now := time.Now()
-	for _, id := range published {
-		s.recent[id] = now
+	var published []string
+	var errs []error
+	for _, v := range verdicts {
+		it := c.items[v.id]
+		var err error
+		switch v.kind {
+		case verdictPublished:
+			published = append(published, v.id)
+		case verdictRetry:
+			err = s.outbox.recordRetry(ctx, s.api, it, c.token, v.attempts, v.next, v.err)
+		case verdictFailed:
+			err = s.outbox.markFailed(ctx, s.api, it, c.token, v.attempts, v.err)
+		case verdictHeld:
+			err = s.outbox.releaseItem(ctx, s.api, v.id, c.token)
+		}
+		errs = append(errs, err)
 	}
-	s.mu.Unlock()
-	errs := []error{s.outbox.remove(ctx, s.api, published)}
-	for id, reason := range refused {
-		errs = append(errs, s.outbox.markFailed(ctx, s.api, id, reason))
+	if err := s.outbox.remove(ctx, s.api, published); err != nil {
+		errs = append(errs, fmt.Errorf("%w (they were sent; they are sent again after the claim's lease)", err))
 	}
 	return errors.Join(errs...)
 }
 
-func (c *dynamoClaim) release(context.Context) {}
+// release ends the claim on every entry (a claim with no entries has nothing to end).
+func (c *dynamoClaim) release(ctx context.Context) {
+	for _, e := range c.list {
+		_ = c.store.outbox.releaseItem(ctx, c.store.api, e.ID, c.token)
+	}
+}

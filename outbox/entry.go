@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -44,10 +45,70 @@ type Entry struct {
 	Attributes map[string]Attribute
 	// CreatedAt is when the entry was made (the writer's clock, millisecond precision).
 	CreatedAt time.Time
-	// FailedAt and FailureReason are set on an entry SQS refused.
+	// Attempts is the number of sends that failed so far (0 for an entry never tried, or
+	// one retried with [DynamoDB.Retry] or [Postgres.Retry]). An attempt is counted when
+	// its relay records the failure; a relay that dies during a send counts none.
+	Attempts int
+	// NextAttemptAt is when a relay may send the entry again after a failed attempt
+	// (zero: at once).
+	NextAttemptAt time.Time
+	// LastError is the error of the last failed attempt.
+	LastError string
+	// FailedAt and FailureReason are set on a failed entry: one SQS refused, one that
+	// cannot be decoded, or one whose attempts ran out. FailureReason wraps
+	// [ErrRefused], [ErrDamaged] or [ErrAttemptsExhausted] in its text.
 	FailedAt      time.Time
 	FailureReason string
 }
+
+// MaxDelay is the longest Job.Delay an entry takes: the delay is stored in whole
+// seconds as a 32-bit number (PostgreSQL's integer column). Longer delays are refused
+// when the job is written. (The producer sends delays beyond SQS's 15 minutes as hops.)
+const MaxDelay = math.MaxInt32 * time.Second
+
+// Ordered reports whether e's message group must be published in order: its queue is
+// FIFO and it has a group. A failed ordered entry parks its group.
+func (e Entry) Ordered() bool { return e.GroupID != "" && sqsx.IsFIFOName(e.QueueURL) }
+
+// ParkedGroup is a FIFO message group whose earliest unpublished entry failed: no
+// later entry of the group is sent (SQS would deliver them out of order otherwise)
+// until that entry is retried ([DynamoDB.Retry], [Postgres.Retry]) or skipped
+// ([DynamoDB.Skip], [Postgres.Skip]). Other groups go on.
+type ParkedGroup struct {
+	QueueURL, GroupID string
+	// Entry is the failed entry that parks the group, with its reason.
+	Entry Entry
+	// Waiting is the number of unpublished entries of the group behind it (at most
+	// the listing's limit on DynamoDB, which counts them with a query per group).
+	Waiting int
+}
+
+// Summary is the state of an outbox.
+type Summary struct {
+	// Unpublished is the number of entries waiting to be published, including those
+	// waiting for their next attempt and those behind a parked group.
+	Unpublished int
+	// OldestUnpublished is the age of the oldest unpublished entry (0 when none).
+	OldestUnpublished time.Duration
+	// Failed is the number of failed entries (the heads of parked groups included).
+	Failed int
+	// ParkedGroups is the number of parked FIFO message groups.
+	ParkedGroups int
+}
+
+// Errors a failed entry's reason wraps, and [ErrNotFailed].
+var (
+	// ErrRefused: SQS refused the entry, or the producer's checks did (too large
+	// without a claim check, an invalid attribute): sending it again cannot succeed.
+	ErrRefused = errors.New("outbox: entry refused by SQS")
+	// ErrDamaged: the stored entry cannot be decoded (a missing or malformed field).
+	ErrDamaged = errors.New("outbox: entry cannot be decoded")
+	// ErrAttemptsExhausted: every attempt allowed by RelayConfig.MaxAttempts failed.
+	ErrAttemptsExhausted = errors.New("outbox: entry not sent after its last attempt")
+	// ErrNotFailed is returned (wrapped) by Retry and Skip for an id that names no
+	// failed entry.
+	ErrNotFailed = errors.New("outbox: no failed entry has this id")
+)
 
 // Attribute is a String or Number message attribute of an entry.
 type Attribute struct {
@@ -71,8 +132,8 @@ func newEntry(queueURL string, job producer.Job, now time.Time) (Entry, error) {
 	if fifo && job.Delay > 0 {
 		errs = append(errs, fmt.Errorf("outbox: queue %s is FIFO, and FIFO queues take no per-message delay", queueURL))
 	}
-	if job.Delay < 0 {
-		errs = append(errs, fmt.Errorf("outbox: job delay %s is negative", job.Delay))
+	if job.Delay < 0 || job.Delay > MaxDelay {
+		errs = append(errs, fmt.Errorf("outbox: job delay %s is outside 0 to %s (outbox.MaxDelay)", job.Delay, MaxDelay))
 	}
 	body, err := jobBody(job)
 	if err != nil {
@@ -118,9 +179,6 @@ func (e Entry) job() producer.Job {
 	}
 	return job
 }
-
-// ordered reports whether e's group must be published in order (FIFO queues).
-func (e Entry) ordered() bool { return e.GroupID != "" && sqsx.IsFIFOName(e.QueueURL) }
 
 // newID returns a time-ordered random id: 12 hex digits of Unix milliseconds, then 80
 // random bits.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -26,6 +27,10 @@ const (
 	envPgURL = "OUTBOX_TEST_PG_URL" // PostgreSQL URL (with its search_path) of the relay process
 )
 
+// crashLease is the DynamoDB claim lease of a relay subprocess: its claims outlive it
+// by at most this.
+const crashLease = 2 * time.Second
+
 // processRelay builds the relay of a relay subprocess from the environment.
 func processRelay(ctx context.Context, store string) (*Relay, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
@@ -36,7 +41,7 @@ func processRelay(ctx context.Context, store string) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	relayConfig := RelayConfig{PollInterval: 50 * 1e6}
+	relayConfig := RelayConfig{PollInterval: 50 * time.Millisecond, ClaimLease: crashLease}
 	switch store {
 	case "dynamodb":
 		o, err := NewDynamoDB(DynamoDBConfig{Table: os.Getenv(envTable)})
@@ -130,6 +135,42 @@ func (h *dynamoHarness) failed(t *testing.T) []Entry {
 	entries, err := h.outbox.Failed(context.Background(), h.client, 1000)
 	require.NoError(t, err)
 	return entries
+}
+
+func (h *dynamoHarness) parked(t *testing.T) []ParkedGroup {
+	t.Helper()
+	groups, err := h.outbox.Parked(context.Background(), h.client, 1000)
+	require.NoError(t, err)
+	return groups
+}
+
+func (h *dynamoHarness) summary(t *testing.T) Summary {
+	t.Helper()
+	s, err := h.outbox.Summary(context.Background(), h.client)
+	require.NoError(t, err)
+	return s
+}
+
+func (h *dynamoHarness) retry(t *testing.T, id string) error {
+	return h.outbox.Retry(context.Background(), h.client, id)
+}
+
+func (h *dynamoHarness) skip(t *testing.T, id string) error {
+	return h.outbox.Skip(context.Background(), h.client, id)
+}
+
+// plantDamaged writes a pending entry whose attributes are not JSON, ahead of every
+// other entry in the index.
+func (h *dynamoHarness) plantDamaged(t *testing.T, queueURL string) string {
+	t.Helper()
+	id := newID(time.Unix(1, 0))
+	_, err := h.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(h.outbox.Table()), Item: map[string]dynamodbtypes.AttributeValue{
+		dynamoKey: str(id), dynamoState: str(pendingPrefix + "0"), dynamoSeq: str("000000000001000000000000" + id),
+		dynamoQueue: str(queueURL), dynamoBody: str("{}"), dynamoIdemKey: str(id), dynamoCreated: num(1000),
+		dynamoAttrs: str("{not json"),
+	}})
+	require.NoError(t, err)
+	return id
 }
 
 func (h *dynamoHarness) processEnv() []string {
@@ -230,6 +271,38 @@ func (h *postgresHarness) failed(t *testing.T) []Entry {
 	entries, err := h.outbox.Failed(context.Background(), h.pool, 1000)
 	require.NoError(t, err)
 	return entries
+}
+
+func (h *postgresHarness) parked(t *testing.T) []ParkedGroup {
+	t.Helper()
+	groups, err := h.outbox.Parked(context.Background(), h.pool, 1000)
+	require.NoError(t, err)
+	return groups
+}
+
+func (h *postgresHarness) summary(t *testing.T) Summary {
+	t.Helper()
+	s, err := h.outbox.Summary(context.Background(), h.pool)
+	require.NoError(t, err)
+	return s
+}
+
+func (h *postgresHarness) retry(t *testing.T, id string) error {
+	return h.outbox.Retry(context.Background(), h.pool, id)
+}
+
+func (h *postgresHarness) skip(t *testing.T, id string) error {
+	return h.outbox.Skip(context.Background(), h.pool, id)
+}
+
+// plantDamaged writes a pending row whose attributes are not an object of attributes.
+func (h *postgresHarness) plantDamaged(t *testing.T, queueURL string) string {
+	t.Helper()
+	id := newID(time.Unix(1, 0))
+	_, err := h.pool.Exec(context.Background(), `INSERT INTO sqsworker_outbox (id, queue_url, body, idempotency_key, attributes)
+		VALUES ($1, $2, '{}', $1, '"not an object"')`, id, queueURL)
+	require.NoError(t, err)
+	return id
 }
 
 func (h *postgresHarness) processEnv() []string {

@@ -13,18 +13,23 @@ const (
 	// EventPublished: SQS confirmed the entry's message and the entry is removed (or
 	// marked published). Entry and MessageID are set.
 	EventPublished EventKind = iota + 1
-	// EventFailed: SQS refused the entry (or it can never be sent): it is marked failed
-	// with Err's text as its reason and is not retried. Entry and Err are set.
+	// EventFailed: the entry is marked failed with Err's text as its reason and is not
+	// sent again unless retried: SQS refused it (Err wraps [ErrRefused]), it cannot be
+	// decoded ([ErrDamaged]) or its attempts ran out ([ErrAttemptsExhausted]). A failed
+	// entry of a FIFO message group (Entry.Ordered) parks its group. Entry and Err are
+	// set.
 	EventFailed
-	// EventRetry: the entry was not published this time (the send failed on SQS's side
-	// or the network's, or an earlier entry of its FIFO group did not go out); it stays
-	// unpublished and is tried again. Entry and Err are set.
+	// EventRetry: the entry was not published this time and stays unpublished: its send
+	// failed (Entry.Attempts counts it, Entry.NextAttemptAt is its next attempt), or an
+	// earlier entry of its FIFO group did not go out (no attempt counted). Entry and Err
+	// are set.
 	EventRetry
 	// EventStoreError: reading, claiming or marking entries failed. Err is set. Entries
 	// already sent but not marked are sent again later (and deduplicated downstream).
 	EventStoreError
 	// EventBacklog: the outbox's state, at most once per Config.ReportInterval: Backlog
-	// is the number of unpublished entries, Lag the age of the oldest one (0 when none).
+	// is the number of unpublished entries, Lag the age of the oldest one (0 when none),
+	// Failed the number of failed entries and Parked that of parked FIFO groups.
 	EventBacklog
 )
 
@@ -57,9 +62,11 @@ type Event struct {
 	Entry *Entry
 	// MessageID is the SQS message id of a published entry.
 	MessageID string
-	// Backlog and Lag: see EventBacklog.
+	// Backlog, Lag, Failed and Parked: see EventBacklog.
 	Backlog int
 	Lag     time.Duration
+	Failed  int
+	Parked  int
 	// Err is the failure (EventFailed, EventRetry, EventStoreError).
 	Err error
 }

@@ -1,30 +1,44 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// PostgresSchema is the outbox's schema: the sqsworker_outbox table, its partial index
-// of unpublished rows (WHERE published_at IS NULL), and the trigger that NOTIFYs the
-// relays on the "sqsworker_outbox" channel. [MigratePostgres] applies it.
+// PostgresSchema is the outbox's schema: the sqsworker_outbox table, its partial indexes
+// of unpublished rows, and the trigger that NOTIFYs the relays on the "sqsworker_outbox"
+// channel. [MigratePostgres] applies it. Its last statement sets the table's comment to
+// [PostgresSchemaVersion].
 //
 //go:embed postgres_schema.sql
 var PostgresSchema string
+
+// PostgresSchemaVersion is the comment [PostgresSchema] sets on the table; a table that
+// has it is not migrated again.
+const PostgresSchemaVersion = "sqsworker outbox schema 2"
 
 // postgresChannel is the LISTEN/NOTIFY channel of new entries.
 const postgresChannel = "sqsworker_outbox"
 
 // migrationLock is the pg_advisory_xact_lock key that serializes concurrent migrations.
 const migrationLock = 0x73717377_6f627831 // "sqswobx1"
+
+// groupLockSpace is the first key of the two-key pg_advisory_xact_lock a writer takes
+// per FIFO message group (the second is hashtext of its queue URL and group id). Two-key
+// advisory locks are a lock space of their own, apart from the one-key locks
+// applications take.
+const groupLockSpace = 0x7371776f // "sqwo"
 
 // Beginner starts a transaction: *pgx.Conn, *pgxpool.Pool and pgx.Tx (a savepoint)
 // satisfy it.
@@ -33,11 +47,12 @@ type Beginner interface {
 }
 
 // MigratePostgres creates the outbox table, its indexes and its notify trigger where
-// missing, in one transaction under an advisory lock, so processes starting at once do
-// not race; it is safe to call at every start. The table is created in the first
-// schema of the connection's search_path. It returns the database's error, wrapped.
-// Use it from a deploy step or at start-up, or apply [PostgresSchema] with your own
-// migration tool.
+// missing, and adds the columns of later versions to an older table, in one transaction
+// under an advisory lock, so processes starting at once do not race. A table already at
+// [PostgresSchemaVersion] is left alone (no DDL, so no lock on the table): it is safe to
+// call at every start. The table is created in the first schema of the connection's
+// search_path. It returns the database's error, wrapped. Use it from a deploy step or at
+// start-up, or apply [PostgresSchema] with your own migration tool.
 func MigratePostgres(ctx context.Context, db Beginner) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -46,6 +61,13 @@ func MigratePostgres(ctx context.Context, db Beginner) error {
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
 		return fmt.Errorf("outbox: migrating: taking the migration lock: %w", err)
+	}
+	var version *string
+	if err := tx.QueryRow(ctx, `SELECT obj_description(to_regclass('sqsworker_outbox'), 'pg_class')`).Scan(&version); err != nil {
+		return fmt.Errorf("outbox: migrating: reading the schema version: %w", err)
+	}
+	if version != nil && *version == PostgresSchemaVersion {
+		return nil
 	}
 	if _, err := tx.Exec(ctx, PostgresSchema); err != nil {
 		return fmt.Errorf("outbox: migrating: %w", err)
@@ -57,7 +79,7 @@ func MigratePostgres(ctx context.Context, db Beginner) error {
 }
 
 // Postgres writes outbox entries inside the caller's pgx transactions and reads them
-// back for the relay. The zero value is not usable; see [NewPostgres].
+// back for the relay and the operator. The zero value is not usable; see [NewPostgres].
 type Postgres struct {
 	now func() time.Time
 }
@@ -78,10 +100,21 @@ func NewPostgres(config PostgresConfig) *Postgres {
 
 // Enqueue writes jobs, bound for queueURL, into the outbox inside tx, and returns their
 // entries (CreatedAt is the database's transaction time). They are published only if
-// tx commits, after it commits; rows of one FIFO message group are published in the
-// order of their seq (their insert order), a later one never while an earlier one is
-// unpublished. Job errors are those of [DynamoDB.Put], each naming the job's index;
-// database errors are returned wrapped (and leave tx to the caller, who rolls it back).
+// tx commits, after it commits.
+//
+// The entries of one FIFO message group are published in the order their transactions
+// committed (within one transaction, in the order written): before it writes into a
+// group, Enqueue takes a transaction-level advisory lock on the group (its queue URL
+// and group id), so a transaction writing into a group waits until every other open
+// transaction that wrote into it has committed or rolled back, and its rows then come
+// after theirs. Keep such transactions short; transactions that write into several
+// groups should do so in one Enqueue call (it locks them in a fixed order) or in the
+// same order everywhere, or PostgreSQL may end one with a deadlock error (40P01), which
+// the caller retries. Writers of different groups never wait for each other (unless
+// their groups' 32-bit lock keys collide, which only makes them wait).
+//
+// Job errors are those of [DynamoDB.Put], each naming the job's index; database errors
+// are returned wrapped (and leave tx to the caller, who rolls it back).
 func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs ...producer.Job) ([]Entry, error) {
 	entries := make([]Entry, len(jobs))
 	for i, job := range jobs {
@@ -92,6 +125,9 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 		entries[i] = entry
 	}
 	batch := &pgx.Batch{}
+	for _, g := range orderedGroups(entries) {
+		batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext(length($2)::text || ':' || $2 || $3))`, int32(groupLockSpace), g.queue, g.group)
+	}
 	for i := range entries {
 		e := &entries[i]
 		var attributes []byte
@@ -102,10 +138,11 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 		if e.GroupID != "" {
 			group = &e.GroupID
 		}
+		delay := e.Delay / time.Second // newEntry bounds it to MaxDelay: it fits an integer column
 		batch.Queue(`INSERT INTO sqsworker_outbox
 			(id, queue_url, job_type, body, group_id, ordered, idempotency_key, delay_seconds, attributes)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
-			e.ID, e.QueueURL, e.Type, e.Body, group, e.ordered(), e.IdempotencyKey, int32(e.Delay/time.Second), attributes,
+			e.ID, e.QueueURL, e.Type, e.Body, group, e.Ordered(), e.IdempotencyKey, int64(delay), attributes,
 		).QueryRow(func(row pgx.Row) error { return row.Scan(&e.CreatedAt) })
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
@@ -114,66 +151,30 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 	return entries, nil
 }
 
+// groupName names a FIFO message group.
+type groupName struct{ queue, group string }
+
+// orderedGroups returns the FIFO message groups of entries, sorted (a fixed lock order)
+// and without repeats.
+func orderedGroups(entries []Entry) []groupName {
+	var groups []groupName
+	for _, e := range entries {
+		if e.Ordered() {
+			groups = append(groups, groupName{e.QueueURL, e.GroupID})
+		}
+	}
+	slices.SortFunc(groups, func(a, b groupName) int { return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.group, b.group)) })
+	return slices.Compact(groups)
+}
+
 // Querier runs a query: *pgx.Conn, *pgxpool.Pool and pgx.Tx satisfy it.
 type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// entryColumns are the columns scanEntry reads, in order.
-const entryColumns = `seq, id, queue_url, job_type, body, group_id, idempotency_key, delay_seconds, attributes, created_at, failed_at, failure_reason`
-
-// scanEntry reads a row of entryColumns.
-func scanEntry(row pgx.CollectableRow) (postgresRow, error) {
-	var r postgresRow
-	var group, reason *string
-	var delay int32
-	var attributes []byte
-	var failedAt *time.Time
-	err := row.Scan(&r.seq, &r.entry.ID, &r.entry.QueueURL, &r.entry.Type, &r.entry.Body, &group,
-		&r.entry.IdempotencyKey, &delay, &attributes, &r.entry.CreatedAt, &failedAt, &reason)
-	if err != nil {
-		return r, err
-	}
-	if group != nil {
-		r.entry.GroupID = *group
-	}
-	if reason != nil {
-		r.entry.FailureReason = *reason
-	}
-	if failedAt != nil {
-		r.entry.FailedAt = *failedAt
-	}
-	r.entry.Delay = time.Duration(delay) * time.Second
-	if len(attributes) > 0 {
-		if err := json.Unmarshal(attributes, &r.entry.Attributes); err != nil {
-			return r, fmt.Errorf("outbox: entry %s: attributes: %w", r.entry.ID, err)
-		}
-	}
-	return r, nil
-}
-
-type postgresRow struct {
-	seq   int64
-	entry Entry
-}
-
-// Failed returns up to limit failed entries, oldest failure first, with their reasons:
-// the entries SQS refused.
-func (o *Postgres) Failed(ctx context.Context, db Querier, limit int) ([]Entry, error) {
-	rows, err := db.Query(ctx, `SELECT `+entryColumns+` FROM sqsworker_outbox
-		WHERE failed_at IS NOT NULL ORDER BY failed_at, seq LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: listing failed entries: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, scanEntry)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: listing failed entries: %w", err)
-	}
-	entries := make([]Entry, len(found))
-	for i, r := range found {
-		entries[i] = r.entry
-	}
-	return entries, nil
+// Execer runs a statement: *pgx.Conn, *pgxpool.Pool and pgx.Tx satisfy it.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 var errNoPool = errors.New("outbox: NewPostgresRelay needs a connection pool and an outbox")

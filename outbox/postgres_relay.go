@@ -1,9 +1,10 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,22 +25,26 @@ type PostgresRelayConfig struct {
 // NewPostgresRelay returns a relay for the sqsworker_outbox table of pool's database
 // (see [MigratePostgres]). Each cycle is one transaction:
 //
-//  1. claim up to BatchSize unpublished rows with FOR UPDATE SKIP LOCKED, in seq
-//     order; for a FIFO message group only its head (the earliest unpublished row), and
-//     then, locked behind it, the group's next rows;
+//  1. claim up to BatchSize due rows with FOR UPDATE SKIP LOCKED, by next attempt time:
+//     rows never tried or past their backoff, and of a FIFO message group only its
+//     head (its earliest unpublished row, when due), and then, locked behind it, the
+//     group's next rows;
 //  2. send them with SendMessageBatch (through the producer);
-//  3. delete (or mark) the rows SQS confirmed, mark the refused ones failed, commit.
+//  3. delete (or mark) the rows SQS confirmed, record the failed attempts (attempts,
+//     next_attempt_at, last_error), mark failed the rows that can never be sent or ran
+//     out of attempts, commit.
 //
 // Relays run at once safely: SKIP LOCKED gives each a different set of rows, and a row
 // of a group is claimed only when no earlier row of the group is unpublished (a claimed
 // head is still unpublished for everyone else until its relay commits), so a group never
-// has two relays and never goes out of order. A relay that dies before its commit loses
-// its locks with its connection: the rows are claimed again, and sent again if they
+// has two relays and never goes out of order; [Postgres.Enqueue]'s group lock makes the
+// seq order of a group its commit order. A relay that dies before its commit loses its
+// locks with its connection: the rows are claimed again at once, and sent again if they
 // were sent (the FIFO deduplication id and the consumer's idempotency absorb it).
 //
-// A refused row (marked failed) no longer holds its group back: like a FIFO message moved
-// to a dead-letter queue, it is set aside and the group's next row goes out; it stays
-// listed by [Postgres.Failed].
+// A failed row of a FIFO message group parks the group: its later rows wait (a FIFO
+// queue would otherwise deliver them before it) until [Postgres.Retry] or
+// [Postgres.Skip]; [Postgres.Parked] lists such groups. Other groups go on.
 //
 // The relay holds one pooled connection to LISTEN on the "sqsworker_outbox" channel
 // (the schema's trigger NOTIFYs it when entries commit) and polls every PollInterval as
@@ -62,61 +67,62 @@ func (s *postgresStore) name() string { return "postgres" }
 
 const pendingRow = `published_at IS NULL AND failed_at IS NULL`
 
-// claimHeads takes unordered rows and the heads of FIFO groups.
-const claimHeads = `SELECT ` + entryColumns + `, ordered FROM sqsworker_outbox o
-	WHERE ` + pendingRow + `
+// qualifiedEntryColumns returns entryColumns of the table aliased alias.
+func qualifiedEntryColumns(alias string) string {
+	fields := strings.Split(entryColumns, ",")
+	for i, f := range fields {
+		fields[i] = alias + "." + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// readyColumn tells whether a row may be sent now: past its next attempt time and at
+// least MinAge ($2, seconds) old.
+const readyColumn = `(o.next_attempt_at <= clock_timestamp() AND o.created_at <= clock_timestamp() - make_interval(secs => $2))`
+
+// claimHeads takes due unordered rows and the due heads of FIFO groups (no earlier row
+// of the group unpublished, failed rows included).
+var claimHeads = `SELECT ` + qualifiedEntryColumns("o") + `, o.ordered, true FROM sqsworker_outbox o
+	WHERE o.published_at IS NULL AND o.failed_at IS NULL AND ` + readyColumn + `
 	  AND (NOT o.ordered OR NOT EXISTS (
 	      SELECT 1 FROM sqsworker_outbox e
 	      WHERE e.ordered AND e.queue_url = o.queue_url AND e.group_id = o.group_id AND e.seq < o.seq
-	        AND e.published_at IS NULL AND e.failed_at IS NULL))
-	ORDER BY seq
+	        AND e.published_at IS NULL))
+	ORDER BY o.next_attempt_at, o.seq
 	LIMIT $1
-	FOR UPDATE SKIP LOCKED`
-
-// qualifiedEntryColumns are entryColumns of the table aliased o.
-var qualifiedEntryColumns = "o." + strings.ReplaceAll(entryColumns, ", ", ", o.")
+	FOR UPDATE OF o SKIP LOCKED`
 
 // claimFollowers takes the rows after the claimed heads of their groups. It waits for
 // (rather than skips) a row another relay holds: it was a head for that relay, which
-// commits shortly, and the row is then rechecked; skipping could take a later row.
-var claimFollowers = `SELECT ` + qualifiedEntryColumns + `, true FROM sqsworker_outbox o
-	JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS h(queue_url, group_id, seq)
+// commits shortly, and the row is then rechecked; skipping could take a later row. A
+// group's rows are kept up to the first that is not ready (see readyColumn).
+var claimFollowers = `SELECT ` + qualifiedEntryColumns("o") + `, true, ` + readyColumn + ` FROM sqsworker_outbox o
+	JOIN unnest($3::text[], $4::text[], $5::bigint[]) AS h(queue_url, group_id, seq)
 	  ON o.queue_url = h.queue_url AND o.group_id = h.group_id AND o.seq > h.seq
 	WHERE o.ordered AND o.published_at IS NULL AND o.failed_at IS NULL
 	ORDER BY o.seq
-	LIMIT $4
+	LIMIT $1
 	FOR UPDATE OF o`
 
-func scanClaimed(row pgx.CollectableRow) (postgresRow, error) {
-	var r postgresRow
-	var group, reason *string
-	var delay int32
-	var attributes []byte
-	var failedAt *time.Time
-	var ordered bool
-	err := row.Scan(&r.seq, &r.entry.ID, &r.entry.QueueURL, &r.entry.Type, &r.entry.Body, &group,
-		&r.entry.IdempotencyKey, &delay, &attributes, &r.entry.CreatedAt, &failedAt, &reason, &ordered)
-	if err != nil {
-		return r, err
-	}
-	if group != nil {
-		r.entry.GroupID = *group
-	}
-	r.entry.Delay = time.Duration(delay) * time.Second
-	if len(attributes) > 0 {
-		if err := json.Unmarshal(attributes, &r.entry.Attributes); err != nil {
-			return r, fmt.Errorf("outbox: entry %s: attributes: %w", r.entry.ID, err)
-		}
-	}
-	return r, nil
+// claimedRow is a row of claimHeads or claimFollowers.
+type claimedRow struct {
+	postgresRow
+	ordered, ready bool
 }
 
-func (s *postgresStore) claim(ctx context.Context, limit int) (claim, error) {
+func scanClaimed(row pgx.CollectableRow) (claimedRow, error) {
+	var r claimedRow
+	var err error
+	r.postgresRow, err = scanEntry(withTail(row, &r.ordered, &r.ready))
+	return r, err
+}
+
+func (s *postgresStore) claim(ctx context.Context, limit int, minAge time.Duration) (claim, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claiming entries: %w", err)
 	}
-	c, err := s.claimIn(ctx, tx, limit)
+	c, err := s.claimIn(ctx, tx, limit, minAge.Seconds())
 	if err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("outbox: claiming entries: %w", err)
@@ -124,8 +130,8 @@ func (s *postgresStore) claim(ctx context.Context, limit int) (claim, error) {
 	return c, nil
 }
 
-func (s *postgresStore) claimIn(ctx context.Context, tx pgx.Tx, limit int) (*postgresClaim, error) {
-	rows, err := tx.Query(ctx, claimHeads, limit)
+func (s *postgresStore) claimIn(ctx context.Context, tx pgx.Tx, limit int, minAge float64) (*postgresClaim, error) {
+	rows, err := tx.Query(ctx, claimHeads, limit, minAge)
 	if err != nil {
 		return nil, err
 	}
@@ -133,17 +139,19 @@ func (s *postgresStore) claimIn(ctx context.Context, tx pgx.Tx, limit int) (*pos
 	if err != nil {
 		return nil, err
 	}
-	c := &postgresClaim{store: s, tx: tx}
+	// In seq order (they were taken by next attempt), so that a group's followers,
+	// merged in below, come after its head.
+	slices.SortFunc(heads, func(a, b claimedRow) int { return cmp.Compare(a.seq, b.seq) })
 	var queues, groups []string
 	var seqs []int64
 	for _, r := range heads {
-		if r.entry.ordered() {
+		if r.entry.Ordered() && r.damage == nil { // a damaged head parks its group
 			queues, groups, seqs = append(queues, r.entry.QueueURL), append(groups, r.entry.GroupID), append(seqs, r.seq)
 		}
 	}
 	all := heads
 	if room := limit - len(heads); room > 0 && len(groups) > 0 {
-		rows, err := tx.Query(ctx, claimFollowers, queues, groups, seqs, room)
+		rows, err := tx.Query(ctx, claimFollowers, room, minAge, queues, groups, seqs)
 		if err != nil {
 			return nil, err
 		}
@@ -151,20 +159,38 @@ func (s *postgresStore) claimIn(ctx context.Context, tx pgx.Tx, limit int) (*pos
 		if err != nil {
 			return nil, err
 		}
-		all = mergeBySeq(heads, followers)
+		all = mergeBySeq(heads, readyFollowers(followers))
 	}
-	c.seqs = make(map[string]int64, len(all))
-	c.list = make([]Entry, len(all))
+	c := &postgresClaim{store: s, tx: tx, seqs: make(map[string]int64, len(all)), list: make([]claimed, len(all))}
 	for i, r := range all {
-		c.list[i] = r.entry
+		c.list[i] = claimed{Entry: r.entry, damage: r.damage}
 		c.seqs[r.entry.ID] = r.seq
 	}
 	return c, nil
 }
 
+// readyFollowers keeps, per group, the followers (in seq order) before the first that
+// is not ready or is damaged (that one is kept: it is failed, and parks the group).
+func readyFollowers(followers []claimedRow) []claimedRow {
+	stopped := map[string]bool{}
+	kept := followers[:0]
+	for _, r := range followers {
+		group := r.entry.QueueURL + "\x00" + r.entry.GroupID
+		switch {
+		case stopped[group]:
+		case !r.ready:
+			stopped[group] = true
+		default:
+			kept = append(kept, r)
+			stopped[group] = r.damage != nil
+		}
+	}
+	return kept
+}
+
 // mergeBySeq merges two lists sorted by seq.
-func mergeBySeq(a, b []postgresRow) []postgresRow {
-	out := make([]postgresRow, 0, len(a)+len(b))
+func mergeBySeq(a, b []claimedRow) []claimedRow {
+	out := make([]claimedRow, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
 		if a[0].seq < b[0].seq {
 			out, a = append(out, a[0]), a[1:]
@@ -175,27 +201,8 @@ func mergeBySeq(a, b []postgresRow) []postgresRow {
 	return append(append(out, a...), b...)
 }
 
-func (s *postgresStore) backlog(ctx context.Context) (int, time.Duration, error) {
-	return s.outbox.Backlog(ctx, s.pool)
-}
-
-// Backlog returns the number of unpublished entries and the age of the oldest (0 when
-// none), both by the database (its clock; through the partial index).
-func (o *Postgres) Backlog(ctx context.Context, db Querier) (int, time.Duration, error) {
-	var count int
-	var lag *time.Duration
-	rows, err := db.Query(ctx, `SELECT count(*), clock_timestamp() - min(created_at)
-		FROM sqsworker_outbox WHERE `+pendingRow)
-	if err == nil {
-		_, err = pgx.ForEachRow(rows, []any{&count, &lag}, func() error { return nil })
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("outbox: counting unpublished entries: %w", err)
-	}
-	if lag == nil {
-		return count, 0, nil
-	}
-	return count, *lag, nil
+func (s *postgresStore) summary(ctx context.Context) (Summary, error) {
+	return s.outbox.Summary(ctx, s.pool)
 }
 
 // wait waits for a notification on the outbox channel, at most d.
@@ -235,35 +242,46 @@ func (s *postgresStore) close() { s.dropListener() }
 type postgresClaim struct {
 	store *postgresStore
 	tx    pgx.Tx
-	list  []Entry
+	list  []claimed
 	seqs  map[string]int64
 }
 
-func (c *postgresClaim) entries() []Entry { return c.list }
+func (c *postgresClaim) entries() []claimed { return c.list }
 
-func (c *postgresClaim) settle(ctx context.Context, published []string, refused map[string]error) error {
+func (c *postgresClaim) settle(ctx context.Context, verdicts []verdict) error {
 	defer func() { _ = c.tx.Rollback(ctx) }()
-	if len(published) > 0 {
-		seqs := make([]int64, len(published))
-		for i, id := range published {
-			seqs[i] = c.seqs[id]
+	var published []int64
+	batch := &pgx.Batch{}
+	failed := 0
+	for _, v := range verdicts {
+		seq := c.seqs[v.id]
+		switch v.kind {
+		case verdictPublished:
+			published = append(published, seq)
+		case verdictRetry:
+			batch.Queue(`UPDATE sqsworker_outbox SET attempts = $2, next_attempt_at = clock_timestamp() + make_interval(secs => $3),
+				last_error = $4 WHERE seq = $1`, seq, v.attempts, v.delay.Seconds(), truncate(v.err.Error(), 4000))
+		case verdictFailed:
+			failed++
+			reason := truncate(v.err.Error(), 4000)
+			batch.Queue(`UPDATE sqsworker_outbox SET failed_at = clock_timestamp(), failure_reason = $2, attempts = $3,
+				last_error = $2 WHERE seq = $1`, seq, reason, v.attempts)
 		}
+	}
+	if len(published) > 0 {
 		query := `DELETE FROM sqsworker_outbox WHERE seq = ANY($1)`
 		if c.store.keep {
 			query = `UPDATE sqsworker_outbox SET published_at = clock_timestamp() WHERE seq = ANY($1)`
 		}
-		if _, err := c.tx.Exec(ctx, query, seqs); err != nil {
-			return fmt.Errorf("outbox: removing %d published entries: %w", len(published), err)
-		}
+		batch.Queue(query, published)
 	}
-	for id, reason := range refused {
-		if _, err := c.tx.Exec(ctx, `UPDATE sqsworker_outbox SET failed_at = clock_timestamp(), failure_reason = $2 WHERE seq = $1`,
-			c.seqs[id], truncate(reason.Error(), 4000)); err != nil {
-			return fmt.Errorf("outbox: marking entry %s failed: %w", id, err)
+	if batch.Len() > 0 {
+		if err := c.tx.SendBatch(ctx, batch).Close(); err != nil {
+			return fmt.Errorf("outbox: recording %d published and %d failed entries: %w", len(published), failed, err)
 		}
 	}
 	if err := c.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("outbox: committing %d published and %d failed entries: %w", len(published), len(refused), err)
+		return fmt.Errorf("outbox: committing %d published and %d failed entries: %w", len(published), failed, err)
 	}
 	return nil
 }

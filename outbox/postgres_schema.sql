@@ -14,17 +14,29 @@ CREATE TABLE IF NOT EXISTS sqsworker_outbox (
     attributes      jsonb,                        -- {"name": {"t": "String", "v": "..."}}
     created_at      timestamptz NOT NULL DEFAULT now(), -- the writing transaction's start
     published_at    timestamptz,                  -- set when RelayConfig keeps published rows
-    failed_at       timestamptz,                  -- SQS refused the entry
-    failure_reason  text
+    failed_at       timestamptz,                  -- refused, damaged or out of attempts
+    failure_reason  text,
+    attempts        integer     NOT NULL DEFAULT 0,     -- failed sends so far
+    next_attempt_at timestamptz NOT NULL DEFAULT now(), -- not sent again before this
+    last_error      text                                -- the last failed send's error
 );
 
--- The classic outbox index: unpublished rows only, in publish order (failed rows are left out).
-CREATE INDEX IF NOT EXISTS sqsworker_outbox_unpublished
-    ON sqsworker_outbox (seq) WHERE published_at IS NULL AND failed_at IS NULL;
+-- Tables made by an earlier version: the retry columns.
+ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS attempts integer NOT NULL DEFAULT 0;
+ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS next_attempt_at timestamptz NOT NULL DEFAULT now();
+ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS last_error text;
 
--- Finds the earlier unpublished rows of a FIFO message group (the relay claims group heads).
-CREATE INDEX IF NOT EXISTS sqsworker_outbox_unpublished_groups
-    ON sqsworker_outbox (queue_url, group_id, seq) WHERE published_at IS NULL AND failed_at IS NULL AND ordered;
+-- The relay's index: unpublished rows by their next attempt (failed rows are left out),
+-- so entries waiting for a retry never stand in front of those due now.
+CREATE INDEX IF NOT EXISTS sqsworker_outbox_due
+    ON sqsworker_outbox (next_attempt_at, seq) WHERE published_at IS NULL AND failed_at IS NULL;
+DROP INDEX IF EXISTS sqsworker_outbox_unpublished;
+
+-- Finds the earlier unpublished rows of a FIFO message group, failed ones included (a
+-- failed row parks its group): the relay claims only group heads.
+CREATE INDEX IF NOT EXISTS sqsworker_outbox_groups
+    ON sqsworker_outbox (queue_url, group_id, seq) WHERE published_at IS NULL AND ordered;
+DROP INDEX IF EXISTS sqsworker_outbox_unpublished_groups;
 
 CREATE INDEX IF NOT EXISTS sqsworker_outbox_failed
     ON sqsworker_outbox (failed_at) WHERE failed_at IS NOT NULL;
@@ -39,3 +51,6 @@ $$;
 DROP TRIGGER IF EXISTS sqsworker_outbox_notify ON sqsworker_outbox;
 CREATE TRIGGER sqsworker_outbox_notify AFTER INSERT ON sqsworker_outbox
     FOR EACH STATEMENT EXECUTE FUNCTION sqsworker_outbox_notify();
+
+-- The version MigratePostgres compares before it applies anything.
+COMMENT ON TABLE sqsworker_outbox IS 'sqsworker outbox schema 2';

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,8 +33,41 @@ func TestMigratePostgresIsIdempotentAndConcurrent(t *testing.T) {
 	}
 	var index string
 	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT indexdef FROM pg_indexes WHERE indexname = 'sqsworker_outbox_unpublished' AND schemaname = current_schema()`).Scan(&index))
-	assert.Contains(t, index, "WHERE ((published_at IS NULL) AND (failed_at IS NULL))")
+		`SELECT indexdef FROM pg_indexes WHERE indexname = 'sqsworker_outbox_due' AND schemaname = current_schema()`).Scan(&index))
+	assert.Contains(t, index, "(next_attempt_at, seq) WHERE ((published_at IS NULL) AND (failed_at IS NULL))")
+}
+
+// A table of the first schema version, with an unpublished row: the migration adds the
+// retry columns and indexes, drops the old indexes, and the row is published.
+func TestMigratePostgresUpgradesAnOlderTable(t *testing.T) {
+	t.Parallel()
+	old, err := os.ReadFile("testdata/postgres_schema_v1.sql")
+	require.NoError(t, err)
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	h := newPostgresHarness(t) // migrated: drop the table, apply the old schema
+	ctx := context.Background()
+	_, err = h.pool.Exec(ctx, "DROP TABLE sqsworker_outbox")
+	require.NoError(t, err)
+	_, err = h.pool.Exec(ctx, string(old))
+	require.NoError(t, err)
+	_, err = h.pool.Exec(ctx, `INSERT INTO sqsworker_outbox (id, queue_url, body, idempotency_key) VALUES ('e-old', $1, '{}', 'e-old')`, queue.URL)
+	require.NoError(t, err)
+
+	require.NoError(t, MigratePostgres(ctx, h.pool))
+	var indexes []string
+	rows, err := h.pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'sqsworker_outbox' AND schemaname = current_schema() ORDER BY indexname`)
+	require.NoError(t, err)
+	indexes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"sqsworker_outbox_due", "sqsworker_outbox_failed", "sqsworker_outbox_groups", "sqsworker_outbox_id_key", "sqsworker_outbox_pkey"}, indexes)
+	var version string
+	require.NoError(t, h.pool.QueryRow(ctx, `SELECT obj_description('sqsworker_outbox'::regclass, 'pg_class')`).Scan(&version))
+	assert.Equal(t, PostgresSchemaVersion, version)
+
+	startRelay(t, h.relay(t, newTestProducer(t, client), RelayConfig{PollInterval: 50 * time.Millisecond}))
+	got := drainQueue(t, client, queue.URL, 1, 20*time.Second)
+	assert.Equal(t, "e-old", outboxID(got[0]))
 }
 
 // Two relays share 10,000 entries: each entry reaches the consumer exactly once.

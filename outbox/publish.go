@@ -17,19 +17,26 @@ type outcome struct {
 	messageID string
 	// refused is set when the entry can never be sent: mark it failed.
 	refused error
-	// retry is set when the entry was not sent this time: leave it unpublished.
+	// retry is set when a send of the entry failed: count the attempt, try again later.
 	retry error
+	// held is set when the entry was not sent because an earlier entry of its FIFO
+	// group was not: no attempt is counted; it goes out after that entry.
+	held error
 }
 
-func (o outcome) published() bool { return o.refused == nil && o.retry == nil }
+func (o outcome) published() bool { return o.refused == nil && o.retry == nil && o.held == nil }
 
 // publish sends entries (in the store's order) through p and returns one outcome per
-// entry. Entries go to their queues in SendMessageBatch calls of up to 10; for FIFO
+// entry. outcomes, if not nil, holds preset outcomes (an entry refused before the send,
+// say a damaged one): those entries are not sent, and count as not sent for their
+// groups. Entries go to their queues in SendMessageBatch calls of up to 10; for FIFO
 // queues a call carries at most one entry of a message group, and once an entry of a
-// group is not sent, the group's later entries are not sent either (they are retried
-// after it), so a group is published in order even when single entries of a call fail.
-func publish(ctx context.Context, p *producer.Producer, entries []Entry) []outcome {
-	outcomes := make([]outcome, len(entries))
+// group is not sent (failed, refused or held), the group's later entries are held, so
+// a group is published in order even when single entries of a call fail.
+func publish(ctx context.Context, p *producer.Producer, entries []Entry, outcomes []outcome) []outcome {
+	if outcomes == nil {
+		outcomes = make([]outcome, len(entries))
+	}
 	byQueue := map[string][]int{}
 	var queues []string
 	for i, e := range entries {
@@ -44,9 +51,24 @@ func publish(ctx context.Context, p *producer.Producer, entries []Entry) []outco
 	return outcomes
 }
 
-// publishQueue sends the entries at indexes (all for queue, in order).
+// notSent returns why o's entry holds its group back, or nil when it was published.
+func (o outcome) notSent() error {
+	switch {
+	case o.refused != nil:
+		return o.refused
+	case o.retry != nil:
+		return o.retry
+	}
+	return o.held
+}
+
+// publishQueue sends the entries at indexes (all for queue, in order). A call of which
+// every entry failed on SQS's, the network's or the queue's side (a queue that does not
+// exist, denied access) ends the queue's sends for this cycle: its later entries fail
+// with the same error, an attempt each, without more calls.
 func publishQueue(ctx context.Context, p *producer.Producer, queue string, entries []Entry, indexes []int, outcomes []outcome) {
 	blocked := map[string]error{} // FIFO group → why its earlier entry was not sent
+	var down error                // why the queue takes no more sends this cycle
 	var call []int
 	inCall := map[string]bool{}
 	flush := func() {
@@ -54,23 +76,42 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 			return
 		}
 		sendCall(ctx, p, queue, entries, call, outcomes)
+		down = outcomes[call[0]].retry
 		for _, i := range call {
-			if e := entries[i]; e.ordered() && outcomes[i].retry != nil {
-				blocked[e.GroupID] = outcomes[i].retry
+			if e := entries[i]; e.Ordered() && !outcomes[i].published() {
+				blocked[e.GroupID] = outcomes[i].notSent()
+			}
+			if outcomes[i].retry == nil {
+				down = nil
 			}
 		}
 		call, inCall = call[:0], map[string]bool{}
 	}
 	for _, i := range indexes {
 		e := entries[i]
-		if e.ordered() {
+		if down != nil && outcomes[i].published() && !(e.Ordered() && blocked[e.GroupID] != nil) {
+			outcomes[i] = outcome{retry: fmt.Errorf("outbox: not sent: an earlier call to %s failed in this cycle: %w", queue, down)}
+			if e.Ordered() {
+				blocked[e.GroupID] = outcomes[i].retry
+			}
+			continue
+		}
+		if e.Ordered() {
 			if inCall[e.GroupID] {
 				flush()
 			}
 			if why, ok := blocked[e.GroupID]; ok {
-				outcomes[i].retry = fmt.Errorf("outbox: an earlier entry of message group %q was not sent: %w", e.GroupID, why)
+				outcomes[i] = outcome{held: fmt.Errorf("outbox: an earlier entry of message group %q was not sent: %w", e.GroupID, why)}
 				continue
 			}
+		}
+		if preset := outcomes[i]; !preset.published() {
+			if e.Ordered() {
+				blocked[e.GroupID] = preset.notSent()
+			}
+			continue
+		}
+		if e.Ordered() {
 			inCall[e.GroupID] = true
 		}
 		call = append(call, i)
@@ -109,9 +150,17 @@ func classify(result producer.Result) outcome {
 	case result.Err == nil:
 		return outcome{messageID: result.MessageID}
 	case refused(result.Err):
-		return outcome{refused: result.Err}
+		return outcome{refused: refusal(result.Err)}
 	}
 	return outcome{retry: result.Err}
+}
+
+// refusal wraps err, which refused says the entry itself caused, in [ErrRefused].
+func refusal(err error) error {
+	if errors.Is(err, producer.ErrTooLarge) {
+		return fmt.Errorf("%w: message too large: %w", ErrRefused, err)
+	}
+	return fmt.Errorf("%w: %w", ErrRefused, err)
 }
 
 // refusedCodes are SQS error codes that blame the message itself.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -25,6 +26,11 @@ const (
 	DefaultReportInterval = 10 * time.Second
 	// DefaultDrainTimeout bounds Run's graceful stop.
 	DefaultDrainTimeout = 20 * time.Second
+	// DefaultMaxAttempts is how many failed sends mark an entry failed. With the
+	// default backoff (2 s doubling to 10 min, full jitter) they take about an hour.
+	DefaultMaxAttempts = 20
+	// DefaultClaimLease is how long a DynamoDB relay's claim on an entry lasts.
+	DefaultClaimLease = time.Minute
 )
 
 // RelayConfig configures a [Relay]. The zero value takes the defaults.
@@ -41,6 +47,29 @@ type RelayConfig struct {
 	ReportInterval time.Duration
 	// DrainTimeout bounds [Relay.Run]'s graceful stop; if zero, DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// MaxAttempts is how many sends of an entry may fail, on the network's, SQS's or
+	// the destination's side (a queue that does not exist, access denied, throttling),
+	// before the entry is marked failed with [ErrAttemptsExhausted] and its last error;
+	// if zero, DefaultMaxAttempts (20); negative: no limit. An entry that can never be
+	// sent (refused by SQS or the producer: too large without a claim check, an invalid
+	// attribute; or one that cannot be decoded) is marked failed at its first attempt.
+	// A failed entry of a FIFO message group parks the group (see [ParkedGroup]).
+	MaxAttempts int
+	// Backoff is the wait before an entry's next attempt, by the number of its failed
+	// attempts (Backoff.Delay(attempts)); the zero value waits 2 s after the first,
+	// doubling to 10 min, with full jitter. Meanwhile the relay sends the other entries,
+	// and a FIFO message group waits for its earliest entry.
+	Backoff sqsworker.Backoff
+	// ClaimLease (DynamoDB relays) is how long a relay's claim on the entries of a cycle
+	// lasts: another relay takes them only after it; if zero, DefaultClaimLease (1 min).
+	// A cycle that outlasts it (a send stuck for a minute) may see its entries sent again
+	// by another relay, with the same deduplication id and idempotency key. PostgreSQL
+	// relays hold row locks for the cycle instead; their claims end with the connection.
+	ClaimLease time.Duration
+	// MinAge makes the relay claim only entries at least this old (by their creation
+	// time); if zero, every entry. Set it on a container relay that sweeps behind a
+	// [StreamHandler] (say one minute), so that the two seldom send one entry twice.
+	MinAge time.Duration
 	// Observer is told what the relay does; nil: nothing is told.
 	Observer Observer
 }
@@ -49,37 +78,77 @@ type RelayConfig struct {
 type RelayStats struct {
 	// Published entries (SQS confirmed them and they were removed or marked).
 	Published int64
-	// Failed entries (SQS refused them; marked failed).
+	// Failed entries (marked failed: refused, damaged or out of attempts).
 	Failed int64
-	// Retried is how many times an entry was left for a later cycle.
+	// Retried is how many times an entry was left for a later cycle (its send failed,
+	// or an earlier entry of its FIFO group was not sent).
 	Retried int64
 	// Cycles is the number of claims made; StoreErrors the number of failed store calls.
 	Cycles, StoreErrors int64
 }
 
-// store is one outbox backend as a relay sees it.
+// store is one outbox backend as a relay sees it: the seam a store implements.
 type store interface {
 	name() string
-	// claim takes up to limit unpublished entries in publish order. They stay this
-	// relay's until the claim is settled or released (PostgreSQL: row locks in a
-	// transaction; DynamoDB: nothing, relays may overlap).
-	claim(ctx context.Context, limit int) (claim, error)
-	// backlog returns the number of unpublished entries and the oldest one's age.
-	backlog(ctx context.Context) (int, time.Duration, error)
+	// claim takes up to limit entries that are due (never tried, or past their next
+	// attempt time) and at least minAge old, in publish order. For a FIFO message group
+	// it takes entries only from the group's earliest unpublished entry on, and none of
+	// a group whose earliest entry is failed, waiting for its next attempt, or claimed
+	// by another relay. The entries stay this relay's until the claim is settled. An
+	// entry that cannot be decoded is claimed with its error (claimed.damage). A claim
+	// may come with an error when the store failed part way: it holds what was taken.
+	claim(ctx context.Context, limit int, minAge time.Duration) (claim, error)
+	// summary counts the unpublished, failed and parked entries.
+	summary(ctx context.Context) (Summary, error)
 	// wait returns after d, when new entries may have arrived, or when ctx ends.
 	wait(ctx context.Context, d time.Duration)
 	// close releases what the store holds for the relay (the listening connection).
 	close()
 }
 
+// claimed is an entry of a claim.
+type claimed struct {
+	Entry
+	// damage is set when the stored entry could not be decoded (it wraps ErrDamaged);
+	// Entry then has what could be read (at least the id).
+	damage error
+}
+
 // claim is a set of entries held by one relay cycle.
 type claim interface {
-	entries() []Entry
-	// settle removes (or marks) published entries, marks refused ones failed, and ends
-	// the claim: together, in one transaction where the store has them.
-	settle(ctx context.Context, published []string, refused map[string]error) error
+	entries() []claimed
+	// settle records the verdicts (one per entry of the claim, any order) and ends the
+	// claim: together, in one transaction where the store has them.
+	settle(ctx context.Context, verdicts []verdict) error
 	// release ends the claim without a change.
 	release(ctx context.Context)
+}
+
+// verdictKind is what a relay cycle decided for a claimed entry.
+type verdictKind int
+
+const (
+	// verdictPublished: SQS confirmed the entry: remove (or mark) it.
+	verdictPublished verdictKind = iota + 1
+	// verdictRetry: the send failed: record attempts, next and err, keep the entry.
+	verdictRetry
+	// verdictFailed: mark the entry failed with err as its reason (and attempts); an
+	// ordered entry parks its group.
+	verdictFailed
+	// verdictHeld: not sent (an earlier entry of its group was not): no change.
+	verdictHeld
+)
+
+// verdict is the settlement of one claimed entry.
+type verdict struct {
+	id       string
+	kind     verdictKind
+	attempts int
+	// delay (retry) is the backoff before the next attempt; next is now plus delay on the
+	// relay's clock (a store may apply delay on its own clock).
+	delay time.Duration
+	next  time.Time
+	err   error
 }
 
 // Relay publishes the entries of an outbox to SQS, in a loop, until it is shut down: it
@@ -116,8 +185,8 @@ func newRelay(s store, p *producer.Producer, config RelayConfig) (*Relay, error)
 	if config.BatchSize < 0 || config.BatchSize > 1000 {
 		errs = append(errs, fmt.Errorf("outbox: RelayConfig.BatchSize %d is outside 1 to 1000", config.BatchSize))
 	}
-	if config.PollInterval < 0 || config.DrainTimeout < 0 {
-		errs = append(errs, errors.New("outbox: RelayConfig.PollInterval and DrainTimeout must not be negative"))
+	if config.PollInterval < 0 || config.DrainTimeout < 0 || config.ClaimLease < 0 || config.MinAge < 0 {
+		errs = append(errs, errors.New("outbox: RelayConfig.PollInterval, DrainTimeout, ClaimLease and MinAge must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -133,6 +202,12 @@ func newRelay(s store, p *producer.Producer, config RelayConfig) (*Relay, error)
 	}
 	if config.DrainTimeout == 0 {
 		config.DrainTimeout = DefaultDrainTimeout
+	}
+	if config.MaxAttempts == 0 {
+		config.MaxAttempts = DefaultMaxAttempts
+	}
+	if config.ClaimLease == 0 {
+		config.ClaimLease = DefaultClaimLease
 	}
 	observer := config.Observer
 	if observer == nil {
@@ -243,52 +318,6 @@ func (r *Relay) loop(ctx context.Context) {
 	}
 }
 
-// cycle claims, publishes and settles one batch. full reports a batch that took all of
-// BatchSize with progress made (more may be waiting).
-func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
-	c, err := r.store.claim(ctx, r.config.BatchSize)
-	if err != nil {
-		return false, err
-	}
-	r.cycles.Add(1)
-	entries := c.entries()
-	if len(entries) == 0 {
-		c.release(ctx)
-		return false, nil
-	}
-	r.crashAt("claimed")
-	outcomes := publish(ctx, r.producer, entries)
-	r.crashAt("sent")
-	var published []string
-	refused := map[string]error{}
-	for i, o := range outcomes {
-		switch {
-		case o.published():
-			published = append(published, entries[i].ID)
-		case o.refused != nil:
-			refused[entries[i].ID] = o.refused
-		}
-	}
-	if err := c.settle(ctx, published, refused); err != nil {
-		return false, err
-	}
-	for i, o := range outcomes {
-		entry := &entries[i]
-		switch {
-		case o.published():
-			r.published.Add(1)
-			r.observe(ctx, Event{Kind: EventPublished, Entry: entry, MessageID: o.messageID})
-		case o.refused != nil:
-			r.failed.Add(1)
-			r.observe(ctx, Event{Kind: EventFailed, Entry: entry, Err: o.refused})
-		default:
-			r.retried.Add(1)
-			r.observe(ctx, Event{Kind: EventRetry, Entry: entry, Err: o.retry})
-		}
-	}
-	return len(entries) == r.config.BatchSize && (len(published)+len(refused)) > 0, nil
-}
-
 func (r *Relay) crashAt(point string) {
 	if r.crash != nil {
 		r.crash(point)
@@ -301,13 +330,14 @@ func (r *Relay) report(ctx context.Context) {
 		return
 	}
 	r.lastReport = time.Now()
-	count, lag, err := r.store.backlog(ctx)
+	summary, err := r.store.summary(ctx)
 	if err != nil {
 		r.storeErrors.Add(1)
 		r.observe(ctx, Event{Kind: EventStoreError, Err: err})
 		return
 	}
-	r.observe(ctx, Event{Kind: EventBacklog, Backlog: count, Lag: max(lag, 0)})
+	r.observe(ctx, Event{Kind: EventBacklog, Backlog: summary.Unpublished, Lag: max(summary.OldestUnpublished, 0),
+		Failed: summary.Failed, Parked: summary.ParkedGroups})
 }
 
 func (r *Relay) observe(ctx context.Context, ev Event) {

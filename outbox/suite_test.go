@@ -40,6 +40,15 @@ type harness interface {
 	pending(t *testing.T) []string
 	// failed returns the failed entries.
 	failed(t *testing.T) []Entry
+	// parked returns the parked groups; summary the outbox's counts.
+	parked(t *testing.T) []ParkedGroup
+	summary(t *testing.T) Summary
+	// retry and skip act on a failed entry.
+	retry(t *testing.T, id string) error
+	skip(t *testing.T, id string) error
+	// plantDamaged writes an unpublished entry for queueURL that cannot be decoded, and
+	// returns its id.
+	plantDamaged(t *testing.T, queueURL string) string
 	// processEnv is the environment a relay subprocess needs to reach the same outbox.
 	processEnv() []string
 }
@@ -191,7 +200,8 @@ func drainQueue(t *testing.T, client *sqs.Client, queueURL string, want int, tim
 		require.True(t, time.Now().Before(deadline), "received %d of %d messages within %s", len(got), want, timeout)
 		output, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageAttributeNames: []string{"All"},
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
 		})
 		require.NoError(t, err)
 		if len(output.Messages) == 0 {

@@ -108,7 +108,7 @@ func TestPublishSendsAGroupOncePerCallAndStopsAGroupAtItsFirstUnsentEntry(t *tes
 	p, err := producer.New(api, producer.Config{})
 	require.NoError(t, err)
 	entries := fifoEntries(t, "a", "b", "a", "b", "a", "c")
-	outcomes := publish(context.Background(), p, entries)
+	outcomes := publish(context.Background(), p, entries, nil)
 
 	for _, call := range api.calls {
 		seen := map[string]bool{}
@@ -122,7 +122,7 @@ func TestPublishSendsAGroupOncePerCallAndStopsAGroupAtItsFirstUnsentEntry(t *tes
 	assert.True(t, outcomes[1].published())
 	assert.Error(t, outcomes[2].retry, "a-2 failed on SQS's side")
 	assert.True(t, outcomes[3].published())
-	assert.ErrorContains(t, outcomes[4].retry, `an earlier entry of message group "a" was not sent`)
+	assert.ErrorContains(t, outcomes[4].held, `an earlier entry of message group "a" was not sent`)
 	assert.True(t, outcomes[5].published())
 	for _, call := range api.calls {
 		assert.NotContains(t, call, "a-4", "a-4 is never sent while a-2 is unsent")
@@ -139,7 +139,7 @@ func TestPublishBatchesStandardEntriesByTen(t *testing.T) {
 		require.NoError(t, err)
 		entries = append(entries, e)
 	}
-	for _, o := range publish(context.Background(), p, entries) {
+	for _, o := range publish(context.Background(), p, entries, nil) {
 		assert.True(t, o.published())
 	}
 	require.Len(t, api.calls, 3)
@@ -168,4 +168,31 @@ func TestShardsKeepAGroupOnOneShard(t *testing.T) {
 		spread[o.shardOf(e)] = true
 	}
 	assert.Len(t, spread, 8, "entries without a group spread over every shard")
+}
+
+// A call of which every entry failed on SQS's side ends the queue's sends for the cycle:
+// 25 entries, only the first call's 10 are sent (the producer retries them one by one),
+// and every entry is an attempt with that call's error.
+func TestPublishStopsCallingAQueueWhoseWholeCallFailed(t *testing.T) {
+	api := &countingSQS{failBodies: map[string]bool{}}
+	var entries []Entry
+	for i := range 25 {
+		e, err := newEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
+		require.NoError(t, err)
+		entries = append(entries, e)
+		api.failBodies[strconv.Itoa(i)] = true
+	}
+	p, err := producer.New(api, producer.Config{})
+	require.NoError(t, err)
+	outcomes := publish(context.Background(), p, entries, nil)
+	for _, call := range api.calls {
+		for _, body := range call {
+			n, _ := strconv.Atoi(body)
+			assert.Less(t, n, 10, "entry %s sent after its queue's whole call failed", body)
+		}
+	}
+	for _, o := range outcomes {
+		assert.Error(t, o.retry)
+	}
+	assert.ErrorContains(t, outcomes[24].retry, "an earlier call to https://sqs.example/1/q failed in this cycle")
 }

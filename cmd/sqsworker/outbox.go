@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,7 +13,7 @@ import (
 	"github.com/sqsworker/sqsworker/outbox"
 )
 
-// outboxEntryView is one line of `outbox failed`.
+// outboxEntryView is one line of `outbox list --failed`.
 type outboxEntryView struct {
 	ID        string    `json:"id"`
 	QueueURL  string    `json:"queue_url"`
@@ -22,111 +21,245 @@ type outboxEntryView struct {
 	GroupID   string    `json:"group_id,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	FailedAt  time.Time `json:"failed_at"`
+	Attempts  int       `json:"attempts"`
 	Reason    string    `json:"reason"`
 	BodyBytes int       `json:"body_bytes"`
 }
 
+// outboxParkedView is one line of `outbox list --parked`.
+type outboxParkedView struct {
+	QueueURL string    `json:"queue_url"`
+	GroupID  string    `json:"group_id"`
+	EntryID  string    `json:"entry_id"`
+	FailedAt time.Time `json:"failed_at"`
+	Reason   string    `json:"reason"`
+	Waiting  int       `json:"waiting"`
+}
+
 // outboxBacklogView is the output of `outbox backlog`.
 type outboxBacklogView struct {
-	Unpublished int     `json:"unpublished"`
-	LagSeconds  float64 `json:"lag_seconds"`
+	Unpublished  int     `json:"unpublished"`
+	LagSeconds   float64 `json:"lag_seconds"`
+	Failed       int     `json:"failed"`
+	ParkedGroups int     `json:"parked_groups"`
+}
+
+// outboxStore is what the outbox commands do with one outbox, whichever its store.
+type outboxStore struct {
+	failed  func(limit int) ([]outbox.Entry, error)
+	parked  func(limit int) ([]outbox.ParkedGroup, error)
+	summary func() (outbox.Summary, error)
+	retry   func(id string) error
+	skip    func(id string) error
+	close   func()
+}
+
+// openOutbox returns the outbox of --table (DynamoDB) or --postgres (PostgreSQL).
+func openOutbox(ctx context.Context, a *app, table, postgresURL string) (*outboxStore, error) {
+	switch {
+	case (table == "") == (postgresURL == ""):
+		return nil, usageError(errors.New("give exactly one of --table (DynamoDB) and --postgres (PostgreSQL)"))
+	case table != "":
+		cfg, err := a.awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: table})
+		if err != nil {
+			return nil, usageError(err)
+		}
+		client := dynamodb.NewFromConfig(cfg)
+		return &outboxStore{
+			failed:  func(n int) ([]outbox.Entry, error) { return box.Failed(ctx, client, n) },
+			parked:  func(n int) ([]outbox.ParkedGroup, error) { return box.Parked(ctx, client, n) },
+			summary: func() (outbox.Summary, error) { return box.Summary(ctx, client) },
+			retry:   func(id string) error { return box.Retry(ctx, client, id) },
+			skip:    func(id string) error { return box.Skip(ctx, client, id) },
+			close:   func() {},
+		}, nil
+	default:
+		conn, err := pgx.Connect(ctx, postgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("sqsworker: connecting to PostgreSQL: %w", err)
+		}
+		box := outbox.NewPostgres(outbox.PostgresConfig{})
+		return &outboxStore{
+			failed:  func(n int) ([]outbox.Entry, error) { return box.Failed(ctx, conn, n) },
+			parked:  func(n int) ([]outbox.ParkedGroup, error) { return box.Parked(ctx, conn, n) },
+			summary: func() (outbox.Summary, error) { return box.Summary(ctx, conn) },
+			retry:   func(id string) error { return box.Retry(ctx, conn, id) },
+			skip:    func(id string) error { return box.Skip(ctx, conn, id) },
+			close:   func() { _ = conn.Close(context.Background()) },
+		}, nil
+	}
 }
 
 func newOutboxCommand(a *app) *cobra.Command {
 	var table, postgresURL string
-	var limit int
 	source := func(cmd *cobra.Command) {
 		cmd.Flags().StringVar(&table, "table", "", "the DynamoDB outbox table")
 		cmd.Flags().StringVar(&postgresURL, "postgres", "", "the PostgreSQL outbox's connection URL (its search_path names the schema)")
 	}
-	// open returns the failed-entry and backlog readers of the chosen outbox.
-	open := func(ctx context.Context) (failed func(int) ([]outbox.Entry, error), backlog func() (int, time.Duration, error), done func(), err error) {
-		switch {
-		case (table == "") == (postgresURL == ""):
-			return nil, nil, nil, usageError(errors.New("give exactly one of --table (DynamoDB) and --postgres (PostgreSQL)"))
-		case table != "":
-			cfg, err := a.awsConfig(ctx)
+	// with runs do on the chosen outbox.
+	with := func(do func(cmd *cobra.Command, args []string, box *outboxStore) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			box, err := openOutbox(cmd.Context(), a, table, postgresURL)
 			if err != nil {
-				return nil, nil, nil, err
+				return err
 			}
-			box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: table})
-			if err != nil {
-				return nil, nil, nil, usageError(err)
-			}
-			client := dynamodb.NewFromConfig(cfg)
-			return func(n int) ([]outbox.Entry, error) { return box.Failed(ctx, client, n) },
-				func() (int, time.Duration, error) { return box.Backlog(ctx, client) }, func() {}, nil
-		default:
-			conn, err := pgx.Connect(ctx, postgresURL)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("sqsworker: connecting to PostgreSQL: %w", err)
-			}
-			box := outbox.NewPostgres(outbox.PostgresConfig{})
-			return func(n int) ([]outbox.Entry, error) { return box.Failed(ctx, conn, n) },
-				func() (int, time.Duration, error) { return box.Backlog(ctx, conn) },
-				func() { _ = conn.Close(context.Background()) }, nil
+			defer box.close()
+			return do(cmd, args, box)
 		}
 	}
-	failed := &cobra.Command{
-		Use:   "failed (--table TABLE | --postgres URL) [--limit N]",
-		Short: "List outbox entries SQS refused (too large, invalid attribute), with the reason",
-		Long: `List the entries of a transactional outbox (package outbox) that a relay marked failed
-because SQS refused them: a message above the queue's MaximumMessageSize without a claim
-check, an attribute SQS does not accept. They are not retried; fix the cause and write the
-job again. Oldest first.`,
-		Example: `  sqsworker outbox failed --table orders-outbox
-  sqsworker outbox failed --postgres 'postgres://app@db/shop?search_path=public'`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			list, _, done, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			entries, err := list(limit)
-			if err != nil {
-				return err
-			}
-			views := make([]outboxEntryView, len(entries))
-			for i, e := range entries {
-				views[i] = outboxEntryView{ID: e.ID, QueueURL: e.QueueURL, JobType: e.Type, GroupID: e.GroupID,
-					CreatedAt: e.CreatedAt.UTC(), FailedAt: e.FailedAt.UTC(), Reason: e.FailureReason, BodyBytes: len(e.Body)}
-			}
-			if a.json() {
-				return a.printJSON(views)
-			}
-			w := a.table()
-			fmt.Fprintln(w, "ID\tFAILED AT\tJOB TYPE\tQUEUE\tREASON")
-			for _, v := range views {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", v.ID, v.FailedAt.Format(time.RFC3339), v.JobType, v.QueueURL, strings.ReplaceAll(v.Reason, "\n", " "))
-			}
-			return w.Flush()
-		},
+	list := newOutboxListCommand(a, with)
+	source(list)
+	retry := &cobra.Command{
+		Use:   "retry (--table TABLE | --postgres URL) ID...",
+		Short: "Send failed outbox entries again (their attempts start over; a parked group goes on from them)",
+		Long: `Make failed outbox entries unpublished again, due at once, with no attempts counted:
+the relay sends them on its next cycle. Use it once the cause is fixed (the queue
+exists, the access is granted). An entry of a parked FIFO message group releases the
+group: its later entries follow it in order.`,
+		Example: `  sqsworker outbox retry --table orders-outbox 01a2333a9773270dd3f4671ce530b230`,
+		Args:    minArgs(1),
+		RunE: with(func(cmd *cobra.Command, ids []string, box *outboxStore) error {
+			return eachEntry(a, ids, "retried", box.retry)
+		}),
 	}
-	source(failed)
-	failed.Flags().IntVar(&limit, "limit", 100, "the most entries listed")
+	source(retry)
+	skip := &cobra.Command{
+		Use:   "skip (--table TABLE | --postgres URL) ID...",
+		Short: "Delete failed outbox entries without sending them (a parked group goes on with its next entry)",
+		Long: `Delete failed outbox entries: they are never sent. An entry of a parked FIFO message
+group releases the group, whose next entry goes out next. List the entry first
+('outbox list --failed -o json' has its queue, type and reason): skipping loses its job.`,
+		Example: `  sqsworker outbox skip --postgres 'postgres://app@db/shop' 01a2333a9773270dd3f4671ce530b230`,
+		Args:    minArgs(1),
+		RunE: with(func(cmd *cobra.Command, ids []string, box *outboxStore) error {
+			return eachEntry(a, ids, "skipped", box.skip)
+		}),
+	}
+	source(skip)
 	backlog := &cobra.Command{
 		Use:   "backlog (--table TABLE | --postgres URL)",
-		Short: "Count the unpublished outbox entries and the age of the oldest (the relay's lag)",
+		Short: "Count the unpublished outbox entries, the age of the oldest (the relay's lag), the failed entries and the parked groups",
 		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, count, done, err := open(cmd.Context())
+		RunE: with(func(cmd *cobra.Command, args []string, box *outboxStore) error {
+			s, err := box.summary()
 			if err != nil {
 				return err
 			}
-			defer done()
-			n, lag, err := count()
-			if err != nil {
-				return err
-			}
-			view := outboxBacklogView{Unpublished: n, LagSeconds: lag.Seconds()}
+			view := outboxBacklogView{Unpublished: s.Unpublished, LagSeconds: s.OldestUnpublished.Seconds(), Failed: s.Failed, ParkedGroups: s.ParkedGroups}
 			if a.json() {
 				return a.printJSON(view)
 			}
-			fmt.Fprintf(a.stdout, "unpublished=%d lag=%s\n", view.Unpublished, lag.Round(time.Millisecond))
+			fmt.Fprintf(a.stdout, "unpublished=%d lag=%s failed=%d parked=%d\n", view.Unpublished, s.OldestUnpublished.Round(time.Millisecond), view.Failed, view.ParkedGroups)
 			return nil
-		},
+		}),
 	}
 	source(backlog)
-	return newGroup("outbox", "Inspect a transactional outbox: failed entries, backlog", failed, backlog)
+	return newGroup("outbox", "Inspect and repair a transactional outbox: failed entries, parked groups, backlog", list, retry, skip, backlog)
+}
+
+func newOutboxListCommand(a *app, with func(func(*cobra.Command, []string, *outboxStore) error) func(*cobra.Command, []string) error) *cobra.Command {
+	var limit int
+	var failed, parked bool
+	list := &cobra.Command{
+		Use:     "list (--table TABLE | --postgres URL) [--failed | --parked] [--limit N]",
+		Aliases: []string{"failed"},
+		Short:   "List failed outbox entries with their reasons (--failed, the default) or parked FIFO groups (--parked)",
+		Long: `--failed lists the entries of a transactional outbox (package outbox) that a relay
+marked failed: refused by SQS or the producer (a message above the queue's
+MaximumMessageSize without a claim check, an attribute SQS does not accept), entries that
+cannot be decoded, and entries whose attempts ran out (a queue that does not exist,
+denied access). They are not sent again: fix the cause, then 'outbox retry' or
+'outbox skip' them.
+
+--parked lists the FIFO message groups held back by a failed entry: its id and reason,
+and how many entries wait behind it. Other groups go on; retrying or skipping the entry
+releases the group.`,
+		Example: `  sqsworker outbox list --table orders-outbox
+  sqsworker outbox list --parked --postgres 'postgres://app@db/shop?search_path=public'`,
+		Args: exactArgs(0),
+		RunE: with(func(cmd *cobra.Command, args []string, box *outboxStore) error {
+			if failed && parked {
+				return usageError(errors.New("give at most one of --failed and --parked"))
+			}
+			if parked {
+				return printParked(a, box, limit)
+			}
+			return printFailed(a, box, limit)
+		}),
+	}
+	list.Flags().BoolVar(&failed, "failed", false, "list failed entries (the default)")
+	list.Flags().BoolVar(&parked, "parked", false, "list parked FIFO message groups")
+	list.Flags().IntVar(&limit, "limit", 100, "the most entries or groups listed")
+	return list
+}
+
+func printFailed(a *app, box *outboxStore, limit int) error {
+	entries, err := box.failed(limit)
+	if err != nil {
+		return err
+	}
+	views := make([]outboxEntryView, len(entries))
+	for i, e := range entries {
+		views[i] = outboxEntryView{ID: e.ID, QueueURL: e.QueueURL, JobType: e.Type, GroupID: e.GroupID, CreatedAt: e.CreatedAt.UTC(),
+			FailedAt: e.FailedAt.UTC(), Attempts: e.Attempts, Reason: e.FailureReason, BodyBytes: len(e.Body)}
+	}
+	if a.json() {
+		return a.printJSON(views)
+	}
+	w := a.table()
+	fmt.Fprintln(w, "ID\tFAILED AT\tATTEMPTS\tJOB TYPE\tGROUP\tQUEUE\tREASON")
+	for _, v := range views {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.ID, v.FailedAt.Format(time.RFC3339), v.Attempts, v.JobType, v.GroupID, v.QueueURL, oneLine(v.Reason, reasonWidth))
+	}
+	return w.Flush()
+}
+
+func printParked(a *app, box *outboxStore, limit int) error {
+	groups, err := box.parked(limit)
+	if err != nil {
+		return err
+	}
+	views := make([]outboxParkedView, len(groups))
+	for i, g := range groups {
+		views[i] = outboxParkedView{QueueURL: g.QueueURL, GroupID: g.GroupID, EntryID: g.Entry.ID, FailedAt: g.Entry.FailedAt.UTC(),
+			Reason: g.Entry.FailureReason, Waiting: g.Waiting}
+	}
+	if a.json() {
+		return a.printJSON(views)
+	}
+	w := a.table()
+	fmt.Fprintln(w, "GROUP\tQUEUE\tWAITING\tENTRY\tFAILED AT\tREASON")
+	for _, v := range views {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", v.GroupID, v.QueueURL, v.Waiting, v.EntryID, v.FailedAt.Format(time.RFC3339), oneLine(v.Reason, reasonWidth))
+	}
+	return w.Flush()
+}
+
+// eachEntry applies do to each id in turn, printing "<done> <id>"; it stops at the
+// first error.
+func eachEntry(a *app, ids []string, done string, do func(id string) error) error {
+	for _, id := range ids {
+		if err := do(id); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "%s %s\n", done, id)
+	}
+	return nil
+}
+
+// reasonWidth bounds a reason in the table output (-o json has it whole).
+const reasonWidth = 300
+
+// minArgs wraps cobra.MinimumNArgs so that a wrong count is a usage error.
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
+			return usageError(err)
+		}
+		return nil
+	}
 }

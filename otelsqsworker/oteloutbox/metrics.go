@@ -22,6 +22,11 @@ const ScopeName = "github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
 // (messaging.destination.name, sqsworker.job.type).
 const KeyStore = attribute.Key("sqsworker.outbox.store")
 
+// KeyFailure is the attribute naming why an entry failed: "refused" (SQS or the
+// producer refused it: outbox.ErrRefused), "damaged" (outbox.ErrDamaged) or "attempts"
+// (outbox.ErrAttemptsExhausted); "other" for anything else.
+const KeyFailure = attribute.Key("sqsworker.outbox.failure")
+
 // Config configures [NewMetrics].
 type Config struct {
 	// MeterProvider records the instruments; if nil, otel.GetMeterProvider().
@@ -35,37 +40,41 @@ type Config struct {
 //
 //   - sqsworker.outbox.entries.published {entry} [sqsworker_outbox_entries_published_total]:
 //     entries SQS confirmed, by store, queue and job type (the entry's Type);
-//   - sqsworker.outbox.entries.refused {entry} [sqsworker_outbox_entries_refused_total]:
-//     entries SQS refused, marked failed and never retried (outbox.EventFailed), by
-//     store, queue and job type;
+//   - sqsworker.outbox.entries.failed {entry} [sqsworker_outbox_entries_failed_total]:
+//     entries marked failed (outbox.EventFailed; not sent again unless retried), by
+//     store, queue, job type and failure (KeyFailure);
 //   - sqsworker.outbox.entries.retried {entry} [sqsworker_outbox_entries_retried_total]:
-//     times an entry was left for a later cycle (outbox.EventRetry), by store, queue
-//     and job type;
+//     times an entry was left for a later cycle (outbox.EventRetry: its send failed, or
+//     an earlier entry of its FIFO group was not sent), by store, queue and job type;
 //   - sqsworker.outbox.store.errors {error} [sqsworker_outbox_store_errors_total]:
 //     failed store calls, by store;
 //   - sqsworker.outbox.lag (s) histogram [sqsworker_outbox_lag_seconds]: publish time
 //     minus the entry's CreatedAt, by store, queue and job type. CreatedAt is the
 //     writer's clock, so clock skew shows; a negative lag counts as 0;
-//   - sqsworker.outbox.backlog {entry} gauge [sqsworker_outbox_backlog]: unpublished
-//     entries, and sqsworker.outbox.oldest_entry.age (s) gauge
-//     [sqsworker_outbox_oldest_entry_age_seconds]: the age of the oldest one (0 when
-//     none), by store, as a relay last reported them (outbox.EventBacklog, every
-//     RelayConfig.ReportInterval, 10 s by default). Relays of two outboxes of one store
-//     kind in one process overwrite each other's gauges: give each its own provider.
+//   - gauges, by store, as a relay last reported them (outbox.EventBacklog, every
+//     RelayConfig.ReportInterval, 10 s by default): sqsworker.outbox.backlog {entry}
+//     [sqsworker_outbox_backlog], the unpublished entries;
+//     sqsworker.outbox.oldest_unpublished.age (s)
+//     [sqsworker_outbox_oldest_unpublished_age_seconds], the age of the oldest one (0
+//     when none: alarm on it, it grows when the relays are down or a group is parked);
+//     sqsworker.outbox.failed {entry} [sqsworker_outbox_failed], the failed entries;
+//     sqsworker.outbox.groups.parked {group} [sqsworker_outbox_groups_parked], the
+//     parked FIFO message groups. Relays of two outboxes of one store kind in one
+//     process overwrite each other's gauges: give each its own provider.
 //
 // Queues and job types come from the program's own entries, so their attribute sets
 // are not bounded here. The relays report at most a few thousand entries a second, so
 // every measurement goes through the SDK, with attribute sets built once per store,
 // queue and job type. Observe is safe for concurrent use.
 type Metrics struct {
-	published, refused, retried, storeErrors metric.Int64Counter
-	lag                                      metric.Float64Histogram
-	backlog                                  metric.Int64Gauge
-	oldest                                   metric.Float64Gauge
-	sets                                     sync.Map // setKey → *sets
+	published, failed, retried, storeErrors metric.Int64Counter
+	lag                                     metric.Float64Histogram
+	backlog, failedNow, parked              metric.Int64Gauge
+	oldest                                  metric.Float64Gauge
+	sets                                    sync.Map // setKey → *sets
 }
 
-type setKey struct{ store, queueURL, jobType string }
+type setKey struct{ store, queueURL, jobType, failure string }
 
 // sets holds the options of one key's attribute sets, built once.
 type sets struct {
@@ -90,7 +99,7 @@ func NewMetrics(cfg Config) (*Metrics, error) {
 		return c
 	}
 	m.published = counter("sqsworker.outbox.entries.published", "{entry}", "Outbox entries SQS confirmed.")
-	m.refused = counter("sqsworker.outbox.entries.refused", "{entry}", "Outbox entries SQS refused, marked failed and not retried.")
+	m.failed = counter("sqsworker.outbox.entries.failed", "{entry}", "Outbox entries marked failed: refused, damaged or out of attempts.")
 	m.retried = counter("sqsworker.outbox.entries.retried", "{entry}", "Times an outbox entry was left unpublished for a later cycle.")
 	m.storeErrors = counter("sqsworker.outbox.store.errors", "{error}", "Failed outbox store calls.")
 	var err error
@@ -99,7 +108,11 @@ func NewMetrics(cfg Config) (*Metrics, error) {
 	errs = append(errs, err)
 	m.backlog, err = meter.Int64Gauge("sqsworker.outbox.backlog", metric.WithUnit("{entry}"), metric.WithDescription("Unpublished outbox entries, as a relay last reported them."))
 	errs = append(errs, err)
-	m.oldest, err = meter.Float64Gauge("sqsworker.outbox.oldest_entry.age", metric.WithUnit("s"), metric.WithDescription("Age of the oldest unpublished outbox entry, as a relay last reported it."))
+	m.oldest, err = meter.Float64Gauge("sqsworker.outbox.oldest_unpublished.age", metric.WithUnit("s"), metric.WithDescription("Age of the oldest unpublished outbox entry, as a relay last reported it."))
+	errs = append(errs, err)
+	m.failedNow, err = meter.Int64Gauge("sqsworker.outbox.failed", metric.WithUnit("{entry}"), metric.WithDescription("Failed outbox entries, as a relay last reported them."))
+	errs = append(errs, err)
+	m.parked, err = meter.Int64Gauge("sqsworker.outbox.groups.parked", metric.WithUnit("{group}"), metric.WithDescription("FIFO message groups held back by a failed outbox entry, as a relay last reported them."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -113,6 +126,9 @@ func (m *Metrics) Observe(ctx context.Context, ev outbox.Event) {
 	if ev.Entry != nil {
 		key.queueURL, key.jobType = ev.Entry.QueueURL, ev.Entry.Type
 	}
+	if ev.Kind == outbox.EventFailed {
+		key.failure = failure(ev.Err)
+	}
 	s := m.setsOf(key)
 	switch ev.Kind {
 	case outbox.EventPublished:
@@ -121,7 +137,7 @@ func (m *Metrics) Observe(ctx context.Context, ev outbox.Event) {
 			m.lag.Record(ctx, max(ev.Time.Sub(ev.Entry.CreatedAt), 0).Seconds(), s.lag...)
 		}
 	case outbox.EventFailed:
-		m.refused.Add(ctx, 1, s.entry...)
+		m.failed.Add(ctx, 1, s.entry...)
 	case outbox.EventRetry:
 		m.retried.Add(ctx, 1, s.entry...)
 	case outbox.EventStoreError:
@@ -129,7 +145,22 @@ func (m *Metrics) Observe(ctx context.Context, ev outbox.Event) {
 	case outbox.EventBacklog:
 		m.backlog.Record(ctx, int64(ev.Backlog), s.gauge...)
 		m.oldest.Record(ctx, ev.Lag.Seconds(), s.gauge...)
+		m.failedNow.Record(ctx, int64(ev.Failed), s.gauge...)
+		m.parked.Record(ctx, int64(ev.Parked), s.gauge...)
 	}
+}
+
+// failure names the cause of an entry's failure (KeyFailure).
+func failure(err error) string {
+	switch {
+	case errors.Is(err, outbox.ErrRefused):
+		return "refused"
+	case errors.Is(err, outbox.ErrDamaged):
+		return "damaged"
+	case errors.Is(err, outbox.ErrAttemptsExhausted):
+		return "attempts"
+	}
+	return "other"
 }
 
 // setsOf returns the key's options, building them the first time.
@@ -137,8 +168,12 @@ func (m *Metrics) setsOf(key setKey) *sets {
 	if cached, ok := m.sets.Load(key); ok {
 		return cached.(*sets)
 	}
-	entry := metric.WithAttributeSet(attribute.NewSet(KeyStore.String(key.store),
-		otelsqsworker.KeyQueue.String(otelsqsworker.QueueName(key.queueURL)), otelsqsworker.KeyJobType.String(key.jobType)))
+	attributes := []attribute.KeyValue{KeyStore.String(key.store),
+		otelsqsworker.KeyQueue.String(otelsqsworker.QueueName(key.queueURL)), otelsqsworker.KeyJobType.String(key.jobType)}
+	if key.failure != "" {
+		attributes = append(attributes, KeyFailure.String(key.failure))
+	}
+	entry := metric.WithAttributeSet(attribute.NewSet(attributes...))
 	store := metric.WithAttributeSet(attribute.NewSet(KeyStore.String(key.store)))
 	built, _ := m.sets.LoadOrStore(key, &sets{
 		entry: []metric.AddOption{entry}, lag: []metric.RecordOption{entry},
