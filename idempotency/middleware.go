@@ -140,11 +140,7 @@ type middleware struct {
 
 // Handle implements [sqsworker.Handler].
 func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) error {
-	logger := m.config.Logger.With(
-		slog.String("message_id", message.ID),
-		slog.String("queue", message.QueueURL),
-		slog.Int("receive_count", message.ReceiveCount),
-	)
+	logger, attributes := messageLogger(m.config.Logger, message)
 	key, err := m.config.KeyFunc(message)
 	if err == nil && key == "" {
 		err = fmt.Errorf("%w: key function returned an empty key", ErrKeyMissing)
@@ -167,7 +163,7 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 	if err != nil { // the prefix was validated by Middleware and the key is not empty
 		return err
 	}
-	logger = logger.With(slog.String("idempotency_key", key))
+	attributes.key = key // before any goroutine logs: the heartbeat starts after the claim
 
 	hash, err := m.config.PayloadHash(message)
 	if err != nil {
