@@ -79,10 +79,13 @@ type Config struct {
 	// InProgressTTL specifies the lease of a claim between renewals; if zero, defaults
 	// to DefaultInProgressTTL (10 s). While the handler runs, a heartbeat goroutine
 	// renews the lease every InProgressTTL/3 ([Store.Renew], conditioned on the lease),
-	// never past the handler context's deadline; it stops when the handler returns. A
-	// crashed run therefore blocks its key for at most InProgressTTL +
-	// ClockSkewAllowance. When a renewal finds the lease taken over, the handler's
-	// context is cancelled with an error matching [ErrLeaseLost]. At least 30 ms.
+	// never past the handler context's deadline; it stops when the handler returns, and
+	// also once the lease can no longer be renewed: the handler's context is done (the
+	// host gave it up), the lease has reached that deadline, or the lease was lost. A
+	// handler that ignores its context thus keeps no heartbeat, and its key is free
+	// InProgressTTL + ClockSkewAllowance after the last renewal, as a crashed run's is.
+	// When a renewal finds the lease taken over, the handler's context is cancelled with
+	// an error matching [ErrLeaseLost]. At least 30 ms.
 	InProgressTTL time.Duration
 	// ClockSkewAllowance specifies how long past its in_progress_expiry a lease still
 	// counts as held before another host may take the key over: the claim compares
@@ -127,8 +130,11 @@ type Config struct {
 	// defaults to math/rand/v2's Float64. Calls are serialised (see
 	// [sqsworker.SerializedRandom]), so a seeded *rand.Rand's Float64 is safe.
 	Random func() float64
-	// Logger specifies where decisions and store failures are logged; if nil, logs are
-	// discarded. Message bodies are never logged.
+	// Logger specifies where decisions and store failures are logged; if nil,
+	// slog.Default() (read when Middleware is called), as the hosts do. A suppressed
+	// duplicate leaves one info line ("idempotency: already completed; skipping the
+	// handler"); pass slog.New(slog.DiscardHandler) to discard the logs. Message bodies are
+	// never logged.
 	Logger *slog.Logger
 	// Observer specifies who is told each decision (see [EventKind]), for metrics; if
 	// nil, no one is.
@@ -178,7 +184,7 @@ func (c Config) withDefaults() Config {
 	// Messages run concurrently: a seeded *rand.Rand is not safe for that.
 	c.Random = sqsworker.SerializedRandom(c.Random)
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}

@@ -37,9 +37,30 @@
 //
 // # DynamoDB table
 //
-// A table with the string partition key "id" and, preferably, TTL enabled on
-// "expiration". Attributes (names configurable with [WithAttributeNames]): "status"
-// ("IN_PROGRESS" or "COMPLETED"), "expiration" (epoch seconds), "in_progress_expiry"
-// (epoch milliseconds), "in_progress_deadline" (epoch milliseconds), "lease", "validation" (payload hash) and "data" (the result,
-// binary). The store needs dynamodb:PutItem, GetItem, UpdateItem and DeleteItem.
+// The table of package github.com/sqsworker/sqsworker/table, which unique jobs and the
+// scheduler may share: the string partition key "id" and, preferably, TTL enabled on
+// "expiration" (`sqsworker create table`, or the Terraform module
+// infra/terraform/modules/idempotency-table). Every record's key is in the table's
+// idempotency namespace ([StoredKey]: "idempotency#" + Config.KeyPrefix + "#" + key), so
+// no key a sender chooses names another subsystem's item, and two middlewares with
+// different prefixes never share records. (Stored keys changed to this form before 1.0:
+// records written by earlier versions, "PREFIX#KEY" or "KEY", are no longer found, so a
+// duplicate of a message completed before the upgrade may run once more.)
+//
+// Attributes (names configurable with [WithAttributeNames]): "status" ("IN_PROGRESS" or
+// "COMPLETED"), "expiration" (epoch seconds), "in_progress_expiry" (epoch milliseconds),
+// "in_progress_deadline" (epoch milliseconds), "lease", "validation" (payload hash) and
+// "data" (the result, binary). An item under a record's key that lacks the key, status,
+// expiration or lease, or has an attribute of the wrong type, is not a record
+// ([ErrMalformedRecord]): the middleware logs it and fails the message (retryable)
+// without running the handler, never taking it for a claim in progress. A result that
+// would make the record larger than DynamoDB's 400 KB item limit is left out: the record
+// completes without it (one warning line). The store needs dynamodb:PutItem, GetItem,
+// UpdateItem and DeleteItem.
+//
+// # Logs
+//
+// Config.Logger (slog.Default() if nil) gets the decisions: a suppressed duplicate leaves
+// one info line ([LogCompletedDuplicate]), a deferral one, store failures a warning,
+// a malformed item or a lost lease an error. Bodies are never logged.
 package idempotency

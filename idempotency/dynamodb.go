@@ -4,78 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/table"
 )
 
-// DynamoDBAPI is the part of the DynamoDB client that [DynamoDBStore] uses.
-// *dynamodb.Client satisfies it; tests pass recording fakes.
-type DynamoDBAPI interface {
-	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-}
-
-var _ DynamoDBAPI = (*dynamodb.Client)(nil)
-
-// AttributeNames names the table's attributes. Empty fields take the defaults, which the
-// Terraform module (TTL on "expiration") and the local provisioning use.
-type AttributeNames struct {
-	// Key is the string partition key; if empty, "id".
-	Key string
-	// Status holds "IN_PROGRESS" or "COMPLETED"; if empty, "status".
-	Status string
-	// Expiration holds the record's expiry in epoch SECONDS (the table's TTL attribute);
-	// if empty, "expiration".
-	Expiration string
-	// InProgressExpiry holds the in-progress lease's end in epoch MILLISECONDS; if empty,
-	// "in_progress_expiry".
-	InProgressExpiry string
-	// Lease holds the claim's random owner token; if empty, "lease".
-	Lease string
-	// Validation holds the payload hash; if empty, "validation".
-	Validation string
-	// Data holds the stored result (binary); if empty, "data".
-	Data string
-	// Deadline holds the running handler's deadline in epoch MILLISECONDS; if empty,
-	// "in_progress_deadline".
-	Deadline string
-}
-
-// Default attribute names.
-const (
-	DefaultKeyAttribute              = "id"
-	DefaultStatusAttribute           = "status"
-	DefaultExpirationAttribute       = "expiration"
-	DefaultInProgressExpiryAttribute = "in_progress_expiry"
-	DefaultLeaseAttribute            = "lease"
-	DefaultValidationAttribute       = "validation"
-	DefaultDataAttribute             = "data"
-	DefaultDeadlineAttribute         = "in_progress_deadline"
-)
-
-func (n AttributeNames) withDefaults() AttributeNames {
-	set := func(field *string, value string) {
-		if *field == "" {
-			*field = value
-		}
-	}
-	set(&n.Key, DefaultKeyAttribute)
-	set(&n.Status, DefaultStatusAttribute)
-	set(&n.Expiration, DefaultExpirationAttribute)
-	set(&n.InProgressExpiry, DefaultInProgressExpiryAttribute)
-	set(&n.Lease, DefaultLeaseAttribute)
-	set(&n.Validation, DefaultValidationAttribute)
-	set(&n.Data, DefaultDataAttribute)
-	set(&n.Deadline, DefaultDeadlineAttribute)
-	return n
-}
+// DynamoDBAPI is the part of the DynamoDB client that [DynamoDBStore] uses: the table's
+// shared client interface, [table.API]. *dynamodb.Client satisfies it; tests pass
+// recording fakes.
+type DynamoDBAPI = table.API
 
 // DynamoDBStore is a [Store] on a DynamoDB table with a string partition key (default
 // "id"). Claims are one conditional PutItem; completion and deletion are conditioned on
@@ -203,9 +146,22 @@ func (s *DynamoDBStore) Get(ctx context.Context, key string) (Record, error) {
 }
 
 // Complete implements [Store.Complete] with an UpdateItem conditioned on "lease = :lease".
+//
+// Before writing, it counts the completed item as DynamoDB does ([table.ItemSize]: the
+// key, status, expiration, lease, payload hash and result, names and values): when it is
+// over DynamoDB's 400 KB item limit, Complete writes nothing and returns an error
+// matching [ErrResultTooLarge], as it does when DynamoDB refuses the update for its size.
 func (s *DynamoDBStore) Complete(ctx context.Context, record Record) error {
 	if record.ExpiresAt.IsZero() {
 		return fmt.Errorf("%w: completion for key %q has no expiration", ErrInvalidRecord, record.Key)
+	}
+	if len(record.Result) > 0 {
+		completed := record
+		completed.Status, completed.InProgressExpiresAt, completed.Deadline = StatusCompleted, time.Time{}, time.Time{}
+		if size := table.ItemSize(s.item(completed)); size > table.MaxItemBytes {
+			return fmt.Errorf("%w: key %q: the completed record would be %d bytes with its %d-byte result; DynamoDB's item limit is %d",
+				ErrResultTooLarge, record.Key, size, len(record.Result), table.MaxItemBytes)
+		}
 	}
 	names := map[string]string{
 		"#status":             s.names.Status,
@@ -233,6 +189,12 @@ func (s *DynamoDBStore) Complete(ctx context.Context, record Record) error {
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
+	if apiErr, ok := errors.AsType[smithy.APIError](err); ok && len(record.Result) > 0 &&
+		apiErr.ErrorCode() == "ValidationException" && strings.Contains(apiErr.ErrorMessage(), "maximum allowed size") {
+		// Counted below the limit but refused for its size (an emulator with a lower limit,
+		// or attributes the count did not know of).
+		return fmt.Errorf("%w: key %q: DynamoDB refused the %d-byte result: %w", ErrResultTooLarge, record.Key, len(record.Result), err)
+	}
 	return s.leaseResult("complete", record.Key, err)
 }
 
@@ -280,79 +242,4 @@ func (s *DynamoDBStore) leaseResult(op, key string, err error) error {
 		return fmt.Errorf("%w: %s key %q", ErrLeaseLost, op, key)
 	}
 	return &StoreError{Op: op, Key: key, Err: err}
-}
-
-func (s *DynamoDBStore) key(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{s.names.Key: &types.AttributeValueMemberS{Value: key}}
-}
-
-// item encodes a record. Zero times and empty strings are left out, so an in-progress
-// record is never written with an empty expiry attribute.
-func (s *DynamoDBStore) item(record Record) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		s.names.Key:    &types.AttributeValueMemberS{Value: record.Key},
-		s.names.Status: &types.AttributeValueMemberS{Value: string(record.Status)},
-		s.names.Lease:  &types.AttributeValueMemberS{Value: record.Lease},
-	}
-	if !record.ExpiresAt.IsZero() {
-		item[s.names.Expiration] = number(record.ExpiresAt.Unix())
-	}
-	if !record.InProgressExpiresAt.IsZero() {
-		item[s.names.InProgressExpiry] = number(record.InProgressExpiresAt.UnixMilli())
-	}
-	if !record.Deadline.IsZero() {
-		item[s.names.Deadline] = number(record.Deadline.UnixMilli())
-	}
-	if record.PayloadHash != "" {
-		item[s.names.Validation] = &types.AttributeValueMemberS{Value: record.PayloadHash}
-	}
-	if len(record.Result) > 0 {
-		item[s.names.Data] = &types.AttributeValueMemberB{Value: record.Result}
-	}
-	return item
-}
-
-// record decodes an item. Missing attributes stay zero; attributes of the wrong type
-// are an error.
-func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, error) {
-	var record Record
-	var status string
-	var expiration, inProgressExpiry, deadline int64
-	var errs []error
-	decode := func(name string, target any) {
-		if value, ok := item[name]; ok {
-			if err := attributevalue.Unmarshal(value, target); err != nil {
-				errs = append(errs, fmt.Errorf("attribute %q: %w", name, err))
-			}
-		}
-	}
-	decode(s.names.Key, &record.Key)
-	decode(s.names.Status, &status)
-	decode(s.names.Expiration, &expiration)
-	decode(s.names.InProgressExpiry, &inProgressExpiry)
-	decode(s.names.Deadline, &deadline)
-	decode(s.names.Lease, &record.Lease)
-	decode(s.names.Validation, &record.PayloadHash)
-	decode(s.names.Data, &record.Result)
-	if err := errors.Join(errs...); err != nil {
-		return Record{}, fmt.Errorf("idempotency: malformed record: %w", err)
-	}
-	record.Status = Status(status)
-	if len(record.Result) == 0 {
-		record.Result = nil
-	}
-	if expiration != 0 {
-		record.ExpiresAt = time.Unix(expiration, 0).UTC()
-	}
-	if inProgressExpiry != 0 {
-		record.InProgressExpiresAt = time.UnixMilli(inProgressExpiry).UTC()
-	}
-	if deadline != 0 {
-		record.Deadline = time.UnixMilli(deadline).UTC()
-	}
-	return record, nil
-}
-
-func number(n int64) *types.AttributeValueMemberN {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }

@@ -142,7 +142,7 @@ func TestDynamoDBClaimRequest(t *testing.T) {
 // on the lease, and Get reads consistently.
 func TestDynamoDBLeaseConditionedRequests(t *testing.T) {
 	t.Parallel()
-	api := &recordingAPI{getItem: map[string]types.AttributeValue{"id": s("k")}}
+	api := &recordingAPI{getItem: map[string]types.AttributeValue{"id": s("k"), "status": s("COMPLETED"), "lease": s("L"), "expiration": n("1790003600")}}
 	store := idempotency.NewDynamoDBStore(api, "idem")
 	done := idempotency.Record{Key: "k", Lease: "L", ExpiresAt: time.Unix(1_790_003_600, 0), Result: []byte("ok")}
 	if err := store.Complete(t.Context(), done); err != nil {

@@ -210,11 +210,11 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- handler.Handle(t.Context(), &sqsworker.Message{ID: "m-1", Body: "{}"}) }()
 	testenv.Recv(t, started, testenv.WaitTimeout, "started")
-	record, err := store.Get(t.Context(), "m-1")
+	record, err := store.Get(t.Context(), stored("m-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Delete(t.Context(), "m-1", record.Lease); err != nil { // an operator releases the key
+	if err := store.Delete(t.Context(), stored("m-1"), record.Lease); err != nil { // an operator releases the key
 		t.Fatal(err)
 	}
 	select {

@@ -181,14 +181,23 @@ func (e *emulatorTable) roundTrip(t *testing.T) time.Duration {
 	return slowest
 }
 
-// raw returns the item for key rendered attribute by attribute ("name=S:value",
+// stored is the stored key of key without a prefix ([idempotency.StoredKey]).
+func stored(key string) string {
+	storedKey, err := idempotency.StoredKey("", key)
+	if err != nil {
+		panic(err)
+	}
+	return storedKey
+}
+
+// raw returns the item stored for key (the middleware's stored key of key, no prefix) rendered attribute by attribute ("name=S:value",
 // "name=N:123", "name=B:hex"), sorted: a byte-for-byte view of the stored item. Empty
 // when there is no item.
 func (e *emulatorTable) raw(t *testing.T, key string) string {
 	t.Helper()
 	output, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName:      aws.String(e.name),
-		Key:            map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: key}},
+		Key:            map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: stored(key)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

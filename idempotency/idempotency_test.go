@@ -67,7 +67,7 @@ func (f *flow) claimElsewhere(t *testing.T, key, body string, leaseEnd time.Time
 	t.Helper()
 	hash, _ := idempotency.HashBody(message("", body))
 	record := idempotency.Record{
-		Key: key, Status: idempotency.StatusInProgress, ExpiresAt: start.Add(time.Hour),
+		Key: stored(key), Status: idempotency.StatusInProgress, ExpiresAt: start.Add(time.Hour),
 		InProgressExpiresAt: leaseEnd, Lease: "ELSEWHERE", PayloadHash: hash,
 	}
 	if err := f.store.PutInProgress(t.Context(), record, f.clock.Now()); err != nil {
@@ -99,7 +99,7 @@ func TestMiddlewareOutcomes(t *testing.T) {
 			wantCalls:  1,
 			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 			wantRecord: &idempotency.Record{
-				Key: "m-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(time.Hour),
+				Key: stored("m-1"), Status: idempotency.StatusCompleted, ExpiresAt: start.Add(time.Hour),
 				PayloadHash: hashOf(`{"a":1}`), Result: []byte("result:m-1"),
 			},
 		},
@@ -265,7 +265,7 @@ func TestMiddlewareOutcomes(t *testing.T) {
 			wantCalls:  1,
 			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 			wantRecord: &idempotency.Record{
-				Key: "webhook#D-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(time.Hour),
+				Key: "idempotency#webhook#D-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(time.Hour),
 				PayloadHash: hashOf(`{"id":"D-1"}`), Result: []byte("result:m-1"),
 			},
 		},
@@ -277,7 +277,7 @@ func TestMiddlewareOutcomes(t *testing.T) {
 			wantCalls:  1,
 			wantEvents: []idempotency.EventKind{idempotency.EventClaimed},
 			wantRecord: &idempotency.Record{
-				Key: "m-1", Status: idempotency.StatusCompleted, ExpiresAt: start.Add(10 * time.Minute), Result: []byte("result:m-1"),
+				Key: stored("m-1"), Status: idempotency.StatusCompleted, ExpiresAt: start.Add(10 * time.Minute), Result: []byte("result:m-1"),
 			},
 		},
 	}
@@ -357,7 +357,7 @@ func TestLeaseEnd(t *testing.T) {
 			var seen idempotency.Record
 			f.result = func(ctx context.Context, m *sqsworker.Message) error {
 				var err error
-				seen, err = f.store.Get(ctx, m.ID)
+				seen, err = f.store.Get(ctx, stored(m.ID))
 				return err
 			}
 			if err := f.handler.Handle(tc.ctx(t), message("m-1", "{}")); err != nil {
@@ -382,7 +382,7 @@ func TestHandlerErrorReleasesRecord(t *testing.T) {
 	if err != handlerErr {
 		t.Fatalf("Handle = %v; want the handler's error itself", err)
 	}
-	if _, err := f.store.Get(t.Context(), "m-1"); !errors.Is(err, idempotency.ErrNotFound) {
+	if _, err := f.store.Get(t.Context(), stored("m-1")); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("record after handler error: %v; want none", err)
 	}
 	f.result = nil
@@ -408,7 +408,7 @@ func TestCancelledHandlerStillReleases(t *testing.T) {
 	if err := f.handler.Handle(ctx, message("m-1", "{}")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Handle = %v; want context.Canceled", err)
 	}
-	if _, err := f.store.Get(t.Context(), "m-1"); !errors.Is(err, idempotency.ErrNotFound) {
+	if _, err := f.store.Get(t.Context(), stored("m-1")); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("record after cancellation: %v; want none (MemoryStore refuses cancelled contexts)", err)
 	}
 }
@@ -427,7 +427,7 @@ func TestHandlerPanicReleasesRecord(t *testing.T) {
 	if !strings.Contains(panicErr.Location, "idempotency_test.go") {
 		t.Errorf("panic location = %q; want the handler's line in idempotency_test.go", panicErr.Location)
 	}
-	if _, err := f.store.Get(t.Context(), "m-1"); !errors.Is(err, idempotency.ErrNotFound) {
+	if _, err := f.store.Get(t.Context(), stored("m-1")); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("record after panic: %v; want none", err)
 	}
 }
@@ -677,7 +677,7 @@ func TestLogsNeverContainBodies(t *testing.T) {
 	if strings.Contains(out, secret) {
 		t.Errorf("logs contain the body:\n%s", out)
 	}
-	for _, want := range []string{`"message_id":"m-3"`, `"queue":"https://sqs.test/q"`, `"receive_count":1`, `"idempotency_key":"K-1"`} {
+	for _, want := range []string{`"message_id":"m-3"`, `"queue":"https://sqs.test/q"`, `"receive_count":1`, `"idempotency_key":"idempotency##K-1"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
@@ -712,7 +712,7 @@ func TestClaimRecognisesItsOwnRetriedWrite(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("handler ran %d times, want 1", calls)
 	}
-	record, err := store.Get(t.Context(), "m-retried")
+	record, err := store.Get(t.Context(), stored("m-retried"))
 	if err != nil || record.Status != idempotency.StatusCompleted {
 		t.Errorf("record %+v, %v; want COMPLETED", record, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/table"
 )
 
 // KeyFromMessageID is a [KeyFunc]: the SQS message id (the default's fallback, see
@@ -214,25 +215,34 @@ func lookup(value any, path string) (any, bool) {
 const (
 	// MaxStoredKeyBytes is DynamoDB's limit on a partition key value: 2048 bytes of
 	// UTF-8 ("Constraints in Amazon DynamoDB", Partition keys and sort keys).
-	MaxStoredKeyBytes = 2048
+	MaxStoredKeyBytes = table.MaxKeyBytes
 	// MaxKeyBytes is the longest key stored as it is (prefix not counted), when the
 	// prefix leaves room for it; longer keys are stored as their digest.
 	MaxKeyBytes = 1024
-	// MaxKeyPrefixBytes is the longest Config.KeyPrefix: a prefix, "#" and a digest
-	// ("sha256:" and 64 hex digits) must fit in MaxStoredKeyBytes.
-	MaxKeyPrefixBytes = MaxStoredKeyBytes - 1 - len(digestMarker) - 64
+	// MaxKeyPrefixBytes is the longest Config.KeyPrefix: the namespace, the prefix, the
+	// separators and a digest ("sha256:" and 64 hex digits) must fit in
+	// MaxStoredKeyBytes.
+	MaxKeyPrefixBytes = MaxStoredKeyBytes - idempotencyKeyOverhead - len(digestMarker) - 64
 )
+
+// idempotencyKeyOverhead is what the table's idempotency layout adds to prefix and key:
+// "idempotency#" and the "#" after the prefix.
+const idempotencyKeyOverhead = len(table.Idempotency) + 2*len(table.Separator)
 
 // digestMarker starts every digested key, and no key stored as it is.
 const digestMarker = "sha256:"
 
 // ErrInvalidKeyPrefix matches the error [StoredKey] and [Config.Validate] return for a
-// KeyPrefix that is longer than MaxKeyPrefixBytes or not valid UTF-8.
+// KeyPrefix that is longer than MaxKeyPrefixBytes, contains "#" or is not valid UTF-8.
 var ErrInvalidKeyPrefix = errors.New("idempotency: invalid key prefix")
 
 // StoredKey returns the partition key under which the middleware stores key with
-// Config.KeyPrefix prefix: prefix + "#" + key (just key without a prefix), where key is
-// replaced by "sha256:" + the hex SHA-256 of its bytes when it
+// Config.KeyPrefix prefix. Every record lives in the table's idempotency namespace
+// (package github.com/sqsworker/sqsworker/table): "idempotency#" + prefix + "#" + key,
+// "idempotency##" + key without a prefix. So no key a sender chooses can name another
+// subsystem's item: "unique#order-42" is stored as "idempotency##unique#order-42", not
+// as the unique job's item. Key is replaced by "sha256:" + the hex SHA-256 of its bytes
+// when it
 //
 //   - is longer than MaxKeyBytes, or would make the whole stored key longer than
 //     MaxStoredKeyBytes (DynamoDB's 2048-byte partition key limit);
@@ -240,10 +250,14 @@ var ErrInvalidKeyPrefix = errors.New("idempotency: invalid key prefix")
 //     byte as U+FFFD, so "k\xff" and "k\xfe" would share a record); or
 //   - itself starts with "sha256:" (so it can never land on a digested key's record).
 //
-// Distinct keys therefore get distinct stored keys (up to SHA-256 collisions). The
-// middleware and `sqsworker idempotency get/delete` both use it. It returns an error
-// matching [ErrKeyMissing] for an empty key and [ErrInvalidKeyPrefix] for an invalid
-// prefix.
+// Distinct (prefix, key) pairs therefore get distinct stored keys (up to SHA-256
+// collisions). The middleware and `sqsworker idempotency get/delete` both use it. It
+// returns an error matching [ErrKeyMissing] for an empty key and [ErrInvalidKeyPrefix]
+// for an invalid prefix.
+//
+// Versions before the table namespace stored prefix + "#" + key (just key without a
+// prefix); records written by them are not found under the new keys, so a duplicate of
+// a message completed before an upgrade can run once more.
 func StoredKey(prefix, key string) (string, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return "", err
@@ -251,19 +265,16 @@ func StoredKey(prefix, key string) (string, error) {
 	if key == "" {
 		return "", fmt.Errorf("%w: empty key", ErrKeyMissing)
 	}
-	overhead := 0
-	if prefix != "" {
-		overhead = len(prefix) + 1
-	}
-	if len(key) > MaxKeyBytes || overhead+len(key) > MaxStoredKeyBytes || !utf8.ValidString(key) ||
+	if len(key) > MaxKeyBytes || idempotencyKeyOverhead+len(prefix)+len(key) > MaxStoredKeyBytes || !utf8.ValidString(key) ||
 		strings.HasPrefix(key, digestMarker) {
 		sum := sha256.Sum256([]byte(key))
 		key = digestMarker + hex.EncodeToString(sum[:])
 	}
-	if prefix != "" {
-		key = prefix + "#" + key
+	stored, err := table.IdempotencyKey(prefix, key)
+	if err != nil { // the prefix and the key were checked above
+		return "", fmt.Errorf("idempotency: %w", err)
 	}
-	return key, nil
+	return stored, nil
 }
 
 func validatePrefix(prefix string) error {
@@ -273,6 +284,9 @@ func validatePrefix(prefix string) error {
 	}
 	if !utf8.ValidString(prefix) {
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidKeyPrefix)
+	}
+	if strings.Contains(prefix, table.Separator) {
+		return fmt.Errorf("%w: %q contains %q, which separates the prefix from the key", ErrInvalidKeyPrefix, prefix, table.Separator)
 	}
 	return nil
 }

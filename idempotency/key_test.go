@@ -143,8 +143,8 @@ func TestHashBody(t *testing.T) {
 	}
 }
 
-// TestLongKeysAreDigested: keys over 1024 bytes become "sha256:<hex>" (after which the
-// prefix applies), keeping them under DynamoDB's 2048-byte partition key limit.
+// TestLongKeysAreDigested: keys over 1024 bytes become "sha256:<hex>" (stored after the
+// namespace and the prefix), keeping them under DynamoDB's 2048-byte partition key limit.
 func TestLongKeysAreDigested(t *testing.T) {
 	t.Parallel()
 	f := newFlow(t, idempotency.Config{KeyPrefix: "fn", KeyFunc: idempotency.KeyFromJSONField("id")})
@@ -152,7 +152,7 @@ func TestLongKeysAreDigested(t *testing.T) {
 	if err := f.handler.Handle(withDeadline(t, start.Add(time.Minute)), message("m-1", `{"id":"`+long+`"}`)); err != nil {
 		t.Fatal(err)
 	}
-	want := "fn#sha256:" + hashOf(long)
+	want := "idempotency#fn#sha256:" + hashOf(long)
 	if _, err := f.store.Get(t.Context(), want); err != nil {
 		t.Errorf("no record under %q: %v", want, err)
 	}

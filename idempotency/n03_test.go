@@ -88,7 +88,7 @@ func TestN03MissingKey(t *testing.T) {
 				}
 			}
 			// Exactly the records of m1, m6 and m7; the partial key has an explicit null.
-			wantKeys := []string{"O-1", `["T1","O-2"]`, `["T1",null]`}
+			wantKeys := []string{stored("O-1"), stored(`["T1","O-2"]`), stored(`["T1",null]`)}
 			got := table.keys(t)
 			if strings.Join(got, " ") != strings.Join(sortedCopy(wantKeys), " ") {
 				t.Errorf("records %q; want exactly %q", got, sortedCopy(wantKeys))

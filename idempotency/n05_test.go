@@ -50,7 +50,7 @@ func str(value string) *types.AttributeValueMemberS {
 func holdPut(p *faultProxy, key string) (arrived, release chan struct{}) {
 	arrived, release = make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	needle := []byte(`"id":{"S":"` + key + `"}`)
+	needle := []byte(`"id":{"S":"` + stored(key) + `"}`)
 	p.setHold(func(operation string, body []byte) <-chan struct{} {
 		held := false
 		if operation == "PutItem" && bytes.Contains(body, needle) {
@@ -105,7 +105,7 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 		t.Parallel()
 		table, proxy := newEmulatorTable(t), newFaultProxy(t)
 		expiration := time.Now().Add(time.Hour)
-		table.putRaw(t, map[string]types.AttributeValue{"id": str("K1"), "status": str("IN_PROGRESS"), "lease": str("L1"), "expiration": epochSeconds(expiration)})
+		table.putRaw(t, map[string]types.AttributeValue{"id": str(stored("K1")), "status": str("IN_PROGRESS"), "lease": str("L1"), "expiration": epochSeconds(expiration)})
 		before := table.raw(t, "K1")
 		var logs logBuffer
 		var calls atomic.Int64
@@ -136,7 +136,7 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 		// Lease ended 3 s ago: beyond the 2 s skew allowance, so d2 does try to take over
 		// (the scenario's now-1s is within the allowance: no takeover would be tried).
 		now := time.Now()
-		table.putRaw(t, map[string]types.AttributeValue{"id": str("K2"), "status": str("IN_PROGRESS"), "lease": str("L1"),
+		table.putRaw(t, map[string]types.AttributeValue{"id": str(stored("K2")), "status": str("IN_PROGRESS"), "lease": str("L1"),
 			"expiration": epochSeconds(now.Add(time.Hour)), "in_progress_expiry": epochMillis(now.Add(-3 * time.Second))})
 		arrived, release := holdPut(proxy, "K2")
 		var calls atomic.Int64
@@ -153,7 +153,7 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 		go func() { done <- d2.Handle(t.Context(), jsonMessage("d2", map[string]any{"id": "K2"})) }()
 		testenv.Recv(t, arrived, testenv.WaitTimeout, "arrived")
 		// The original owner (lease L1) commits while d2's write is held.
-		if err := table.store().Complete(t.Context(), idempotency.Record{Key: "K2", Lease: "L1", Status: idempotency.StatusCompleted,
+		if err := table.store().Complete(t.Context(), idempotency.Record{Key: stored("K2"), Lease: "L1", Status: idempotency.StatusCompleted,
 			ExpiresAt: now.Add(time.Hour), Result: []byte("R1")}); err != nil {
 			t.Fatalf("original's commit: %v", err)
 		}
@@ -176,7 +176,7 @@ func TestN05TakeoverOnAStaleView(t *testing.T) {
 		t.Parallel()
 		table, proxy := newEmulatorTable(t), newFaultProxy(t)
 		now := time.Now()
-		table.putRaw(t, map[string]types.AttributeValue{"id": str("K2"), "status": str("IN_PROGRESS"), "lease": str("L1"),
+		table.putRaw(t, map[string]types.AttributeValue{"id": str(stored("K2")), "status": str("IN_PROGRESS"), "lease": str("L1"),
 			"expiration": epochSeconds(now.Add(time.Hour)), "in_progress_expiry": epochMillis(now.Add(-3 * time.Second))})
 		arrived, release := holdPut(proxy, "K2")
 		var effects sync.Map

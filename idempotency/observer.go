@@ -10,7 +10,7 @@ type EventKind int
 
 // The decisions of [Middleware]: one of EventClaimed, EventBypassed, EventKeyMissing,
 // EventPayloadInvalid, EventInsufficientTime, EventCompletedDuplicate, EventDeferred,
-// EventPayloadMismatch or EventStoreError per message handled, and after an
+// EventPayloadMismatch, EventStoreError or EventMalformedRecord per message handled, and after an
 // EventClaimed at most one of EventCompleteFailed and EventLeaseLost. Not reported: a
 // message whose Config.KeyFunc fails with an error other than [ErrKeyMissing] (that
 // error is its outcome), or whose context ended before the claim.
@@ -47,7 +47,21 @@ const (
 	// EventLeaseLost: a renewal found the lease taken over while the handler ran: the
 	// handler's context was cancelled with [ErrLeaseLost].
 	EventLeaseLost
+	// EventMalformedRecord: the item under the key is not an idempotency record (Err
+	// matches [ErrMalformedRecord]): the handler did not run and the message fails
+	// (retryable) until the item is removed or expires.
+	EventMalformedRecord
 )
+
+// EventKinds returns every kind the middleware reports, in order (for exporters that
+// build one series per kind in advance).
+func EventKinds() []EventKind {
+	kinds := make([]EventKind, 0, int(EventMalformedRecord))
+	for kind := EventClaimed; kind <= EventMalformedRecord; kind++ {
+		kinds = append(kinds, kind)
+	}
+	return kinds
+}
 
 // String returns the kind's name as used in logs and metrics.
 func (k EventKind) String() string {
@@ -74,6 +88,8 @@ func (k EventKind) String() string {
 		return "complete-failed"
 	case EventLeaseLost:
 		return "lease-lost"
+	case EventMalformedRecord:
+		return "malformed-record"
 	}
 	return "unknown"
 }
@@ -95,7 +111,7 @@ type Event struct {
 	Delay time.Duration
 	// Err is the cause (EventBypassed, EventKeyMissing, EventPayloadInvalid,
 	// EventInsufficientTime, EventPayloadMismatch, EventStoreError, EventCompleteFailed,
-	// EventLeaseLost).
+	// EventLeaseLost, EventMalformedRecord).
 	Err error
 }
 

@@ -20,7 +20,8 @@ const (
 // [Record.LeaseExpired] compute it from the current time, because DynamoDB TTL deletes
 // expired items late (typically within days) and emulators never do.
 type Record struct {
-	// Key is the idempotency key, prefix included (DynamoDB attribute "id").
+	// Key is the stored key ([StoredKey]: namespace, prefix and key; DynamoDB attribute
+	// "id").
 	Key string
 	// Status is StatusInProgress or StatusCompleted ("status").
 	Status Status

@@ -464,9 +464,9 @@ func TestC09PayloadValidatedOnEveryPath(t *testing.T) {
 				if attribute(final, "status") != "S:COMPLETED" || attribute(final, "validation") != attribute(before, "validation") {
 					t.Errorf("final item %s; want COMPLETED with m1's validation hash", final)
 				}
-				var stored struct{ Amount int }
-				record, err := table.store().Get(t.Context(), "O-9")
-				if err != nil || json.Unmarshal(record.Result, &stored) != nil || stored.Amount != 100 {
+				var result struct{ Amount int }
+				record, err := table.store().Get(t.Context(), stored("O-9"))
+				if err != nil || json.Unmarshal(record.Result, &result) != nil || result.Amount != 100 {
 					t.Errorf("stored result %q (%v); want amount 100", record.Result, err)
 				}
 				if got := effects.get("O-9"); got != 1 || amount.Load() != "100" {

@@ -23,14 +23,18 @@ type Store interface {
 	// writing nothing.
 	PutInProgress(ctx context.Context, record Record, now time.Time) error
 	// Get reads the record for key with a strongly consistent read. It returns an error
-	// matching [ErrNotFound] when there is none, and [*StoreError] on backend failures.
+	// matching [ErrNotFound] when there is none, and [*StoreError] on backend failures;
+	// for an item that is not an idempotency record, that error matches
+	// [ErrMalformedRecord] (PutInProgress's, too, when such an item blocks the claim).
 	// Get does not filter expired records; callers decide with the record's methods.
 	Get(ctx context.Context, key string) (Record, error)
 	// Complete marks the record of record.Key completed, with record.ExpiresAt as its
 	// new expiration and record.Result as its stored result (none when empty), and removes
 	// its lease expiry, provided the stored lease equals record.Lease. Otherwise (another
 	// claim took the key over, or the record is gone) it returns an error matching
-	// [ErrLeaseLost] and changes nothing.
+	// [ErrLeaseLost] and changes nothing. A store with an item size limit returns an error
+	// matching [ErrResultTooLarge], changing nothing, when the result does not fit; the
+	// middleware then completes the record without it.
 	Complete(ctx context.Context, record Record) error
 	// Delete removes the record for key provided its lease equals lease; otherwise it
 	// returns an error matching [ErrLeaseLost] and removes nothing.
@@ -70,6 +74,17 @@ var (
 	// ErrLeaseLost matches the error [Store.Complete] and [Store.Delete] return when the
 	// record no longer carries the caller's lease (taken over, or gone).
 	ErrLeaseLost = errors.New("idempotency: lease lost")
+	// ErrMalformedRecord matches the error (a [*StoreError]) for an item under an
+	// idempotency key that is not an idempotency record: an attribute missing or of the
+	// wrong type, or an unknown status, such as another writer's item. The middleware
+	// logs it, does not run the handler and returns the error (retryable): such an item
+	// is never taken for a claim in progress, nor overwritten while it is unexpired.
+	// Inspect it with `sqsworker idempotency get`, delete it with `delete --force`.
+	ErrMalformedRecord = errors.New("idempotency: the item is not an idempotency record")
+	// ErrResultTooLarge matches the error [Store.Complete] returns when the result set
+	// with [SetResult] would make the record larger than the store can keep (DynamoDB:
+	// 400 KB per item). Nothing was written.
+	ErrResultTooLarge = errors.New("idempotency: result too large for the record")
 	// ErrInvalidRecord matches the error [Store.PutInProgress] returns for a record it
 	// refuses to write (not in progress, no lease, no lease expiry or expiration, empty
 	// key), and [Store.Complete] for a record without expiration.

@@ -72,11 +72,11 @@ func TestKeyPrefixCountsTowardTheKeyLimit(t *testing.T) {
 		t.Errorf("stored key is %d bytes; DynamoDB's limit is %d", got, idempotency.MaxStoredKeyBytes)
 	}
 	sum := sha256.Sum256([]byte(key))
-	if want := prefix + "#sha256:" + hex.EncodeToString(sum[:]); stored[0] != want {
+	if want := "idempotency#" + prefix + "#sha256:" + hex.EncodeToString(sum[:]); stored[0] != want {
 		t.Errorf("stored key = %.40q...; want the prefix and the key's digest", stored[0])
 	}
 	// The longest key a short prefix keeps as it is is still 1024 bytes.
-	if got, _ := idempotency.StoredKey("fn", strings.Repeat("k", 1024)); got != "fn#"+strings.Repeat("k", 1024) {
+	if got, _ := idempotency.StoredKey("fn", strings.Repeat("k", 1024)); got != "idempotency#fn#"+strings.Repeat("k", 1024) {
 		t.Errorf("a 1024-byte key with prefix fn was digested")
 	}
 }
@@ -112,11 +112,12 @@ func TestDigestSpellingIsNotAKey(t *testing.T) {
 	}
 }
 
-// TestKeyPrefixValidated: a prefix that cannot fit with a digested key, or is not
-// UTF-8, is a configuration error, named.
+// TestKeyPrefixValidated: a prefix that cannot fit with a digested key, is not UTF-8 or
+// contains the separator "#" (prefix "a#b" with key "c" would be prefix "a" with key
+// "b#c"), is a configuration error, named.
 func TestKeyPrefixValidated(t *testing.T) {
 	t.Parallel()
-	for _, prefix := range []string{strings.Repeat("p", idempotency.MaxKeyPrefixBytes+1), "p\xff"} {
+	for _, prefix := range []string{strings.Repeat("p", idempotency.MaxKeyPrefixBytes+1), "p\xff", "web#hook"} {
 		if err := (idempotency.Config{KeyPrefix: prefix}).Validate(); !errors.Is(err, idempotency.ErrInvalidKeyPrefix) {
 			t.Errorf("Validate(prefix of %d bytes) = %v; want ErrInvalidKeyPrefix", len(prefix), err)
 		}

@@ -21,4 +21,19 @@
 // message id), the mux innermost:
 //
 //	handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+//
+// # Unique jobs
+//
+// A job with a UniqueKey is sent once while its key is taken: another Send of the key
+// returns a [*DuplicateJobError] with the first job's message id. On a standard queue the
+// key is an item of the shared DynamoDB table (package table; key "unique#" + the key,
+// see [DynamoDBUniqueStore]), taken for the job's window (Job.UniqueFor, at least 1 s and
+// longer than the job's delay); Job.UniqueMode says whether it is freed earlier: when the
+// job is done or has started, by [UniqueMiddleware] on the consumer side
+// ([UniqueUntilDone], [UniqueUntilStarted]). An expired key counts as absent at once,
+// whether or not DynamoDB's TTL has deleted it. Uniqueness is checked only when a job is
+// sent: a redelivered or redriven message is never refused as a duplicate of itself. An
+// item under the key that is not a unique key's item fails the Send
+// ([ErrMalformedUniqueItem]); nothing is sent. On a FIFO queue the key is the
+// deduplication id (SQS's 5-minute interval).
 package producer

@@ -107,6 +107,20 @@ func ExampleDynamoDBUniqueStore() {
 	}
 }
 
+// A unique job whose key is free again as soon as the job is done (it succeeded or was
+// dead-lettered): UniqueMiddleware frees it on the consumer side.
+func ExampleUniqueMiddleware() {
+	awsConfig, _ := config.LoadDefaultConfig(context.Background())
+	store := producer.NewDynamoDBUniqueStore(dynamodb.NewFromConfig(awsConfig), "jobs-idempotency")
+	jobs, _ := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{Unique: store})
+	_, _ = jobs.Send(context.Background(), os.Getenv("QUEUE_URL"), producer.Job{
+		Type: "report", Body: `{}`, UniqueKey: "report-2026-11", UniqueFor: time.Hour, UniqueMode: producer.UniqueUntilDone,
+	})
+	mux := sqsworker.NewServeMux()
+	handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), producer.UniqueMiddleware(store, nil)) // inside DelayMiddleware
+	_, _ = poller.New(sqs.NewFromConfig(awsConfig), poller.Config{QueueURL: os.Getenv("QUEUE_URL")}, handler)
+}
+
 // The batcher merges concurrent sends (from HTTP handlers, say) into SendMessageBatch calls.
 func ExampleBatcher() {
 	var jobs *producer.Producer // producer.New(client, producer.Config{})

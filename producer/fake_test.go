@@ -132,7 +132,7 @@ func (m *memoryUnique) Confirm(ctx context.Context, key, owner, messageID string
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.records[key].Owner != owner {
-		return fmt.Errorf("not held")
+		return fmt.Errorf("%w: key %q", ErrUniqueKeyNotHeld, key)
 	}
 	m.records[key] = UniqueRecord{Owner: owner, MessageID: messageID, ExpiresAt: expires}
 	return nil
@@ -142,6 +142,15 @@ func (m *memoryUnique) Release(ctx context.Context, key, owner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if held := m.records[key]; held.Owner == owner && held.MessageID == "" {
+		delete(m.records, key)
+	}
+	return nil
+}
+
+func (m *memoryUnique) Free(ctx context.Context, key, owner string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.records[key].Owner == owner {
 		delete(m.records, key)
 	}
 	return nil

@@ -107,8 +107,14 @@ type Job struct {
 	// within its 5-minute deduplication interval without delivering it, and Send returns
 	// no error for it.
 	UniqueKey string
-	// UniqueFor is how long UniqueKey stays taken after the send; if zero, DefaultUniqueFor.
+	// UniqueFor is how long UniqueKey stays taken after the send (the unique window);
+	// if zero, DefaultUniqueFor. At least MinUniqueFor (1 s), and longer than Delay (a
+	// key that expired before the job runs would let a duplicate in).
 	UniqueFor time.Duration
+	// UniqueMode says whether the key is freed before its window ends: when the job is
+	// done or has started, by [UniqueMiddleware] on the consumer side (standard queues
+	// only). The zero value is UniqueUntilWindowEnds.
+	UniqueMode UniqueMode
 	// Attributes are further message attributes. The producer's own (job type,
 	// idempotency key, due time, trace context) take precedence; SQS allows 10 in all.
 	Attributes map[string]types.MessageAttributeValue
@@ -246,18 +252,21 @@ type outgoing struct {
 // prepare checks and encodes a job, measures it, offloads it when too large and
 // reserves its unique key.
 func (p *Producer) prepare(ctx context.Context, queueURL string, job Job) (*outgoing, error) {
+	r, attributes, err := p.uniqueReservation(queueURL, job)
+	if err != nil {
+		return nil, err
+	}
+	job.Attributes = attributes
 	message, err := p.build(ctx, queueURL, job)
 	if err != nil {
 		return nil, err
 	}
-	out := &outgoing{message: message}
-	if job.UniqueKey != "" && !isFIFO(queueURL) {
-		out.reservation, err = p.reserve(ctx, job.UniqueKey, job.UniqueFor)
-		if err != nil {
+	if r != nil {
+		if err := p.reserve(ctx, r); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return &outgoing{message: message, reservation: r}, nil
 }
 
 // finish completes or releases the job's reservation after its send.

@@ -395,31 +395,31 @@ func TestCLIIdempotency(t *testing.T) {
 	}
 	text := func(s string) dbtypes.AttributeValue { return &dbtypes.AttributeValueMemberS{Value: s} }
 	put(map[string]dbtypes.AttributeValue{
-		"id": text("webhook#done"), "status": text("COMPLETED"), "expiration": number(now.Add(time.Hour).Unix()),
+		"id": text("idempotency#webhook#done"), "status": text("COMPLETED"), "expiration": number(now.Add(time.Hour).Unix()),
 		"lease": text("lease-done"), "data": &dbtypes.AttributeValueMemberB{Value: []byte("200 OK")},
 	})
 	put(map[string]dbtypes.AttributeValue{
-		"id": text("webhook#stuck"), "status": text("IN_PROGRESS"), "expiration": number(now.Add(time.Hour).Unix()),
+		"id": text("idempotency#webhook#stuck"), "status": text("IN_PROGRESS"), "expiration": number(now.Add(time.Hour).Unix()),
 		"in_progress_expiry": number(now.Add(time.Minute).UnixMilli()), "lease": text("lease-stuck"),
 	})
 
 	got := decode[recordView](t, want(t, exitOK, "idempotency", "get", "done", "--table", table, "--prefix", "webhook", "-o", "json"))
-	if got.Key != "webhook#done" || got.Status != idempotency.StatusCompleted || got.Expired || string(got.Result) != "200 OK" {
+	if got.Key != "idempotency#webhook#done" || got.Status != idempotency.StatusCompleted || got.Expired || string(got.Result) != "200 OK" {
 		t.Fatalf("get = %+v", got)
 	}
-	r := want(t, exitError, "idempotency", "delete", "webhook#done", "--table", table)
+	r := want(t, exitError, "idempotency", "delete", "done", "--prefix", "webhook", "--table", table)
 	if !strings.Contains(r.stderr, "refusing to delete the COMPLETED record") {
 		t.Fatalf("delete COMPLETED without --force: %s", r.stderr)
 	}
-	want(t, exitOK, "idempotency", "get", "webhook#done", "--table", table) // still there
-	want(t, exitOK, "idempotency", "delete", "webhook#done", "--table", table, "--force")
-	r = want(t, exitError, "idempotency", "get", "webhook#done", "--table", table)
+	want(t, exitOK, "idempotency", "get", "idempotency#webhook#done", "--stored", "--table", table) // still there, by its stored key
+	want(t, exitOK, "idempotency", "delete", "done", "--prefix", "webhook", "--table", table, "--force")
+	r = want(t, exitError, "idempotency", "get", "done", "--prefix", "webhook", "--table", table)
 	if !strings.Contains(r.stderr, "no idempotency record") {
 		t.Fatalf("get after delete: %s", r.stderr)
 	}
 
 	r = want(t, exitOK, "idempotency", "delete", "stuck", "--prefix", "webhook", "--table", table)
-	if !strings.Contains(r.stderr, "warning: the in-progress lease") || !strings.Contains(r.stdout, `Deleted the IN_PROGRESS record "webhook#stuck"`) {
+	if !strings.Contains(r.stderr, "warning: the in-progress lease") || !strings.Contains(r.stdout, `Deleted the IN_PROGRESS record "idempotency#webhook#stuck"`) {
 		t.Fatalf("delete IN_PROGRESS:\nstdout %s\nstderr %s", r.stdout, r.stderr)
 	}
 }

@@ -8,13 +8,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/table"
 )
 
 func newCreateCommand(a *app) *cobra.Command {
-	return newGroup("create", "Create a queue with its dead-letter queue, or an idempotency table (for local work and tests)",
+	return newGroup("create", "Create a queue with its dead-letter queue, or the jobs table (for local work and tests)",
 		newCreateQueueCommand(a),
 		newCreateTableCommand(a),
 	)
@@ -157,21 +157,20 @@ type createdTable struct {
 }
 
 func newCreateTableCommand(a *app) *cobra.Command {
-	var ttlAttribute string
 	cmd := &cobra.Command{
 		Use:   "table NAME",
-		Short: "Create an idempotency table (string key \"id\", on-demand, TTL on \"expiration\")",
-		Long: `Create (or reuse) the DynamoDB table NAME for package idempotency: string partition key
-"id", on-demand billing, and DynamoDB TTL on --ttl-attribute (default "expiration", the
-attribute where the store writes each record's expiry in epoch seconds). An existing
-table is reused when its key matches.
+		Short: fmt.Sprintf("Create the jobs table: idempotency records, unique jobs, the scheduler (string key %q, on-demand, TTL on %q)", table.PartitionKey, table.TTLAttribute),
+		Long: fmt.Sprintf(`Create (or reuse) the DynamoDB table NAME that package idempotency, unique jobs (package
+producer) and the scheduler share, as package table declares it: string partition key
+%q, on-demand billing, and DynamoDB TTL on %q (where every item's expiry is written in
+epoch seconds). An existing table is reused when its key matches.
 
-TTL only cleans up: the store checks expiry itself, so a table (or an emulator) without
-working TTL still gives correct results.`,
+TTL only cleans up: every reader checks expiry itself, so a table (or an emulator) without
+working TTL still gives correct results.`, table.PartitionKey, table.TTLAttribute),
 		Example: `  sqsworker create table webhook-idempotency`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resources := &provision.Resources{Tables: []provision.Table{{Name: args[0], PartitionKey: idempotency.DefaultKeyAttribute, TTLAttribute: ttlAttribute}}}
+			resources := &provision.Resources{Tables: []provision.Table{{Name: args[0], PartitionKey: table.PartitionKey, TTLAttribute: table.TTLAttribute}}}
 			if err := resources.Validate(); err != nil {
 				return usageError(fmt.Errorf("create table: %w", err))
 			}
@@ -184,22 +183,21 @@ working TTL still gives correct results.`,
 			if err != nil {
 				return fmt.Errorf("sqsworker: %w", err)
 			}
-			table := result.Tables[0]
-			out := createdTable{Name: table.Name, PartitionKey: idempotency.DefaultKeyAttribute, TTLAttribute: ttlAttribute, Created: table.Created, TTLWarning: table.TTLWarning}
+			created := result.Tables[0]
+			out := createdTable{Name: created.Name, PartitionKey: table.PartitionKey, TTLAttribute: table.TTLAttribute, Created: created.Created, TTLWarning: created.TTLWarning}
 			if a.json() {
 				return a.printJSON(out)
 			}
 			verb := "Created"
-			if !table.Created {
+			if !created.Created {
 				verb = "Reused existing"
 			}
-			fmt.Fprintf(a.stdout, "%s table %s (partition key %q, TTL on %q).\n", verb, table.Name, out.PartitionKey, ttlAttribute)
-			if table.TTLWarning != "" {
-				fmt.Fprintf(a.stdout, "TTL not enabled: %s (records still expire in code; only the clean-up is missing).\n", table.TTLWarning)
+			fmt.Fprintf(a.stdout, "%s table %s (partition key %q, TTL on %q).\n", verb, created.Name, out.PartitionKey, out.TTLAttribute)
+			if created.TTLWarning != "" {
+				fmt.Fprintf(a.stdout, "TTL not enabled: %s (records still expire in code; only the clean-up is missing).\n", created.TTLWarning)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&ttlAttribute, "ttl-attribute", idempotency.DefaultExpirationAttribute, "attribute DynamoDB TTL reads (epoch seconds)")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/table"
 )
 
 func deleteQueueByName(t *testing.T, client *sqs.Client, name string) {
@@ -68,7 +69,8 @@ func TestCreateQueueWithDeadLetterQueue(t *testing.T) {
 	}
 }
 
-// TestCreateTable creates an idempotency table and reads back its key and TTL.
+// TestCreateTable creates the table and reads back its key and TTL: package table's
+// PartitionKey and TTLAttribute, the one definition.
 func TestCreateTable(t *testing.T) {
 	t.Parallel()
 	client := testenv.DynamoDB(t)
@@ -85,14 +87,14 @@ func TestCreateTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key := description.Table.KeySchema; len(key) != 1 || aws.ToString(key[0].AttributeName) != "id" {
+	if key := description.Table.KeySchema; len(key) != 1 || aws.ToString(key[0].AttributeName) != table.PartitionKey {
 		t.Errorf("key schema %+v, want the string key id", key)
 	}
 	ttl, err := client.DescribeTimeToLive(context.Background(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.TTLWarning == "" && (ttl.TimeToLiveDescription == nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expiration") {
+	if created.TTLWarning == "" && (ttl.TimeToLiveDescription == nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != table.TTLAttribute) {
 		t.Errorf("TTL %+v, want on expiration", ttl.TimeToLiveDescription)
 	}
 	if r := want(t, exitOK, "create", "table", name); !strings.HasPrefix(r.stdout, "Reused existing table") {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/table"
 )
 
 // recordView is the output of `idempotency get` and `delete`.
@@ -38,9 +40,11 @@ func newIdempotencyCommand(a *app) *cobra.Command {
 the idempotency package stores it: status IN_PROGRESS or COMPLETED, expiration, in-progress
 lease end, lease token, payload hash and stored result. KEY is the idempotency key as the
 key function returns it; the stored key is derived from it as the middleware does
-(idempotency.StoredKey): "P#KEY" with --prefix P, and "sha256:<hex>" in place of KEY for a
-key over 1024 bytes, one that would exceed DynamoDB's 2048-byte key limit, one that is not
-UTF-8, or one that itself starts with "sha256:".`,
+(idempotency.StoredKey): "idempotency#P#KEY" with --prefix P ("idempotency##KEY" without),
+and "sha256:<hex>" in place of KEY for a key over 1024 bytes, one that would exceed
+DynamoDB's 2048-byte key limit, one that is not UTF-8, or one that itself starts with
+"sha256:". With --stored, KEY is the stored key itself, as the worker logs it
+(idempotency_key); it must be in the idempotency namespace.`,
 		Example: `  sqsworker idempotency get 7f3a --table webhook-idempotency --prefix webhook`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,13 +67,18 @@ message run the handler again (a second side effect). Deleting an IN_PROGRESS re
 lease still runs warns that a handler may still be running.
 
 The delete is conditioned on the record's lease token as read, so a record that was
-claimed again in between is never deleted.`,
+claimed again in between is never deleted. An item under the key that is not an
+idempotency record (the worker logs "not an idempotency record" and fails its messages)
+is deleted only with --force, as it is.`,
 		Example: `  sqsworker idempotency delete 7f3a --table webhook-idempotency --prefix webhook
   sqsworker idempotency delete 7f3a --table webhook-idempotency --force`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			view, store, err := flags.load(ctx, a, args[0])
+			if errors.Is(err, idempotency.ErrMalformedRecord) && force {
+				return flags.deleteMalformed(ctx, a, args[0], err)
+			}
 			if err != nil {
 				return err
 			}
@@ -102,10 +111,11 @@ claimed again in between is never deleted.`,
 			return nil
 		},
 	}
-	remove.Flags().BoolVar(&force, "force", false, "delete a COMPLETED record too")
+	remove.Flags().BoolVar(&force, "force", false, "delete a COMPLETED record too, or an item that is not an idempotency record")
 	for _, cmd := range []*cobra.Command{get, remove} {
 		cmd.Flags().StringVar(&flags.table, "table", "", "DynamoDB table of the idempotency records (required)")
-		cmd.Flags().StringVar(&flags.prefix, "prefix", "", `key prefix (Config.KeyPrefix): the stored key is "PREFIX#KEY" (see idempotency.StoredKey)`)
+		cmd.Flags().StringVar(&flags.prefix, "prefix", "", `key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY" (see idempotency.StoredKey)`)
+		cmd.Flags().BoolVar(&flags.stored, "stored", false, `KEY is the stored key as logged ("idempotency#PREFIX#KEY"), not the key function's`)
 		_ = cmd.MarkFlagRequired("table")
 	}
 	return newGroup("idempotency", "Inspect or release idempotency records (get, delete)", get, remove)
@@ -114,13 +124,34 @@ claimed again in between is never deleted.`,
 type idempotencyFlags struct {
 	table  string
 	prefix string
+	stored bool
+}
+
+// storedKey is the stored key KEY names: StoredKey(--prefix, KEY), or KEY itself with
+// --stored, which must then be in the idempotency namespace (this command touches no other
+// subsystem's items).
+func (f *idempotencyFlags) storedKey(key string) (string, error) {
+	if !f.stored {
+		stored, err := idempotency.StoredKey(f.prefix, key)
+		if err != nil {
+			return "", fmt.Errorf("sqsworker: %w", err)
+		}
+		return stored, nil
+	}
+	if f.prefix != "" {
+		return "", usageError(errors.New("--stored takes the whole stored key; --prefix does not apply"))
+	}
+	if ns, ok := table.NamespaceOf(key); !ok || ns != table.Idempotency {
+		return "", usageError(fmt.Errorf("--stored: %q is not an idempotency record's key (they start with %q)", key, string(table.Idempotency)+table.Separator))
+	}
+	return key, nil
 }
 
 // load reads the record of key with the idempotency package's DynamoDB store.
 func (f *idempotencyFlags) load(ctx context.Context, a *app, key string) (*recordView, *idempotency.DynamoDBStore, error) {
-	key, err := idempotency.StoredKey(f.prefix, key)
+	key, err := f.storedKey(key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqsworker: %w", err)
+		return nil, nil, err
 	}
 	cfg, err := a.awsConfig(ctx)
 	if err != nil {
@@ -132,7 +163,7 @@ func (f *idempotencyFlags) load(ctx context.Context, a *app, key string) (*recor
 		return nil, nil, fmt.Errorf("sqsworker: no idempotency record for key %q in table %s", key, f.table)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqsworker: %w", err)
+		return nil, nil, fmt.Errorf("sqsworker: %w", err) // an ErrMalformedRecord names the item's attributes
 	}
 	now := time.Now()
 	view := &recordView{
@@ -175,5 +206,28 @@ func (a *app) printRecord(view *recordView, now time.Time) error {
 	fmt.Fprintf(out, "Lease:        %s\n", orDash(view.Lease, "-"))
 	fmt.Fprintf(out, "Payload hash: %s\n", orDash(view.PayloadHash, "-"))
 	fmt.Fprintf(out, "Result:       %d bytes\n", view.ResultBytes)
+	return nil
+}
+
+// deleteMalformed deletes the item under key that is not an idempotency record (cause
+// says why), as it is: there is no lease to condition the delete on. The key is in the
+// idempotency namespace (storedKey), so no other subsystem's item is reachable.
+func (f *idempotencyFlags) deleteMalformed(ctx context.Context, a *app, key string, cause error) error {
+	key, err := f.storedKey(key)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	a.warn("%v; deleting it as it is (--force)", cause)
+	if _, err := dynamodb.NewFromConfig(cfg).DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.table), Key: table.KeyAttribute(key)}); err != nil {
+		return fmt.Errorf("sqsworker: deleting %q from %s: %w", key, f.table, err)
+	}
+	if a.json() {
+		return a.printJSON(recordView{Table: f.table, Key: key, Deleted: true})
+	}
+	fmt.Fprintf(a.stdout, "Deleted the item %q (not an idempotency record) from %s.\n", key, f.table)
 	return nil
 }

@@ -135,7 +135,7 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 	flags.DurationVar(&config.Interval, "interval", ui.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
 	flags.IntVar(&config.PeekMax, "peek-max", ui.DefaultPeekMax, "how many dead letters one look receives at most")
 	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
-	flags.StringVar(&config.KeyPrefix, "prefix", "", `idempotency key prefix (Config.KeyPrefix): the stored key is "PREFIX#KEY"`)
+	flags.StringVar(&config.KeyPrefix, "prefix", "", `idempotency key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY"`)
 	return cmd
 }
 

@@ -52,12 +52,10 @@ import (
 	"github.com/sqsworker/sqsworker/worker"
 )
 
-// Log messages. The demo (examples/webhook/demo) counts logDuplicateSuppressed lines by
-// message_id; keep the text in step with it.
-const (
-	logDuplicateSuppressed = "webhook: duplicate suppressed"
-	logStopped             = "webhook: stopped"
-)
+// Log messages. The demo (examples/webhook/demo) counts the idempotency middleware's
+// idempotency.LogCompletedDuplicate lines by message_id: a suppressed duplicate's one
+// info line.
+const logStopped = "webhook: stopped"
 
 func main() {
 	if len(os.Args) > 1 {
@@ -157,11 +155,7 @@ func newHandler(store idempotency.Store, cfg config, logger *slog.Logger) sqswor
 			// the key with the same function (delivery.Key) and so dead-letters it as
 			// MalformedBody, the reason operators look for: it never runs unguarded.
 			KeyOptional: true,
-			OnCompletedDuplicate: func(ctx context.Context, message *sqsworker.Message, record idempotency.Record) error {
-				logger.InfoContext(ctx, logDuplicateSuppressed, "message_id", message.ID, "idempotency_key", record.Key)
-				return nil
-			},
-			Logger: logger,
+			Logger:      logger,
 		}),
 	)
 }

@@ -54,6 +54,7 @@ var storeTests = []storeTest{
 	{"CompletedBlocksClaimsUntilExpiration", testCompletedBlocksClaims},
 	{"CompleteStoresResultAndDropsLeaseExpiry", testCompleteStoresResult},
 	{"CompleteWithoutResult", testCompleteWithoutResult},
+	{"CompleteWithAnOversizedResult", testCompleteWithAnOversizedResult},
 	{"CompleteWithOtherLeaseRejected", testCompleteWithOtherLease},
 	{"CompleteMissingRejected", testCompleteMissing},
 	{"TakeoverLocksOutOldLease", testTakeoverLocksOutOldLease},
@@ -227,6 +228,28 @@ func testCompleteWithoutResult(t *testing.T, store idempotency.Store) {
 	first := claim(newKey(t), now, 10*time.Second, time.Hour)
 	mustPut(t, store, first, now)
 	done := completed(first, now.Add(time.Hour), nil)
+	mustComplete(t, store, done)
+	wantRecord(t, store, done)
+}
+
+// testCompleteWithAnOversizedResult: a result over a store's item limit (1 MiB here,
+// more than DynamoDB's 400 KB item) is either stored whole or refused with
+// ErrResultTooLarge, writing nothing; the record can then complete without it.
+func testCompleteWithAnOversizedResult(t *testing.T, store idempotency.Store) {
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	done := completed(first, now.Add(time.Hour), make([]byte, 1<<20))
+	err := store.Complete(ctx(t), done)
+	if err == nil {
+		wantRecord(t, store, done)
+		return
+	}
+	if !errors.Is(err, idempotency.ErrResultTooLarge) {
+		t.Fatalf("Complete with a 1 MiB result = %v; want nil or an error matching ErrResultTooLarge", err)
+	}
+	wantRecord(t, store, first)
+	done.Result = nil
 	mustComplete(t, store, done)
 	wantRecord(t, store, done)
 }

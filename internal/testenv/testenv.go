@@ -31,6 +31,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/table"
 )
 
 // UnitOnlyVariable names the environment variable that, set to 1, makes every test that
@@ -189,7 +190,7 @@ func Counts(t testing.TB, client *sqs.Client, url string) (visible, inFlight int
 }
 
 // NewTable creates a uniquely named on-demand DynamoDB table with the string partition key
-// "id" (the idempotency package's default) and deletes it when the test ends.
+// table.PartitionKey ("id", the shared table's schema) and deletes it when the test ends.
 func NewTable(t testing.TB, client *dynamodb.Client) string {
 	t.Helper()
 	name := UniqueName(t)
@@ -197,10 +198,10 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 		TableName:   aws.String(name),
 		BillingMode: dynamodbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []dynamodbtypes.AttributeDefinition{
-			{AttributeName: aws.String("id"), AttributeType: dynamodbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(table.PartitionKey), AttributeType: dynamodbtypes.ScalarAttributeTypeS},
 		},
 		KeySchema: []dynamodbtypes.KeySchemaElement{
-			{AttributeName: aws.String("id"), KeyType: dynamodbtypes.KeyTypeHash},
+			{AttributeName: aws.String(table.PartitionKey), KeyType: dynamodbtypes.KeyTypeHash},
 		},
 	})
 	// The name is unique to this call, so a table that already exists is this call's own,

@@ -33,14 +33,17 @@ type Config struct {
 //     the middleware's decisions by KeyDecision. Alarm on "bypassed" and "key-missing"
 //     rising (producers stopped sending keys: with Config.KeyOptional those messages
 //     run unguarded), on "store-error" and "complete-failed" (the table refuses or
-//     throttles), and on "lease-lost" (handlers outlive their leases); "deferred"
-//     counts duplicates that arrived while their original ran.
+//     throttles), on "lease-lost" (handlers outlive their leases) and on
+//     "malformed-record" (an item under an idempotency key that is not an idempotency
+//     record: its messages fail until it is removed); "deferred" counts duplicates that
+//     arrived while their original ran.
 //
 // ObserveIdempotency is safe for concurrent use and does not allocate.
 type Metrics struct {
 	decisions metric.Int64Counter
-	// options holds one attribute set per kind, built once: index by EventKind.
-	options [idempotency.EventLeaseLost + 1][]metric.AddOption
+	// options holds one attribute set per kind, built once: index by EventKind (0 is
+	// "unknown").
+	options [][]metric.AddOption
 }
 
 // NewMetrics creates the instrument. It returns an error when the meter refuses it.
@@ -54,7 +57,8 @@ func NewMetrics(cfg Config) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{decisions: counter}
+	kinds := idempotency.EventKinds()
+	m := &Metrics{decisions: counter, options: make([][]metric.AddOption, int(kinds[len(kinds)-1])+1)}
 	for kind := range m.options {
 		m.options[kind] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(KeyDecision.String(idempotency.EventKind(kind).String())))}
 	}

@@ -17,7 +17,8 @@ import (
 // TestMetrics runs the middleware (on a memory store) over a keyed message, its
 // completed duplicate and five keyless messages in bypass mode (scenario N03's bypass
 // count), then feeds kinds the middleware reports only on store faults, and reads
-// exactly those counts.
+// exactly those counts (every kind has its own series: a malformed record is not
+// "unknown").
 func TestMetrics(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	metrics, err := otelidempotency.NewMetrics(otelidempotency.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
@@ -34,12 +35,14 @@ func TestMetrics(t *testing.T) {
 	}
 	require.Equal(t, 6, calls, "O-1 once and the five keyless messages")
 	metrics.ObserveIdempotency(ctx, idempotency.Event{Kind: idempotency.EventStoreError, Err: errors.New("throttled")})
+	metrics.ObserveIdempotency(ctx, idempotency.Event{Kind: idempotency.EventMalformedRecord, Err: idempotency.ErrMalformedRecord})
 	metrics.ObserveIdempotency(ctx, idempotency.Event{Kind: idempotency.EventKind(99)})
 	require.Equal(t, map[string]float64{
 		"sqsworker.idempotency.decisions{sqsworker.idempotency.decision=claimed}":             1,
 		"sqsworker.idempotency.decisions{sqsworker.idempotency.decision=completed-duplicate}": 1,
 		"sqsworker.idempotency.decisions{sqsworker.idempotency.decision=bypassed}":            5,
 		"sqsworker.idempotency.decisions{sqsworker.idempotency.decision=store-error}":         1,
+		"sqsworker.idempotency.decisions{sqsworker.idempotency.decision=malformed-record}":    1,
 		"sqsworker.idempotency.decisions{sqsworker.idempotency.decision=unknown}":             1,
 	}, metrictest.Collect(t, reader))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/outbox"
@@ -667,7 +668,8 @@ func formatReasons(reasons map[string]int) string {
 // suppressedDuplicates counts the distinct messages (the workers of a run consume only its
 // queue, emptied at the start, so every line is one of the run's messages) that the
 // workers deleted without delivering because the delivery was already completed, from
-// the "duplicate suppressed" lines of their JSON logs. A message first deferred because
+// the idempotency middleware's "already completed" lines (idempotency.LogCompletedDuplicate)
+// of their JSON logs. A message first deferred because
 // its delivery was in progress elsewhere, then skipped, counts once.
 func suppressedDuplicates(logPaths []string) (int, error) {
 	seen := map[string]bool{}
@@ -683,7 +685,7 @@ func suppressedDuplicates(logPaths []string) (int, error) {
 				Msg       string `json:"msg"`
 				MessageID string `json:"message_id"`
 			}
-			if json.Unmarshal(scanner.Bytes(), &line) != nil || line.Msg != "webhook: duplicate suppressed" {
+			if json.Unmarshal(scanner.Bytes(), &line) != nil || line.Msg != idempotency.LogCompletedDuplicate {
 				continue
 			}
 			seen[line.MessageID] = true

@@ -398,7 +398,11 @@ func TestBrowser(t *testing.T) {
 	// Idempotency: look a record up, refuse to release a COMPLETED one unconfirmed,
 	// release it when confirmed.
 	key := "order-" + strconv.Itoa(int(time.Now().UnixNano()%1e6))
-	record := idempotency.Record{Key: key, Status: idempotency.StatusInProgress, Lease: "lease-1",
+	stored, storedErr := idempotency.StoredKey("", key) // the page derives it from the key typed
+	if storedErr != nil {
+		t.Fatal(storedErr)
+	}
+	record := idempotency.Record{Key: stored, Status: idempotency.StatusInProgress, Lease: "lease-1",
 		InProgressExpiresAt: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := store.PutInProgress(context.Background(), record, time.Now()); err != nil {
 		t.Fatal(err)
@@ -416,13 +420,13 @@ func TestBrowser(t *testing.T) {
 	if err != nil || response.Status != http.StatusConflict {
 		t.Fatalf("releasing a COMPLETED record unconfirmed: %v, %v; want 409", response, err)
 	}
-	if _, err := store.Get(context.Background(), key); err != nil {
+	if _, err := store.Get(context.Background(), stored); err != nil {
 		t.Fatalf("the unconfirmed release deleted the record: %v", err)
 	}
 	do(t, ctx, chromedp.Click(chromedp.ID("force")))
 	submit(t, ctx, "release")
 	run(t, ctx, chromedp.Text(chromedp.ID("released")))
-	if _, err := store.Get(context.Background(), key); !errors.Is(err, idempotency.ErrNotFound) {
+	if _, err := store.Get(context.Background(), stored); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("after the release the record is still there: %v", err)
 	}
 }

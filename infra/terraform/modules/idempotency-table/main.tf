@@ -1,14 +1,17 @@
 locals {
-  # Attribute names the runtime (package idempotency) reads and writes. Only the key and
-  # the TTL attribute matter to DynamoDB's schema; the others are listed for the outputs.
+  # Attribute names the runtime's idempotency records use (package idempotency; the key
+  # and the TTL attribute are package table's, shared by unique jobs and the scheduler).
+  # Only the key and the TTL attribute matter to DynamoDB's schema; the others are listed
+  # for the outputs. A test compares every name with the Go constants.
   attribute_names = {
-    key                = var.hash_key
-    status             = "status"
-    expiration         = var.ttl_attribute_name
-    in_progress_expiry = "in_progress_expiry"
-    lease              = "lease"
-    validation         = "validation"
-    data               = "data"
+    key                  = var.hash_key
+    status               = "status"
+    expiration           = var.ttl_attribute_name
+    in_progress_expiry   = "in_progress_expiry"
+    in_progress_deadline = "in_progress_deadline"
+    lease                = "lease"
+    validation           = "validation"
+    data                 = "data"
   }
 }
 

@@ -28,7 +28,7 @@ output "ttl_attribute_name" {
 }
 
 output "attribute_names" {
-  description = "Attribute names the runtime uses: key (partition key), status (IN_PROGRESS or COMPLETED), expiration (epoch seconds, TTL), in_progress_expiry (epoch milliseconds), lease, validation and data."
+  description = "Attribute names of the runtime's idempotency records: key (partition key), status (IN_PROGRESS or COMPLETED), expiration (epoch seconds, TTL), in_progress_expiry and in_progress_deadline (epoch milliseconds), lease, validation and data."
   value       = local.attribute_names
 }
 

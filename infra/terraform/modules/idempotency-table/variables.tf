@@ -15,7 +15,7 @@ variable "tags" {
 ################################################################################
 
 variable "name" {
-  description = "Name of the idempotency table (SQSWORKER_IDEMPOTENCY_TABLE for the workers)."
+  description = "Name of the table (SQSWORKER_IDEMPOTENCY_TABLE for the workers): idempotency records, and the unique jobs and scheduler that may share it."
   type        = string
 
   validation {
@@ -25,7 +25,7 @@ variable "name" {
 }
 
 variable "hash_key" {
-  description = "Partition key attribute (type S). The runtime writes the idempotency key to \"id\"; change it only together with the runtime's attribute-name override."
+  description = "Partition key attribute (type S). The runtime (package table) writes every item's key to \"id\"; unique jobs and the scheduler have no override, so change it only for a table of idempotency records alone, together with idempotency.WithAttributeNames."
   type        = string
   default     = "id"
 
@@ -36,7 +36,7 @@ variable "hash_key" {
 }
 
 variable "ttl_attribute_name" {
-  description = "Attribute DynamoDB's TTL reads (epoch seconds). The runtime writes \"expiration\"."
+  description = "Attribute DynamoDB's TTL reads (epoch seconds). The runtime (package table) writes \"expiration\" on idempotency records and unique keys; change it only for a table of idempotency records alone, together with idempotency.WithAttributeNames."
   type        = string
   default     = "expiration"
 
