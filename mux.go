@@ -137,6 +137,16 @@ func (mux *ServeMux) JobTypes() []string {
 	return types
 }
 
+// Registered reports whether jobType has a handler. It is the set of job types a
+// metrics exporter may label by name (otelsqsworker.MetricsConfig.Registered): any other
+// type is whatever a sender wrote into the job-type attribute.
+func (mux *ServeMux) Registered(jobType string) bool {
+	mux.mu.RLock()
+	defer mux.mu.RUnlock()
+	_, ok := mux.routes[jobType]
+	return ok
+}
+
 // Handle routes message to its job type's handler; see [ServeMux].
 func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
 	jobType, err := mux.jobType(message)
