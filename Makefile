@@ -28,7 +28,8 @@ down:
 	localstack/down
 
 # go test -json goes through internal/tools/testsummary: it prints the output of failed
-# tests, one ok/FAIL line per package and last "N passed, N failed[, N skipped]"; with
+# tests, one ok/FAIL line per package, one SKIP line per skipped test with its message and
+# last "N passed, N failed[, N skipped]"; with
 # pipefail its exit status (1 on any failure) is make's.
 TESTSUMMARY = bin/testsummary
 
