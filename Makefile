@@ -1,7 +1,9 @@
 # sqsworker. A fresh machine needs two commands:
 #   make demo   the webhook-delivery worker end to end on the local emulator
 #   make test   every test (unit and emulator)
-# Both start the local emulator (localstack/up) when it is not running.
+# Each installs and starts only what it uses, when it is not there yet: make demo the
+# emulator (localstack/up: LocalStack SQS and moto), plus PostgreSQL with
+# DEMO_STORE=postgres; make test everything (make up).
 SHELL := /bin/bash
 GO ?= go
 # Emulator tests mostly wait on SQS, so they run many at a time even on 2 cores.
@@ -14,21 +16,25 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: up up-emulator down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
 
-## up: install (once) and start the local AWS emulator (SQS on :4566, DynamoDB on :4567) and PostgreSQL (:5433); install Prometheus and Chromium for their tests
-up:
-	localstack/up
+## up: install (once) and start everything the tests use: the local AWS emulator (SQS on :4566, DynamoDB and S3 on :4567), PostgreSQL (:5433), and Prometheus and Chromium for their tests
+up: up-emulator
 	localstack/postgres-up
 	localstack/prometheus-up
 	localstack/chromium-up
+
+## up-emulator: install (once) and start the local AWS emulator only (LocalStack SQS on :4566, moto DynamoDB and S3 on :4567): what the demo, the soak and the bench use
+up-emulator:
+	localstack/up
 
 ## down: stop the emulator started by up
 down:
 	localstack/down
 
 # go test -json goes through internal/tools/testsummary: it prints the output of failed
-# tests, one ok/FAIL line per package and last "N passed, N failed[, N skipped]"; with
+# tests, one ok/FAIL line per package, one SKIP line per skipped test with its message and
+# last "N passed, N failed[, N skipped]"; with
 # pipefail its exit status (1 on any failure) is make's.
 TESTSUMMARY = bin/testsummary
 
@@ -75,12 +81,14 @@ test-elasticmq: up $(TESTSUMMARY)
 	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
 ## ui-screenshots: rewrite docs/ui-*.png, the operations page as the headless-Chromium test sees it
-ui-screenshots: up
+ui-screenshots: up-emulator
+	localstack/chromium-up
 	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./cmd/sqsworker/internal/ui
 
-## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL); prints the summary line
+## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL, which it then installs and starts); prints the summary line
 DEMO_STORE ?= dynamodb
-demo: up
+demo: up-emulator
+	$(if $(filter postgres,$(DEMO_STORE)),localstack/postgres-up)
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
 ## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere)
@@ -124,11 +132,11 @@ tf-validate:
 	done
 
 ## soak: chaos soak on the emulator (SOAK_N messages, default 10000); prints the soak: line
-soak: up
+soak: up-emulator
 	$(EMULATOR_ENV) && $(GO) run ./soak
 
 ## soak-ci: the short soak CI runs (1000 messages, under a minute)
-soak-ci: up
+soak-ci: up-emulator
 	$(EMULATOR_ENV) && SOAK_N=1000 $(GO) run ./soak
 
 # bench runs on LocalStack (BENCH_EMULATOR=localstack) or ElasticMQ (elasticmq, started
@@ -141,7 +149,7 @@ BENCH_CHART = benchmarks-$(BENCH_EMULATOR)-$(BENCH_LATENCY).png
 BENCH_ENV = $(if $(filter elasticmq,$(BENCH_EMULATOR)),localstack/elasticmq-up && export SQSWORKER_SQS_EMULATOR=elasticmq && )$(EMULATOR_ENV)
 
 ## bench: side-by-side benchmark (BENCH_EMULATOR=localstack|elasticmq, BENCH_LATENCY=10ms, BENCH_REPEATS=3, BENCH_DURATION=10s); rewrites its section of docs/benchmarks.md and its chart
-bench: up
+bench: up-emulator
 	$(BENCH_ENV) && cd bench && BENCH_LATENCY=$(BENCH_LATENCY) $(GO) run . -docs ../docs/benchmarks.md -chart ../docs/$(BENCH_CHART)
 
 ## bench-elasticmq: make bench on ElasticMQ with 10 ms per SQS call (the issue-15 targets)
@@ -149,7 +157,7 @@ bench-elasticmq:
 	$(MAKE) bench BENCH_EMULATOR=elasticmq BENCH_LATENCY=$(if $(filter 0s,$(BENCH_LATENCY)),10ms,$(BENCH_LATENCY))
 
 ## bench-ci: a CI-size bench run (1 s runs, no Spring, no max-rate runs) that writes nothing (fails only when a contender fails)
-bench-ci: up
+bench-ci: up-emulator
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(EMULATOR_ENV) && cd bench && BENCH_DURATION=1s BENCH_WARMUP=500ms BENCH_REPEATS=1 BENCH_MAX_CONCURRENCY=none \
 		BENCH_CONTENDERS=ceiling,poller,poller_idempotency,sqs_consumer,lambda_esm $(GO) run .
@@ -162,7 +170,8 @@ bench-go:
 
 OUTBOX_BENCH_N ?= 2000
 ## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry
-bench-outbox: up
+bench-outbox: up-emulator
+	localstack/postgres-up
 	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox
 
 FUZZTIME ?= 20s

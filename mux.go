@@ -23,13 +23,19 @@ var ErrJobTimeout = errors.New("sqsworker: job type timeout")
 // "UnknownJobType", naming the type: the host sends it to the dead-letter queue after
 // that one receive. A message that carries a due time ([AttributeDueAt]) in the future
 // is deferred until then with reason "NotDue" (a safety net for a worker without the
-// producer's delay middleware, which re-sends such jobs without counting receives).
+// producer's delay middleware, which re-sends such jobs without counting receives); one
+// due further ahead than the horizon ([MuxDueAtHorizon], a year by default) or with a
+// malformed due time fails permanently ([ReasonDueAtTooFar], [ReasonMalformedDueAt]),
+// as [Message.DueIn] decides. A deferral keeps the message: it must be due within the
+// queue's retention period, and each deferral (at most 12 hours, SQS's visibility
+// limit) is a receive that counts toward the redrive policy's maxReceiveCount.
 //
 // Register every type before the host starts; registering is safe while messages are
 // being served, but a message of a type not registered yet is dead-lettered.
 type ServeMux struct {
 	typeField string
 	now       func() time.Time
+	horizon   time.Duration
 
 	mu     sync.RWMutex
 	routes map[string]*route
@@ -50,6 +56,13 @@ func RouteByJSONField(name string) MuxOption {
 // MuxClock sets the clock the mux compares due times with; the default is time.Now.
 func MuxClock(now func() time.Time) MuxOption {
 	return func(mux *ServeMux) { mux.now = now }
+}
+
+// MuxDueAtHorizon sets how far ahead a message's due time may lie before the mux fails
+// it permanently with reason [ReasonDueAtTooFar]; if zero or less, [DefaultDueAtHorizon]
+// (365 days).
+func MuxDueAtHorizon(d time.Duration) MuxOption {
+	return func(mux *ServeMux) { mux.horizon = d }
 }
 
 // NewServeMux returns an empty mux.
@@ -137,6 +150,16 @@ func (mux *ServeMux) JobTypes() []string {
 	return types
 }
 
+// Registered reports whether jobType has a handler. It is the set of job types a
+// metrics exporter may label by name (otelsqsworker.MetricsConfig.Registered): any other
+// type is whatever a sender wrote into the job-type attribute.
+func (mux *ServeMux) Registered(jobType string) bool {
+	mux.mu.RLock()
+	defer mux.mu.RUnlock()
+	_, ok := mux.routes[jobType]
+	return ok
+}
+
 // Handle routes message to its job type's handler; see [ServeMux].
 func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
 	jobType, err := mux.jobType(message)
@@ -149,10 +172,12 @@ func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
 	if r == nil {
 		return Permanent("UnknownJobType", fmt.Errorf("no handler for job type %q (registered: %s)", jobType, strings.Join(mux.JobTypes(), ", ")))
 	}
-	if due, ok := message.DueAt(); ok {
-		if wait := due.Sub(mux.now()); wait > 0 {
-			return Defer(wait, "NotDue")
-		}
+	wait, err := message.DueIn(mux.now(), mux.horizon)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		return Defer(wait, "NotDue")
 	}
 	return r.serve(ctx, message)
 }

@@ -179,6 +179,57 @@ func TestServeMuxDefersAJobThatIsNotDue(t *testing.T) {
 	assert.Equal(t, 1, handled)
 }
 
+// TestServeMuxRefusesFarAndMalformedDueTimes: a due time past the horizon, and a due-at
+// attribute that is no positive integer of milliseconds, fail permanently with their
+// reason (dead-lettered after one receive) instead of being deferred or run at once.
+// Before, the first was deferred for ever (12 hours at a time) and the second was run
+// at once as if it carried no due time.
+func TestServeMuxRefusesFarAndMalformedDueTimes(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	handled := 0
+	newMux := func(options ...MuxOption) *ServeMux {
+		mux := NewServeMux(append([]MuxOption{MuxClock(func() time.Time { return now })}, options...)...)
+		mux.RegisterFunc("later", func(context.Context, *Message) error { handled++; return nil })
+		return mux
+	}
+	dueAt := func(dataType, value string) *Message {
+		message := typed("later", "")
+		message.MessageAttributes[AttributeDueAt] = MessageAttribute{DataType: dataType, StringValue: value}
+		return message
+	}
+	millis := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	cases := []struct {
+		name    string
+		mux     *ServeMux
+		message *Message
+		reason  string
+		text    string
+	}{
+		{"two years ahead", newMux(), dueAt("Number", millis(now.Add(2*DefaultDueAtHorizon))), ReasonDueAtTooFar, "further than the due-time horizon of 8760h0m0s"},
+		{"microseconds", newMux(), dueAt("Number", strconv.FormatInt(now.UnixMicro(), 10)), ReasonDueAtTooFar, "due-time horizon"},
+		{"past a horizon of one hour", newMux(MuxDueAtHorizon(time.Hour)), dueAt("Number", millis(now.Add(time.Hour+time.Second))), ReasonDueAtTooFar, "horizon of 1h0m0s"},
+		{"not a number", newMux(), dueAt("String", "tomorrow"), ReasonMalformedDueAt, `"tomorrow" (String)`},
+		{"zero", newMux(), dueAt("Number", "0"), ReasonMalformedDueAt, "not a positive integer"},
+		{"a fraction", newMux(), dueAt("Number", "1800000000000.5"), ReasonMalformedDueAt, "not a positive integer"},
+		{"binary", newMux(), dueAt("Binary", ""), ReasonMalformedDueAt, "(Binary)"},
+	}
+	for _, c := range cases {
+		err := c.mux.Handle(context.Background(), c.message)
+		outcome := Classify(err)
+		assert.Equal(t, OutcomeDeadLetter, outcome.Kind, c.name)
+		assert.Equal(t, c.reason, outcome.Reason, c.name)
+		assert.ErrorContains(t, err, c.text, c.name)
+	}
+	assert.Zero(t, handled)
+
+	// At the horizon exactly the job waits; a due time in the past runs at once.
+	outcome := Classify(newMux(MuxDueAtHorizon(time.Hour)).Handle(context.Background(), dueAt("Number", millis(now.Add(time.Hour)))))
+	assert.Equal(t, OutcomeDefer, outcome.Kind)
+	assert.Equal(t, time.Hour, outcome.Delay)
+	require.NoError(t, newMux().Handle(context.Background(), dueAt("Number", millis(now.Add(-time.Hour)))))
+	assert.Equal(t, 1, handled)
+}
+
 func TestServeMuxRegisterPanicsOnProgrammingErrors(t *testing.T) {
 	mux := NewServeMux()
 	mux.RegisterFunc("a", func(context.Context, *Message) error { return nil })

@@ -34,7 +34,7 @@ func BenchmarkMetrics(b *testing.B) {
 		}
 	})
 	b.Run("noop-provider", func(b *testing.B) {
-		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: noop.NewMeterProvider()})
+		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: noop.NewMeterProvider(), Registered: emailRegistered})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func BenchmarkMetrics(b *testing.B) {
 	})
 	b.Run("sdk-reader", func(b *testing.B) {
 		provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: emailRegistered})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func BenchmarkMetrics(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: emailRegistered})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func BenchmarkMetrics(b *testing.B) {
 	})
 	b.Run("sdk-reader-parallel-failures", func(b *testing.B) {
 		provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+		metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: emailRegistered})
 		if err != nil {
 			b.Fatal(err)
 		}

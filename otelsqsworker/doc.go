@@ -4,8 +4,10 @@
 //   - [Metrics] is a sqsworker.Observer recording every message's life on either host
 //     (messages finished by outcome and reason, handler duration and receive lag
 //     histograms, in flight, heartbeats, deletes, dead-letter sends, abandoned
-//     handlers). Per message it costs two histogram records through the SDK and a few
-//     atomic adds, with no allocation (BenchmarkMetrics; figures in docs/benchmarks.md);
+//     handlers), with label values bounded whatever senders write into messages (only
+//     the mux's job types by name, see MetricsConfig.Registered). Per message it costs
+//     two histogram records through the SDK and a few atomic adds, with no allocation
+//     (BenchmarkMetrics; figures in docs/benchmarks.md);
 //   - [QueueGauges] reads each queue's depth, in flight, delayed and dead-letter depth
 //     with one GetQueueAttributes per queue per interval (15 s by default);
 //   - [Tracing] runs each delivery attempt in a consumer span continuing the producer's
@@ -17,8 +19,9 @@
 // A container worker with Prometheus metrics and a span per delivery attempt:
 //
 //	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
-//	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
-//	traced := sqsworker.Chain(handler, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
+//	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider,
+//		Registered: mux.Registered}) // job types labelled by name: the mux's; others "unregistered"
+//	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
 //		TracerProvider: otel.GetTracerProvider()}))
 //	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
 //		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, traced)

@@ -31,13 +31,15 @@ func Example() {
 	}
 	client := sqs.NewFromConfig(awsConfig)
 	queueURL := os.Getenv("QUEUE_URL")
-	handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error { return nil })
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("email", func(ctx context.Context, m *sqsworker.Message) error { return nil })
 
 	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
 	if err != nil {
 		log.Fatal(err)
 	}
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	// Only the mux's job types are labelled by name: any other is the sender's choice.
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: mux.Registered})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func Example() {
 	defer stopGauges()
 	go gauges.Run(gaugesCtx)
 
-	traced := sqsworker.Chain(handler, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
+	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
 		TracerProvider: otel.GetTracerProvider(), // the SDK provider you configured
 	}))
 	server, err := poller.New(client, poller.Config{
@@ -70,11 +72,12 @@ func Example() {
 func Example_prometheus() {
 	var client *sqs.Client
 	var queueURL string
-	var handler sqsworker.Handler
+	mux := sqsworker.NewServeMux()
 	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider,
+		Registered: mux.Registered}) // job types labelled by name: the mux's; others "unregistered"
 	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
-		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, handler)
+		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, mux)
 	// curl -s localhost:8080/metrics | grep sqsworker_messages_finished_total
 	_, _ = server, err
 }

@@ -37,12 +37,22 @@ const (
 const maxAttributeSets = 1000
 
 // MetricsConfig configures [NewMetrics]. The zero value records to the global
-// MeterProvider with the job type read from the "job-type" message attribute.
+// MeterProvider with every job type labelled "unregistered": pass the mux's Registered
+// method to label the program's job types by name.
 type MetricsConfig struct {
 	// MeterProvider records the instruments; if nil, otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
-	// JobType returns a message's job type (attribute sqsworker.job.type); if nil, the
-	// value of its "job-type" message attribute, "" when it has none.
+	// Registered reports whether a job type is the program's own, typically the
+	// Registered method of the sqsworker.ServeMux the host runs. A message's job type
+	// is the sender's choice (any string in an attribute), and each label value is a
+	// series kept for the life of the process, so only a type Registered accepts is
+	// labelled by name (attribute sqsworker.job.type); any other non-empty type is
+	// labelled [JobTypeUnregistered]. If nil, every non-empty type is. It must be safe
+	// for concurrent use; a type it accepted once is not asked about again.
+	Registered func(jobType string) bool
+	// JobType returns a message's job type; if nil, the value of its "job-type" message
+	// attribute, "" when it has none (a message without a type is labelled ""). Its
+	// result is labelled only when Registered accepts it.
 	JobType func(*sqsworker.Message) string
 }
 
@@ -53,8 +63,9 @@ type MetricsConfig struct {
 //   - sqsworker.messages.received {message} [sqsworker_messages_received_total]: by queue;
 //   - sqsworker.messages.finished {message} [sqsworker_messages_finished_total]: handler
 //     calls that returned, by queue, job type, outcome (delete, dead-letter, retry,
-//     retry-after, defer) and reason (PermanentError's reason, HandlerError, Panic, ...;
-//     past 1000 attribute sets in all, a reason not seen before is counted as "other");
+//     retry-after, defer) and reason (PermanentError's reason, HandlerError, Panic, ...,
+//     cut to [MaxReasonLength] bytes; past 1000 attribute sets in all, a reason not seen
+//     before is counted as "other");
 //   - sqsworker.handler.duration (s) histogram, by queue, job type and outcome;
 //   - sqsworker.receive.lag (s) histogram: receive time minus the message's
 //     SentTimestamp (end-to-end latency), by queue;
@@ -68,6 +79,12 @@ type MetricsConfig struct {
 //     the previous collection, an estimate of SQS's ApproximateAgeOfOldestMessage (a
 //     CloudWatch metric only); 0 when nothing was received.
 //
+// No label value is a message's unchecked: the job type is a registered one or
+// [JobTypeUnregistered] (see MetricsConfig.Registered), the queue is its name when SQS
+// would accept it and the first [MaxQueues] names have not been taken ([LabelOther]
+// otherwise), a reason is cut to [MaxReasonLength] bytes. So the series stay bounded
+// whatever senders put in their messages.
+//
 // Every count (sqsworker.messages.finished included) is kept in an atomic of its
 // attribute set and read when the metrics are collected (observable instruments,
 // cumulative; with a delta exporter a series that did not change reports 0); only the
@@ -78,11 +95,13 @@ type MetricsConfig struct {
 // BenchmarkMetrics).
 type Metrics struct {
 	jobType                     func(*sqsworker.Message) string
+	isRegistered                func(string) bool
+	registered                  atomic.Pointer[map[string]struct{}] // job types Registered accepted; replaced, never changed
 	handlerDuration, receiveLag metric.Float64Histogram
 	finished                    metric.Int64ObservableCounter
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
-	mu                          sync.Mutex                             // guards byName and the replacement of queues
+	mu                          sync.Mutex                             // guards byName and the replacement of queues and registered
 	byName                      map[string]*queueEntry                 // one entry per queue name
 	queues                      atomic.Pointer[map[string]*queueEntry] // by queue URL; replaced, never changed
 	first                       atomic.Pointer[queueEntry]             // the first queue seen, found without hashing
@@ -175,10 +194,11 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 		provider = otel.GetMeterProvider()
 	}
 	meter := provider.Meter(ScopeName)
-	m := &Metrics{jobType: cfg.JobType}
+	m := &Metrics{jobType: cfg.JobType, isRegistered: cfg.Registered}
 	if m.jobType == nil {
 		m.jobType = defaultJobType
 	}
+	m.registered.Store(&map[string]struct{}{})
 	m.byName = map[string]*queueEntry{}
 	m.queues.Store(&map[string]*queueEntry{})
 	var errs []error
@@ -227,7 +247,8 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 			q.noteLag(ev.ReceiveLag)
 		}
 	case sqsworker.EventFinished:
-		entry := m.outcome(q, outcomeKey{jobType: m.jobType(ev.Message), outcome: ev.Outcome.Kind, reason: ev.Outcome.Reason})
+		key := outcomeKey{jobType: m.jobTypeLabel(m.jobType(ev.Message)), outcome: ev.Outcome.Kind, reason: reasonLabel(ev.Outcome.Reason)}
+		entry := m.outcome(q, key)
 		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), entry.duration.record...)
 		entry.finished.count.Add(1)
 	case sqsworker.EventHeartbeatExtended:
@@ -267,7 +288,9 @@ func observables(counts []metric.Int64Observable) []metric.Observable {
 
 // queue returns the entry of the queue URL, making it the first time. URLs of one name
 // (another endpoint, account or region) share the name's entry: the attribute is the
-// name.
+// name (queueLabel), and past MaxQueues names new ones share the entry of LabelOther.
+// Past maxQueueURLs URLs, a new URL is looked up under the lock each time, so the
+// lock-free map stays bounded too.
 func (m *Metrics) queue(queueURL string) *queueEntry {
 	if first := m.first.Load(); first != nil && first.url == queueURL {
 		return first
@@ -281,7 +304,10 @@ func (m *Metrics) queue(queueURL string) *queueEntry {
 	if entry, ok := queues[queueURL]; ok {
 		return entry
 	}
-	name := QueueName(queueURL)
+	name := queueLabel(QueueName(queueURL))
+	if _, known := m.byName[name]; !known && len(m.byName) >= MaxQueues {
+		name = LabelOther
+	}
 	entry, ok := m.byName[name]
 	if !ok {
 		entry = &queueEntry{
@@ -294,7 +320,9 @@ func (m *Metrics) queue(queueURL string) *queueEntry {
 		entry.outcomes.Store(&map[outcomeKey]*outcomeEntry{})
 		m.byName[name] = entry
 	}
-	m.queues.Store(withEntry(queues, queueURL, entry))
+	if len(queues) < maxQueueURLs {
+		m.queues.Store(withEntry(queues, queueURL, entry))
+	}
 	m.first.CompareAndSwap(nil, entry)
 	return entry
 }

@@ -80,7 +80,7 @@ func sums(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 func TestMetricsCountsByOutcome(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: emailRegistered})
 	require.NoError(t, err)
 	ctx := context.Background()
 	life(ctx, metrics, newMessage("email"), nil)
@@ -120,7 +120,7 @@ func TestMetricsCountsByOutcome(t *testing.T) {
 // under "other", while reasons seen before the limit keep their own series.
 func TestMetricsSeveralQueuesAndBoundedReasons(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registered: emailRegistered})
 	require.NoError(t, err)
 	ctx := context.Background()
 	other := newMessage("email")
@@ -171,7 +171,7 @@ func TestMetricsSeveralQueuesAndBoundedReasons(t *testing.T) {
 // and outcomes while the reader collects lose no count (run with -race).
 func TestMetricsConcurrentObserveAndCollect(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registered: emailRegistered})
 	require.NoError(t, err)
 	ctx := context.Background()
 	done := make(chan struct{})
@@ -215,3 +215,6 @@ func TestMetricsConcurrentObserveAndCollect(t *testing.T) {
 		}
 	}
 }
+
+// emailRegistered is the Registered of a mux whose one job type is "email".
+func emailRegistered(jobType string) bool { return jobType == "email" }

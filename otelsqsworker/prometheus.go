@@ -15,7 +15,7 @@ import (
 // one). Serve handler on the poller's health address with poller.Config.MetricsHandler:
 //
 //	provider, handler, err := otelsqsworker.NewPrometheus()
-//	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
+//	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: mux.Registered})
 //	server, err := poller.New(client, poller.Config{..., Observer: metrics,
 //		HealthCheckAddress: ":8080", MetricsHandler: handler}, h)
 //

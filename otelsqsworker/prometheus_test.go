@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
@@ -184,4 +186,85 @@ func TestPrometheusScrapesWorker(t *testing.T) {
 	require.Equal(t, map[string]int{"Invalid": 3, "HandlerError": 2}, reasons)
 	sends := query(t, prometheus, fmt.Sprintf(`sum(sqsworker_dead_letter_sends_total{messaging_destination_name=%q})`, name), "")
 	require.Equal(t, map[string]int{"": 3}, sends)
+}
+
+// TestPrometheusLabelsOnlyRegisteredJobTypes: a poller on the emulator runs a mux that
+// registers "email"; 5 email jobs and 20 messages whose senders chose 20 distinct job
+// types (one of 10,000 bytes) go through it. Its /metrics then holds exactly two finished
+// series: email deleted 5 times and "unregistered" dead-lettered 20 times as
+// UnknownJobType; no sender-chosen type appears in the answer.
+func TestPrometheusLabelsOnlyRegisteredJobTypes(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
+	ctx := context.Background()
+
+	provider, handler, err := otelsqsworker.NewPrometheus()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("email", func(context.Context, *sqsworker.Message) error { return nil })
+	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: mux.Registered})
+	require.NoError(t, err)
+	server, err := poller.New(client, poller.Config{
+		QueueURL:           queue.URL,
+		Observer:           metrics,
+		HealthCheckAddress: "127.0.0.1:0",
+		MetricsHandler:     handler,
+		WaitTime:           time.Second,
+		Logger:             slog.New(slog.DiscardHandler),
+	}, mux)
+	require.NoError(t, err)
+	require.NoError(t, server.Start(ctx))
+	runDone := make(chan error, 1)
+	go func() { runDone <- server.Run(ctx) }()
+	t.Cleanup(func() {
+		_ = server.Shutdown(context.Background())
+		<-runDone
+	})
+
+	send := func(jobType string) {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl:    aws.String(queue.URL),
+			MessageBody: aws.String("{}"),
+			MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+				sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String(jobType)},
+			},
+		})
+		require.NoError(t, err)
+	}
+	hostile := []string{"evil-" + strings.Repeat("x", 10_000)}
+	for i := range 19 {
+		hostile = append(hostile, fmt.Sprintf("evil-%02d", i))
+	}
+	for _, jobType := range hostile {
+		send(jobType)
+	}
+	for range 5 {
+		send("email")
+	}
+	testenv.Eventually(t, 60*time.Second, "25 deletes", func() bool { return server.Stats().Deleted == 25 })
+
+	response, err := http.Get("http://" + server.HealthCheckAddress() + poller.MetricsPath)
+	require.NoError(t, err)
+	defer response.Body.Close()
+	body, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	exposition := string(body)
+	require.False(t, strings.Contains(exposition, "evil-"), "a sender-chosen job type is a label value")
+	name := otelsqsworker.QueueName(queue.URL)
+	finished := map[string]string{}
+	for line := range strings.SplitSeq(exposition, "\n") {
+		if !strings.HasPrefix(line, "sqsworker_messages_finished_total{") {
+			continue
+		}
+		labels, value, _ := strings.Cut(line, "} ")
+		require.Contains(t, labels, `messaging_destination_name="`+name+`"`)
+		_, labels, _ = strings.Cut(labels, `otel_scope_version="",`)
+		finished[labels] = value
+	}
+	require.Equal(t, map[string]string{
+		`sqsworker_job_type="email",sqsworker_outcome="delete"`:                                               "5",
+		`sqsworker_job_type="unregistered",sqsworker_outcome="dead-letter",sqsworker_reason="UnknownJobType"`: "20",
+	}, finished)
 }

@@ -56,7 +56,9 @@ func Example_dynamoDB() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Fatal(relay.Run(ctx)) // nil after a graceful stop on SIGTERM
+	if err := relay.Run(ctx); err != nil { // nil after a graceful stop on SIGTERM: exit 0
+		log.Fatal(err)
+	}
 }
 
 // An order and its webhook job in one PostgreSQL transaction, and the relay.
@@ -98,7 +100,9 @@ func Example_postgres() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Fatal(relay.Run(ctx))
+	if err := relay.Run(ctx); err != nil { // nil after a graceful stop: exit 0
+		log.Fatal(err)
+	}
 }
 
 // The Lambda relay: a function on the outbox table's stream, with

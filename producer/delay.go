@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -23,6 +24,14 @@ import (
 // redrive policy's maxReceiveCount. A due message is handed on without the due-at
 // attribute. The due time is the producer's clock plus the delay, compared with the
 // worker's clock (Config.Now): clock skew between the two shifts the run by as much.
+// Each hop leaves one info line in Config.Logger.
+//
+// A due time further ahead than Config.DueAtHorizon (365 days by default), or a due-at
+// attribute that is not a positive integer of milliseconds, is a permanent failure with
+// reason sqsworker.ReasonDueAtTooFar or sqsworker.ReasonMalformedDueAt (see
+// sqsworker.Message.DueIn): the host dead-letters the job after that one receive, and it
+// does not hop. Without the bound, a chain of hops would never end (each hop is a new
+// message: the retention period and the receive count start again).
 //
 // Put it outermost, before idempotency (each hop has a new message id) and before a
 // claim-check resolver (a hop re-sends the pointer, not the payload). A crash between
@@ -33,12 +42,14 @@ import (
 func (p *Producer) DelayMiddleware() sqsworker.Middleware {
 	return func(next sqsworker.Handler) sqsworker.Handler {
 		return sqsworker.HandlerFunc(func(ctx context.Context, message *sqsworker.Message) error {
-			due, ok := message.DueAt()
-			if !ok {
+			if _, ok := message.MessageAttributes[sqsworker.AttributeDueAt]; !ok {
 				return next.Handle(ctx, message)
 			}
-			remaining := due.Sub(p.config.Now())
-			if remaining <= 0 {
+			remaining, err := message.DueIn(p.config.Now(), p.config.DueAtHorizon)
+			if err != nil {
+				return err
+			}
+			if remaining == 0 {
 				return next.Handle(ctx, withoutDueAt(message))
 			}
 			if isFIFO(message.QueueURL) {
@@ -60,9 +71,15 @@ func (p *Producer) hop(ctx context.Context, message *sqsworker.Message, delay ti
 	if message.GroupID != "" {
 		input.MessageGroupId = aws.String(message.GroupID) // a fair queue's tenant key
 	}
-	if _, err := p.api.SendMessage(ctx, input); err != nil {
+	output, err := p.api.SendMessage(ctx, input)
+	if err != nil {
 		return fmt.Errorf("producer: re-sending delayed message %s to %s: %w", message.ID, message.QueueURL, err)
 	}
+	due, _ := message.DueAt()
+	p.config.Logger.LogAttrs(ctx, slog.LevelInfo, "producer: delayed job re-sent",
+		slog.String("message_id", message.ID), slog.String("queue", message.QueueURL),
+		slog.Time("due_at", due.UTC()), slog.Duration("delay", delay),
+		slog.String("new_message_id", aws.ToString(output.MessageId)))
 	return nil
 }
 

@@ -3,9 +3,9 @@
 // concurrent sends into SendMessageBatch calls ([Batcher]).
 //
 // A [Job] has a type (the job-type message attribute a sqsworker.ServeMux routes on) and
-// a JSON payload or a raw body. Options cover delays of any length (up to 15 minutes
-// through DelaySeconds, longer through hops re-sent by [Producer.DelayMiddleware] on the
-// consumer side), idempotency keys (the attribute the idempotency middleware reads by
+// a JSON payload or a raw body. Options cover delays up to a year (Config.DueAtHorizon;
+// up to 15 minutes through DelaySeconds, longer through hops re-sent by
+// [Producer.DelayMiddleware] on the consumer side), idempotency keys (the attribute the idempotency middleware reads by
 // default), message groups (FIFO groups, or tenant keys of fair standard queues),
 // deduplication ids and unique jobs ([DynamoDBUniqueStore] on standard queues, the
 // deduplication id on FIFO queues). Every message is measured as SQS measures it (body

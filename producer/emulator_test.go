@@ -209,6 +209,105 @@ func TestEmulatorFortyMinuteDelayThroughHops(t *testing.T) {
 	assert.Zero(t, visible+inFlight, "waiting counted no receives toward the redrive policy")
 }
 
+// TestEmulatorFarOrMalformedDueAtDeadLettersWithoutHopping: a plain SendMessage (any
+// sender) with a due-at two years ahead, and one with a due-at that is no number of
+// milliseconds, each reach the dead-letter queue after exactly one receive with their
+// reason and error, and neither hops: the producer sends nothing and logs no hop. Before
+// the horizon, the first hopped every MaxHop for ever and never reached the dead-letter
+// queue, and the second ran its handler at once.
+func TestEmulatorFarOrMalformedDueAtDeadLettersWithoutHopping(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
+	api := &sendCounter{API: client}
+	logs, logger := producer.NewLogLines()
+	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Logger: logger})
+	var handled atomic.Int32
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("report", func(context.Context, *sqsworker.Message) error { handled.Add(1); return nil })
+	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()))
+
+	ctx := context.Background()
+	far := time.Now().Add(2 * sqsworker.DefaultDueAtHorizon)
+	send := func(body, dataType, dueAt string) {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl:    aws.String(queue.URL),
+			MessageBody: aws.String(body),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String("report")},
+				sqsworker.AttributeDueAt:   {DataType: aws.String(dataType), StringValue: aws.String(dueAt)},
+			},
+		})
+		require.NoError(t, err)
+	}
+	send("far", "Number", strconv.FormatInt(far.UnixMilli(), 10))
+	send("malformed", "String", "next tuesday")
+	// The producer refuses such a delay at the send, before SQS sees it.
+	_, err := p.Send(ctx, queue.URL, producer.Job{Type: "report", Body: "x", Delay: 2 * sqsworker.DefaultDueAtHorizon})
+	require.ErrorContains(t, err, "longer than the due-time horizon")
+
+	dead := map[string]types.Message{}
+	testenv.Eventually(t, 30*time.Second, "both jobs in the dead-letter queue", func() bool {
+		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queue.DeadLetterQueueURL), WaitTimeSeconds: 1, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
+		})
+		require.NoError(t, err)
+		for _, message := range output.Messages {
+			dead[aws.ToString(message.Body)] = message
+		}
+		return len(dead) == 2
+	})
+	attribute := func(body, name string) string {
+		return aws.ToString(dead[body].MessageAttributes[name].StringValue)
+	}
+	assert.Equal(t, sqsworker.ReasonDueAtTooFar, attribute("far", sqsworker.AttributeFailureReason))
+	assert.Contains(t, attribute("far", sqsworker.AttributeFailureError), "further than the due-time horizon of 8760h0m0s")
+	assert.Equal(t, "1", attribute("far", sqsworker.AttributeFailureReceiveCount), "dead-lettered after exactly one receive")
+	assert.Equal(t, sqsworker.ReasonMalformedDueAt, attribute("malformed", sqsworker.AttributeFailureReason))
+	assert.Contains(t, attribute("malformed", sqsworker.AttributeFailureError), `"next tuesday" (String) is not a positive integer`)
+	assert.Equal(t, "1", attribute("malformed", sqsworker.AttributeFailureReceiveCount))
+	testenv.Eventually(t, 10*time.Second, "both originals deleted", func() bool { return server.Stats().Deleted == 2 })
+	settledEmpty(t, client, queue.URL, 45*time.Second)
+	assert.EqualValues(t, 2, server.Stats().Received, "one receive each")
+	assert.Zero(t, api.sends.Load(), "no hop")
+	assert.Empty(t, logs.Records("producer: delayed job re-sent"))
+	assert.Zero(t, handled.Load())
+}
+
+// TestEmulatorHopLeavesOneInfoLine: a job delayed past one hop on the emulator leaves
+// exactly one info line per hop, with the id SQS gave the new message.
+func TestEmulatorHopLeavesOneInfoLine(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	clock := scaledClock(60)
+	logs, logger := producer.NewLogLines()
+	api := &sendCounter{API: client}
+	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Now: clock, Logger: logger})
+	var handled atomic.Int32
+	mux := sqsworker.NewServeMux(sqsworker.MuxClock(clock))
+	mux.RegisterFunc("report", func(context.Context, *sqsworker.Message) error { handled.Add(1); return nil })
+	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()))
+	first, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "report", Body: "x", Delay: 2 * time.Minute})
+	require.NoError(t, err)
+	testenv.Eventually(t, 60*time.Second, "the job handled", func() bool { return handled.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "every delete confirmed", func() bool { return server.Stats().InFlight == 0 })
+
+	hops := logs.Records("producer: delayed job re-sent")
+	require.Len(t, hops, int(api.sends.Load())-1, "one line per hop (every send but the first)")
+	require.NotEmpty(t, hops)
+	assert.Equal(t, first, hops[0]["message_id"])
+	assert.Equal(t, queue.URL, hops[0]["queue"])
+	for i, hop := range hops {
+		assert.Equal(t, "INFO", hop["level"])
+		assert.NotEmpty(t, hop["new_message_id"])
+		if i > 0 {
+			assert.Equal(t, hops[i-1]["new_message_id"], hop["message_id"], "each hop re-sends the previous hop's message")
+		}
+	}
+	assert.Len(t, logs.Records(""), len(hops), "no other line")
+}
+
 func TestEmulatorUniqueJobFromTwentyProducers(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)

@@ -53,7 +53,9 @@ func Example_firstJob() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Fatal(worker.Run(ctx)) // nil after a graceful drain on SIGTERM
+	if err := worker.Run(ctx); err != nil { // nil after a graceful drain on SIGTERM: exit 0
+		log.Fatal(err)
+	}
 }
 
 // The package comment's producer and consumer.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strconv"
 	"sync"
@@ -72,8 +73,18 @@ type Config struct {
 	// DefaultMaxHop (15 min, SQS's DelaySeconds limit). A job delayed longer is sent with
 	// MaxHop and its due time, and [Producer.DelayMiddleware] re-sends it. Tests shorten it.
 	MaxHop time.Duration
+	// DueAtHorizon is the longest Job.Delay Send accepts and how far ahead a due time may
+	// lie when [Producer.DelayMiddleware] receives it (further, or malformed, and the job
+	// fails permanently: see sqsworker.Message.DueIn); if zero,
+	// sqsworker.DefaultDueAtHorizon (365 days). Producers and workers of one queue should
+	// agree on it.
+	DueAtHorizon time.Duration
 	// Now is the clock for due times and unique keys; if nil, time.Now.
 	Now func() time.Time
+	// Logger receives one info line per hop of [Producer.DelayMiddleware] (message id,
+	// queue, due time, the hop's delay and the new message's id); if nil,
+	// slog.Default(). Bodies are never logged.
+	Logger *slog.Logger
 }
 
 // Job is one job to send. Exactly one of Payload and Body is set.
@@ -89,7 +100,8 @@ type Job struct {
 	// Delay is how long SQS keeps the job invisible before it is first delivered. Up to
 	// Config.MaxHop (15 min) it is DelaySeconds, rounded up to whole seconds; longer
 	// delays are sent as hops with the [sqsworker.AttributeDueAt] attribute (standard
-	// queues only: FIFO queues take no per-message delay).
+	// queues only: FIFO queues take no per-message delay), up to Config.DueAtHorizon
+	// (365 days by default).
 	Delay time.Duration
 	// IdempotencyKey is sent as the [sqsworker.AttributeIdempotencyKey] attribute, which
 	// the idempotency middleware uses by default.
@@ -150,6 +162,9 @@ func New(api API, config Config) (*Producer, error) {
 	if config.MaxHop != 0 && (config.MaxHop < time.Second || config.MaxHop > sqsx.MaxDelay) {
 		errs = append(errs, fmt.Errorf("producer: Config.MaxHop %s is outside 1s to 15m (SQS's DelaySeconds range)", config.MaxHop))
 	}
+	if config.DueAtHorizon < 0 {
+		errs = append(errs, fmt.Errorf("producer: Config.DueAtHorizon %s is negative", config.DueAtHorizon))
+	}
 	if config.UniqueWait < 0 || config.UniquePending < 0 {
 		errs = append(errs, errors.New("producer: Config.UniqueWait and Config.UniquePending must not be negative"))
 	}
@@ -168,13 +183,20 @@ func New(api API, config Config) (*Producer, error) {
 	if config.Now == nil {
 		config.Now = time.Now
 	}
+	if config.DueAtHorizon == 0 {
+		config.DueAtHorizon = sqsworker.DefaultDueAtHorizon
+	}
+	if config.Logger == nil {
+		config.Logger = slog.Default()
+	}
 	return &Producer{api: api, config: config, queues: map[string]*queueEntry{}}, nil
 }
 
 // Send sends one job to queueURL and returns its SQS message id.
 //
 // Errors: an invalid job (both or neither of Payload and Body, a payload that does not
-// encode, FIFO rules, more than 10 attributes), [*TooLargeError], [*DuplicateJobError]
+// encode, a delay that is negative or past Config.DueAtHorizon, FIFO rules, more than 10
+// attributes), [*TooLargeError], [*DuplicateJobError]
 // for a unique key already taken, the PayloadStore's or the unique store's error, and
 // SendMessage's error, each wrapped with the queue.
 func (p *Producer) Send(ctx context.Context, queueURL string, job Job) (string, error) {
@@ -309,6 +331,8 @@ func (p *Producer) build(ctx context.Context, queueURL string, job Job) (*outMes
 	switch {
 	case job.Delay < 0:
 		return nil, fmt.Errorf("producer: job delay %s is negative", job.Delay)
+	case job.Delay > p.config.DueAtHorizon:
+		return nil, fmt.Errorf("producer: job delay %s is longer than the due-time horizon of %s (Config.DueAtHorizon)", job.Delay, p.config.DueAtHorizon)
 	case job.Delay > 0 && fifo:
 		return nil, fmt.Errorf("producer: queue %s is FIFO, and FIFO queues take no per-message delay (set the queue's DelaySeconds instead)", queueURL)
 	case job.Delay > p.config.MaxHop:

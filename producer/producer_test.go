@@ -205,6 +205,63 @@ func TestDelayMiddlewareHopsUntilDue(t *testing.T) {
 	assert.Equal(t, sqsworker.OutcomeRetry, sqsworker.Classify(err).Kind, "a failed hop keeps the original")
 }
 
+// TestDelayMiddlewareLogsEachHop: each hop leaves exactly one info line naming the
+// message, its queue, its due time, the hop's delay and the new message's id; the
+// handing-over of a due job and a refused due time leave none.
+func TestDelayMiddlewareLogsEachHop(t *testing.T) {
+	fake := newFake()
+	now := time.UnixMilli(1_800_000_000_000)
+	logs, logger := NewLogLines()
+	p := newProducer(t, fake, Config{Now: func() time.Time { return now }, Logger: logger})
+	handler := p.DelayMiddleware()(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }))
+	due := now.Add(20 * time.Minute)
+	message := &sqsworker.Message{ID: "m-0", Body: "job", QueueURL: standardURL, MessageAttributes: map[string]sqsworker.MessageAttribute{
+		sqsworker.AttributeDueAt: {DataType: "Number", StringValue: strconv.FormatInt(due.UnixMilli(), 10)},
+	}}
+	require.NoError(t, handler.Handle(context.Background(), message))
+	now = now.Add(15 * time.Minute)
+	require.NoError(t, handler.Handle(context.Background(), message))
+	now = now.Add(5 * time.Minute)
+	require.NoError(t, handler.Handle(context.Background(), message)) // due: handed over
+	message.MessageAttributes[sqsworker.AttributeDueAt] = sqsworker.MessageAttribute{DataType: "String", StringValue: "soon"}
+	require.Error(t, handler.Handle(context.Background(), message))
+
+	all := logs.Records("")
+	require.Len(t, all, 2, "one line per hop, none else: %v", all)
+	sent := fake.sent()
+	require.Len(t, sent, 2)
+	for i, delay := range []string{"15m0s", "5m0s"} {
+		record := all[i]
+		assert.Equal(t, "INFO", record["level"])
+		assert.Equal(t, "producer: delayed job re-sent", record["msg"])
+		assert.Equal(t, "m-0", record["message_id"])
+		assert.Equal(t, standardURL, record["queue"])
+		assert.Equal(t, due.UTC().Format(time.RFC3339Nano), record["due_at"])
+		assert.EqualValues(t, mustParseDuration(t, delay), record["delay"], "the hop's delay in nanoseconds")
+		assert.Equal(t, fmt.Sprintf("m-%d", i+1), record["new_message_id"], "the fake's ids: m-1, m-2")
+	}
+}
+
+func mustParseDuration(t *testing.T, text string) float64 {
+	d, err := time.ParseDuration(text)
+	require.NoError(t, err)
+	return float64(d)
+}
+
+// TestSendRefusesADelayPastTheHorizon: a delay longer than Config.DueAtHorizon is
+// refused at the send, naming both; one of exactly the horizon is sent.
+func TestSendRefusesADelayPastTheHorizon(t *testing.T) {
+	fake := newFake()
+	p := newProducer(t, fake, Config{DueAtHorizon: 48 * time.Hour})
+	_, err := p.Send(context.Background(), standardURL, Job{Body: "x", Delay: 48*time.Hour + time.Second})
+	require.ErrorContains(t, err, "job delay 48h0m1s is longer than the due-time horizon of 48h0m0s")
+	_, err = p.Send(context.Background(), standardURL, Job{Body: "x", Delay: 48 * time.Hour})
+	require.NoError(t, err)
+	_, err = newProducer(t, fake, Config{}).Send(context.Background(), standardURL, Job{Body: "x", Delay: sqsworker.DefaultDueAtHorizon + time.Millisecond})
+	require.ErrorContains(t, err, "due-time horizon of 8760h0m0s")
+	assert.Len(t, fake.sent(), 1)
+}
+
 func TestSendBatchPacksAndRetriesFailedEntriesAlone(t *testing.T) {
 	fake := newFake()
 	fake.entryFailure = func(body string) *types.BatchResultErrorEntry {

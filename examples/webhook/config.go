@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/examples/webhook/delivery"
 	"github.com/sqsworker/sqsworker/lambda"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -17,6 +19,7 @@ const (
 	envTable           = "SQSWORKER_IDEMPOTENCY_TABLE"
 	envDeliveryTimeout = "SQSWORKER_DELIVERY_TIMEOUT"
 	envMetrics         = "SQSWORKER_METRICS"
+	envAllowNetworks   = "SQSWORKER_DELIVERY_ALLOW_NETWORKS"
 )
 
 // metricsPrometheus is the value of SQSWORKER_METRICS that serves the worker's
@@ -40,6 +43,9 @@ type config struct {
 	// Metrics is true when SQSWORKER_METRICS=prometheus: the poller serves its metrics
 	// at GET /metrics beside /healthz (see otelsqsworker).
 	Metrics bool
+	// AllowNetworks are the non-public networks deliveries may go to (delivery.Config);
+	// empty: only public addresses.
+	AllowNetworks []netip.Prefix
 }
 
 // loadConfig reads the configuration with getenv (os.Getenv in main) and reports every
@@ -56,6 +62,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			problems = append(problems, fmt.Errorf("%s=%q is not a positive duration such as 5s", envDeliveryTimeout, text))
 		}
 		c.DeliveryTimeout = value
+	}
+	if text := getenv(envAllowNetworks); strings.TrimSpace(text) != "" {
+		networks, err := delivery.ParseNetworks(text)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", envAllowNetworks, err))
+		}
+		c.AllowNetworks = networks
 	}
 	switch text := strings.TrimSpace(getenv(envMetrics)); text {
 	case "", "off":

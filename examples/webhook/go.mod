@@ -20,6 +20,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
 	github.com/sqsworker/sqsworker/otelsqsworker v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 )
 
@@ -57,6 +58,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -15,6 +15,11 @@
 //
 //	SQSWORKER_IDEMPOTENCY_TABLE  the DynamoDB idempotency table (string key "id"); required
 //	SQSWORKER_DELIVERY_TIMEOUT   timeout of one POST; default 5s
+//	SQSWORKER_DELIVERY_ALLOW_NETWORKS
+//	                             IP prefixes deliveries may go to although they are not
+//	                             public ("127.0.0.1/32,10.1.0.0/16"); default none: a URL
+//	                             that leads to a loopback, private or link-local address
+//	                             is dead-lettered as ForbiddenDestination
 //	SQSWORKER_METRICS            prometheus: the poller serves its OpenTelemetry metrics
 //	                             (package otelsqsworker) at GET /metrics on
 //	                             SQSWORKER_HEALTH_ADDRESS, which it then needs; default off
@@ -144,7 +149,7 @@ func serveMetrics(config *poller.Config) (*sdkmetric.MeterProvider, error) {
 // newHandler is the example's handler: the delivery behind the idempotency middleware.
 func newHandler(store idempotency.Store, cfg config, logger *slog.Logger) sqsworker.Handler {
 	return sqsworker.Chain(
-		delivery.Handler(delivery.Config{Timeout: cfg.DeliveryTimeout}),
+		delivery.Handler(delivery.Config{Timeout: cfg.DeliveryTimeout, AllowNetworks: cfg.AllowNetworks}),
 		idempotency.Middleware(store, idempotency.Config{
 			KeyFunc:   delivery.Key,
 			KeyPrefix: "webhook",

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,6 +44,12 @@ func TestLoadConfig(t *testing.T) {
 			env:     map[string]string{envTable: "t", envMetrics: "prometheus"},
 			wantErr: []string{"SQSWORKER_METRICS=prometheus needs SQSWORKER_HEALTH_ADDRESS"},
 		},
+		{
+			name: "allowed networks",
+			env:  map[string]string{envTable: "t", envAllowNetworks: "127.0.0.1/32, 10.0.0.0/8"},
+			want: config{Table: "t", AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8")}},
+		},
+		{name: "bad network", env: map[string]string{envTable: "t", envAllowNetworks: "localhost"}, wantErr: []string{`SQSWORKER_DELIVERY_ALLOW_NETWORKS: "localhost" is neither an IP prefix`}},
 		{name: "unknown metrics", env: map[string]string{envTable: "t", envMetrics: "statsd"}, wantErr: []string{`SQSWORKER_METRICS="statsd" is neither prometheus nor off`}},
 		{
 			name:    "every value wrong",
@@ -53,7 +61,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := loadConfig(env(tc.env))
 			if len(tc.wantErr) == 0 {
-				if err != nil || got != tc.want {
+				if err != nil || !reflect.DeepEqual(got, tc.want) {
 					t.Errorf("loadConfig = %+v, %v\nwant %+v", got, err, tc.want)
 				}
 				return
@@ -114,7 +122,7 @@ func TestHandlerSendsNothingWithoutAKey(t *testing.T) {
 	var posts atomic.Int32
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
 	defer server.Close()
-	handler := newHandler(idempotency.NewMemoryStore(), config{Table: "t"}, slog.New(slog.DiscardHandler))
+	handler := newHandler(idempotency.NewMemoryStore(), config{Table: "t", AllowNetworks: loopback}, slog.New(slog.DiscardHandler))
 	valid := `{"deliveryId":"d-1","url":"` + server.URL + `","payload":{}}`
 	for range 3 {
 		outcome := sqsworker.Classify(handler.Handle(context.Background(), &sqsworker.Message{ID: "m", Body: valid + "]", ReceiveCount: 1}))
@@ -129,5 +137,37 @@ func TestHandlerSendsNothingWithoutAKey(t *testing.T) {
 	}
 	if n := posts.Load(); n != 1 {
 		t.Errorf("%d POSTs, want 1 (the valid delivery, once)", n)
+	}
+}
+
+// loopback lets the test's receiver on 127.0.0.1 through the destination guard.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+// TestHandlerRefusesLoopbackByDefault: the worker's handler, configured from an
+// environment without SQSWORKER_DELIVERY_ALLOW_NETWORKS, dead-letters a delivery to a
+// receiver on 127.0.0.1 as ForbiddenDestination without posting; with the variable set
+// to 127.0.0.1/32 (as the demo sets it for its receiver) it posts.
+func TestHandlerRefusesLoopbackByDefault(t *testing.T) {
+	var posts atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
+	defer server.Close()
+	body := `{"deliveryId":"d-1","url":"` + server.URL + `","payload":{}}`
+	for _, allow := range []string{"", "127.0.0.1/32"} {
+		cfg, err := loadConfig(env(map[string]string{envTable: "t", envAllowNetworks: allow}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		handler := newHandler(idempotency.NewMemoryStore(), cfg, slog.New(slog.DiscardHandler))
+		err = handler.Handle(context.Background(), &sqsworker.Message{ID: "m", Body: body, ReceiveCount: 1})
+		outcome := sqsworker.Classify(err)
+		switch {
+		case allow == "" && (outcome.Kind != sqsworker.OutcomeDeadLetter || outcome.Reason != delivery.ReasonForbiddenDestination):
+			t.Errorf("no allowed networks: %s %q (%v), want dead-letter %q", outcome.Kind, outcome.Reason, err, delivery.ReasonForbiddenDestination)
+		case allow != "" && err != nil:
+			t.Errorf("%s allowed: %v", allow, err)
+		}
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d POSTs, want 1 (with 127.0.0.1/32 allowed)", n)
 	}
 }

@@ -48,5 +48,7 @@ func Example() {
 	}
 	http.Handle("/metrics", metricsHandler)
 	go func() { log.Fatal(http.ListenAndServe(":9090", nil)) }()
-	log.Fatal(relay.Run(ctx))
+	if err := relay.Run(ctx); err != nil { // nil after a graceful stop: exit 0
+		log.Fatal(err)
+	}
 }

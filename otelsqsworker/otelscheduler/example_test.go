@@ -42,5 +42,7 @@ func Example() {
 	}
 	http.Handle("/metrics", metricsHandler)
 	go func() { log.Fatal(http.ListenAndServe(":9090", nil)) }()
-	log.Fatal(ticks.Run(ctx))
+	if err := ticks.Run(ctx); err != nil { // nil after a graceful stop: exit 0
+		log.Fatal(err)
+	}
 }

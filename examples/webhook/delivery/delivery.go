@@ -12,7 +12,11 @@
 //	other 4xx, 3xx (redirects are        sqsworker.Permanent("HTTP410", ...): dead-lettered
 //	  not followed), other codes           now, the reason naming the status code
 //	bad JSON, no deliveryId or url,      sqsworker.Permanent("MalformedBody", ...)
-//	  url not http(s)
+//	  url not http(s), a name twice in
+//	  an object, "URL" for "url"
+//	url resolves to a loopback, private, sqsworker.Permanent("ForbiddenDestination", ...)
+//	  link-local or other non-public
+//	  address (not in AllowNetworks)
 //
 // Use it behind the idempotency middleware, keyed with [Key], so a delivery that
 // succeeded is not posted again when SQS hands its message out twice:
@@ -24,9 +28,16 @@
 // strict JSON reader), so a body the middleware finds no key in is one the handler
 // dead-letters: with Config.KeyOptional a delivery still never runs without its key.
 //
+// Whoever may send to the queue chooses the URL, and the worker posts from inside its
+// network: by default the handler connects only to public unicast addresses. The check
+// runs in the dialer (net.Dialer.Control) on every address the host name resolved to,
+// so a name that resolves to a public address once and to 169.254.169.254 or 10.0.0.5
+// at the connection (DNS rebinding) is still refused; Config.AllowNetworks lets chosen
+// networks through (the demo's receiver on 127.0.0.1). See [DestinationError].
+//
 // Error texts (logged, and stored in the dead-letter copy's failure-error attribute) name
-// the target with [RedactURL] (no user info, no query) and carry at most 64 bytes of
-// the receiver's answer.
+// the target with [RedactURL] (no user info, no path, no query) and carry at most 64
+// bytes of the receiver's answer.
 package delivery
 
 import (
@@ -36,7 +47,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -77,9 +90,11 @@ func Key(message *sqsworker.Message) (string, error) {
 	return keyFunc(message)
 }
 
-// RedactURL returns raw for error texts and logs: without user info and fragment, and
-// with a query replaced by "REDACTED" ("https://example.com/hooks/x?REDACTED"), since
-// both often carry credentials or tokens. An unparsable URL is "(an unparsable URL)".
+// RedactURL returns raw for error texts and logs: scheme and host only, without user
+// info and fragment, with a path other than "/" replaced by "/REDACTED" and a query by
+// "REDACTED" ("https://example.com/REDACTED?REDACTED"), since all of them carry
+// credentials or tokens in common webhook URLs (a Slack or Discord webhook's token is
+// its path). An unparsable URL is "(an unparsable URL)".
 func RedactURL(raw string) string {
 	target, err := url.Parse(raw)
 	if err != nil {
@@ -87,6 +102,12 @@ func RedactURL(raw string) string {
 	}
 	target.User = nil
 	target.Fragment, target.RawFragment = "", ""
+	if target.Opaque != "" {
+		target.Opaque = "REDACTED"
+	}
+	if target.Path != "" && target.Path != "/" {
+		target.Path, target.RawPath = "/REDACTED", ""
+	}
 	if target.RawQuery != "" || target.ForceQuery {
 		target.RawQuery, target.ForceQuery = "REDACTED", false
 	}
@@ -129,13 +150,19 @@ type Request struct {
 }
 
 // Parse decodes and validates a delivery message body. It first reads the key with
-// [Key], so every body without a usable idempotency key is an error here too. Its errors
+// [Key], so every body without a usable idempotency key is an error here too, then
+// refuses a body that two JSON readers could read differently (a name twice in one
+// object, a top-level name that differs from a field only in case), so the URL and
+// payload it returns are those idempotency.HashJSONFields("url", "payload") hashed. Its errors
 // describe what is wrong (URLs redacted); [Handler] wraps them as
 // sqsworker.Permanent("MalformedBody", err).
 func Parse(body string) (*Request, error) {
 	key, err := keyFunc(&sqsworker.Message{Body: body})
 	if err != nil {
 		return nil, fmt.Errorf("delivery: no usable %s: %w", KeyField, err)
+	}
+	if err := checkFields(body); err != nil {
+		return nil, fmt.Errorf("delivery %s: body is ambiguous: %w", key, err)
 	}
 	var request Request
 	if err := json.Unmarshal([]byte(body), &request); err != nil {
@@ -167,10 +194,18 @@ func Parse(body string) (*Request, error) {
 
 // Config configures [Handler]. The zero value is usable.
 type Config struct {
-	// Client specifies the HTTP client; if nil, a client that does not follow
-	// redirects (a redirected POST would lose its body or its method) is used. A given
-	// client is used as it is.
+	// Client specifies the HTTP client; if nil, a client that follows no redirect (a
+	// redirected POST would lose its body or its method), uses no proxy (it would hide
+	// the destination from the guard) and connects only to public addresses or those in
+	// AllowNetworks. A given client is used as it is, without that guard.
 	Client *http.Client
+	// AllowNetworks are the networks the default client may connect to although they
+	// are not public (loopback, private, link-local, ...; see [DestinationError]), for a
+	// receiver on this host or in a private network ([ParseNetworks] reads them from a
+	// list). Empty: only public unicast addresses. Ignored when Client is set.
+	AllowNetworks []netip.Prefix
+	// resolver replaces the system's for the default client (tests).
+	resolver *net.Resolver
 	// Timeout specifies the bound of one POST, reading the response included; if zero,
 	// defaults to DefaultTimeout (5 s). The handler's context can end it earlier.
 	Timeout time.Duration
@@ -202,9 +237,7 @@ func (e *StatusError) Error() string {
 // Handler returns the webhook-delivery [sqsworker.Handler] described in the package comment.
 func Handler(config Config) sqsworker.Handler {
 	if config.Client == nil {
-		config.Client = &http.Client{
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		config.Client = guardedClient(config.AllowNetworks, config.resolver)
 	}
 	if config.Timeout <= 0 {
 		config.Timeout = DefaultTimeout
@@ -240,6 +273,10 @@ func (c Config) deliver(parent context.Context, request *Request) error {
 		var urlErr *url.Error
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
+		}
+		if refused := (*DestinationError)(nil); errors.As(err, &refused) {
+			// The address is what the name resolves to: retrying cannot change that in time.
+			return sqsworker.Permanent(ReasonForbiddenDestination, fmt.Errorf("delivery %s: POST %s: %w", request.DeliveryID, target, refused))
 		}
 		if errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
 			return fmt.Errorf("delivery %s: POST %s: no response within %s: %w", request.DeliveryID, target, c.Timeout, err)

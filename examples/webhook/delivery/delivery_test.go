@@ -36,7 +36,7 @@ func TestHandlerSendsPayloadAndHeaders(t *testing.T) {
 	}))
 	defer server.Close()
 
-	err := Handler(Config{}).Handle(context.Background(), message(body(server.URL+"/hooks/x")))
+	err := Handler(Config{AllowNetworks: loopback}).Handle(context.Background(), message(body(server.URL+"/hooks/x")))
 	if err != nil {
 		t.Fatalf("Handle = %v, want nil", err)
 	}
@@ -53,7 +53,7 @@ func TestHandlerAbsentPayloadIsNull(t *testing.T) {
 		got <- string(payload)
 	}))
 	defer server.Close()
-	err := Handler(Config{UserAgent: "custom/1"}).Handle(context.Background(),
+	err := Handler(Config{AllowNetworks: loopback, UserAgent: "custom/1"}).Handle(context.Background(),
 		message(`{"deliveryId":"d-1","url":"`+server.URL+`"}`))
 	if err != nil {
 		t.Fatalf("Handle = %v", err)
@@ -109,7 +109,7 @@ func TestHandlerStatusOutcomes(t *testing.T) {
 			}))
 			defer server.Close()
 
-			err := Handler(Config{}).Handle(context.Background(), message(body(server.URL+"/hooks/x")))
+			err := Handler(Config{AllowNetworks: loopback}).Handle(context.Background(), message(body(server.URL+"/hooks/x")))
 			outcome := sqsworker.Classify(err)
 			if outcome.Kind != tc.wantKind || outcome.Reason != tc.wantReason || outcome.Delay != tc.wantDelay {
 				t.Errorf("Classify(%v) = %s %q %s, want %s %q %s", err, outcome.Kind, outcome.Reason, outcome.Delay, tc.wantKind, tc.wantReason, tc.wantDelay)
@@ -140,7 +140,7 @@ func TestHandlerRetryAfterHTTPDate(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer server.Close()
-	outcome := sqsworker.Classify(Handler(Config{}).Handle(context.Background(), message(body(server.URL))))
+	outcome := sqsworker.Classify(Handler(Config{AllowNetworks: loopback}).Handle(context.Background(), message(body(server.URL))))
 	if outcome.Kind != sqsworker.OutcomeRetryAfter || outcome.Delay < 85*time.Second || outcome.Delay > 90*time.Second {
 		t.Errorf("outcome = %s after %s, want retry-after about 90s", outcome.Kind, outcome.Delay)
 	}
@@ -198,7 +198,7 @@ func TestHandlerMalformedBodies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Handler(Config{}).Handle(context.Background(), message(tc.body))
+			err := Handler(Config{AllowNetworks: loopback}).Handle(context.Background(), message(tc.body))
 			outcome := sqsworker.Classify(err)
 			if outcome.Kind != sqsworker.OutcomeDeadLetter || outcome.Reason != ReasonMalformedBody {
 				t.Errorf("Classify(%v) = %s %q, want dead-letter %q", err, outcome.Kind, outcome.Reason, ReasonMalformedBody)
@@ -223,7 +223,7 @@ func TestHandlerTimeoutIsRetried(t *testing.T) {
 	defer close(release)
 
 	start := time.Now()
-	err := Handler(Config{Timeout: 100 * time.Millisecond}).Handle(context.Background(), message(body(server.URL)))
+	err := Handler(Config{AllowNetworks: loopback, Timeout: 100 * time.Millisecond}).Handle(context.Background(), message(body(server.URL)))
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("Handle took %s with a 100ms timeout", elapsed)
 	}
@@ -246,7 +246,7 @@ func TestHandlerSlowBodyTimesOut(t *testing.T) {
 	}))
 	defer server.Close()
 	start := time.Now()
-	err := Handler(Config{Timeout: 100 * time.Millisecond}).Handle(context.Background(), message(body(server.URL)))
+	err := Handler(Config{AllowNetworks: loopback, Timeout: 100 * time.Millisecond}).Handle(context.Background(), message(body(server.URL)))
 	if err != nil || time.Since(start) > 2*time.Second {
 		t.Errorf("Handle = %v after %s, want nil within the timeout", err, time.Since(start))
 	}
@@ -260,7 +260,7 @@ func TestHandlerConnectionRefusedIsRetried(t *testing.T) {
 	address := listener.Addr().String()
 	listener.Close()
 
-	err = Handler(Config{}).Handle(context.Background(), message(body("http://"+address+"/hooks/x")))
+	err = Handler(Config{AllowNetworks: loopback}).Handle(context.Background(), message(body("http://"+address+"/hooks/x")))
 	if outcome := sqsworker.Classify(err); outcome.Kind != sqsworker.OutcomeRetry {
 		t.Errorf("Classify(%v) = %s, want retry", err, outcome.Kind)
 	}
@@ -282,7 +282,7 @@ func TestHandlerCancelledContextIsRetried(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	err := Handler(Config{}).Handle(ctx, message(body(server.URL)))
+	err := Handler(Config{AllowNetworks: loopback}).Handle(ctx, message(body(server.URL)))
 	if outcome := sqsworker.Classify(err); outcome.Kind != sqsworker.OutcomeRetry || !errors.Is(err, context.Canceled) {
 		t.Errorf("Classify(%v) = %s, want retry matching context.Canceled", err, outcome.Kind)
 	}

@@ -82,6 +82,8 @@ func workerSettings(o options, table string) []string {
 	settings := []string{
 		"SQSWORKER_IDEMPOTENCY_TABLE=" + table,
 		"SQSWORKER_LOG_FORMAT=json",
+		// The demo's receiver listens on 127.0.0.1, which the worker refuses by default.
+		"SQSWORKER_DELIVERY_ALLOW_NETWORKS=127.0.0.1/32",
 	}
 	if o.DeliveryTimeout > 0 {
 		settings = append(settings, "SQSWORKER_DELIVERY_TIMEOUT="+o.DeliveryTimeout.String())

@@ -1,7 +1,8 @@
 // Command testsummary reads `go test -json` on stdin and prints a short report: one
 // ok/FAIL line per package as each finishes, then the output of every failed test (and
-// of a package that failed outside its tests), the failed packages again, and a last line
-// of the form
+// of a package that failed outside its tests), the failed packages again, every skipped
+// test with its skip message (one "SKIP<tab>package<tab>test<tab>message" line each, in
+// the order they were skipped), and a last line of the form
 //
 //	N passed, N failed, N skipped
 //
@@ -43,6 +44,7 @@ type summary struct {
 	passed   int
 	failures int
 	skipped  int
+	skips    []skip   // skipped tests, each once, in the order first skipped
 	other    []string // lines that were not JSON (build errors print so)
 	w        io.Writer
 }
@@ -53,6 +55,43 @@ type summary struct {
 type failure struct {
 	key
 	output string
+}
+
+// skip is a skipped test with its skip message and how often it was skipped (-count=N).
+type skip struct {
+	key
+	message string
+	times   int
+}
+
+// skipMessage returns the skip message in a skipped test's output: its last logged
+// entry (a "    file_test.go:12: text" line and the more indented lines continuing it),
+// since t.Skip logs its arguments last; "(no message)" after a bare t.SkipNow.
+func skipMessage(output string) string {
+	var last []string
+	for line := range strings.SplitSeq(output, "\n") {
+		switch {
+		case strings.HasPrefix(line, "        ") && len(last) > 0:
+			last = append(last, strings.TrimSpace(line))
+		case strings.HasPrefix(line, "    ") && !strings.HasPrefix(line, "     "):
+			last = []string{strings.TrimSpace(line)}
+		}
+	}
+	if len(last) == 0 {
+		return "(no message)"
+	}
+	return strings.Join(last, "\n\t\t\t")
+}
+
+// noteSkip records a skipped test, once per test and message.
+func (s *summary) noteSkip(k key, message string) {
+	for i := range s.skips {
+		if s.skips[i].key == k && s.skips[i].message == message {
+			s.skips[i].times++
+			return
+		}
+	}
+	s.skips = append(s.skips, skip{k, message, 1})
 }
 
 // take removes and returns the output recorded for k so far.
@@ -123,7 +162,7 @@ func (s *summary) add(e event) {
 			s.failed = append(s.failed, failure{k, s.take(k)})
 		case "skip":
 			s.skipped++
-			delete(s.output, k)
+			s.noteSkip(k, skipMessage(s.take(k)))
 		}
 	}
 }
@@ -175,6 +214,13 @@ func (s *summary) report() bool {
 	}
 	for _, pkg := range failedPackages {
 		fmt.Fprintf(w, "FAIL\t%s\n", pkg)
+	}
+	for _, sk := range s.skips {
+		times := ""
+		if sk.times > 1 {
+			times = fmt.Sprintf(" (%d times)", sk.times)
+		}
+		fmt.Fprintf(w, "SKIP\t%s\t%s\t%s%s\n", sk.pkg, sk.test, sk.message, times)
 	}
 	line := fmt.Sprintf("%d passed, %d failed", s.passed, failed)
 	if s.skipped > 0 {

@@ -59,6 +59,40 @@ func TestReport(t *testing.T) {
 			want: []string{"FAIL\tp\t(no result", "1 passed, 1 failed"},
 		},
 		{
+			// Each skipped test is named with its skip message (the last logged entry, an
+			// earlier t.Log is not it), once per test however often -count ran it, and a
+			// failed test's output still comes first. Before, the summary only counted them.
+			name: "skipped tests are named with their messages",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"=== RUN   TestB\n"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:3: a note\n"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:4: neither tofu nor terraform is installed\n"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"--- SKIP: TestB (0.00s)\n"}
+{"Action":"skip","Package":"p","Test":"TestB"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"=== RUN   TestB\n"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:4: neither tofu nor terraform is installed\n"}
+{"Action":"skip","Package":"p","Test":"TestB"}
+{"Action":"output","Package":"p","Test":"TestC/sub","Output":"=== RUN   TestC/sub\n"}
+{"Action":"output","Package":"p","Test":"TestC/sub","Output":"    c_test.go:9: no chromium\n"}
+{"Action":"output","Package":"p","Test":"TestC/sub","Output":"        on this machine\n"}
+{"Action":"output","Package":"p","Test":"TestC/sub","Output":"--- SKIP: TestC/sub (0.00s)\n"}
+{"Action":"skip","Package":"p","Test":"TestC/sub"}
+{"Action":"output","Package":"p","Test":"TestD","Output":"=== CONT  TestD\n"}
+{"Action":"output","Package":"p","Test":"TestD","Output":"--- SKIP: TestD (0.00s)\n"}
+{"Action":"skip","Package":"p","Test":"TestD"}
+{"Action":"output","Package":"p","Test":"TestE","Output":"    e_test.go:1: boom\n"}
+{"Action":"fail","Package":"p","Test":"TestE"}
+{"Action":"fail","Package":"p","Elapsed":1}`,
+			want: []string{
+				"--- output of p TestE", "boom", "FAIL\tp\n",
+				"SKIP\tp\tTestB\tb_test.go:4: neither tofu nor terraform is installed (2 times)\n",
+				"SKIP\tp\tTestC/sub\tc_test.go:9: no chromium\n\t\t\ton this machine\n",
+				"SKIP\tp\tTestD\t(no message)\n",
+				"0 passed, 1 failed, 4 skipped",
+			},
+			never: []string{"a note", "=== RUN", "--- SKIP"},
+		},
+		{
 			name:  "no test event at all fails",
 			input: "go: cannot find main module\n",
 			want:  []string{"go: cannot find main module", "0 passed, 0 failed"},
