@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/sqsworker/sqsworker"
@@ -33,6 +34,8 @@ type Server struct {
 	handler sqsworker.Handler
 	logger  *slog.Logger
 	stats   counters
+	// signals registers for the shutdown signals (shutdownSignals; tests replace it).
+	signals func() (<-chan os.Signal, func())
 
 	mu         sync.Mutex
 	state      serverState
@@ -81,6 +84,7 @@ func New(client API, config Config, handler sqsworker.Handler) (*Server, error) 
 		config:  config,
 		handler: handler,
 		logger:  logger,
+		signals: shutdownSignals,
 		closed:  make(chan struct{}),
 	}, nil
 }
