@@ -183,10 +183,11 @@ type Config struct {
 	// many, an abandoned call gives its slot back at once, so receiving goes on; beyond
 	// it, an abandoned call keeps its slot until it returns, and when abandoned calls
 	// hold every slot the server cannot receive and the health endpoint answers 503.
-	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once (each is
-	// two goroutines: the call and its waiter). Stats.AbandonedHandlers counts them;
-	// each is logged when abandoned and when it finally returns. Negative values are
-	// rejected.
+	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once; an
+	// abandoned call costs its own goroutine only (nothing of the server's waits for
+	// it; a shutdown waits for it until the drain deadline). Stats.AbandonedHandlers
+	// counts them, Stats.AbandonedRunning those still running; each is logged when
+	// abandoned and when it finally returns. Negative values are rejected.
 	MaxAbandonedHandlers int
 
 	// ReceiveVisibility specifies the visibility timeout each ReceiveMessage call asks
