@@ -213,7 +213,7 @@ func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTyp
 	core := settle.New(settle.Config{
 		Host:                  "poller",
 		Backoff:               config.Backoff,
-		DeadLetter:            settle.QueueDeadLetter{API: s.api, Queue: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
+		DeadLetter:            settle.QueueDeadLetter{API: s.api, Load: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
 		DisableDeadLetterSend: config.DisableDeadLetterSend,
 		ErrorHandler:          config.ErrorHandler,
 		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),

@@ -209,6 +209,12 @@ func (discardSQS) ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessa
 	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
 }
 
+// GetQueueAttributes answers a queue without a redrive policy (read to tell a record's
+// last attempt).
+func (discardSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"VisibilityTimeout": "30"}}, nil
+}
+
 // fakeHost is a third host: Run takes it through the Host interface alone.
 type fakeHost struct {
 	detect bool
