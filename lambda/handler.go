@@ -123,10 +123,12 @@ func (b *BatchHandler) Handle(ctx context.Context, event events.SQSEvent) (event
 	fifo := isFIFO(event.Records)
 	plan := newBudget(ctx, b.cfg.deadlineMargin)
 	handlerCtx, cancel := plan.handlerContext(ctx) // one deadline for every record
-	b.run(ctx, handlerCtx, plan, sequences(records, fifo, b.cfg.fifoMode), skipReason(fifo, b.cfg.fifoMode))
+	settleCtx, cancelSettle := plan.settleContext(ctx)
+	defer cancelSettle()
+	b.run(settleCtx, handlerCtx, plan, sequences(records, fifo, b.cfg.fifoMode), skipReason(fifo, b.cfg.fifoMode))
 	cancel()
-	b.changeVisibility(ctx, records)
-	return b.respond(ctx, records)
+	b.changeVisibility(settleCtx, records)
+	return b.respond(settleCtx, records)
 }
 
 // run handles the sequences with at most cfg.concurrency of them at once. Inside a

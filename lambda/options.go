@@ -118,7 +118,10 @@ func WithFIFOMode(mode FIFOMode) Option {
 // once. Handlers' contexts end margin before the deadline; a handler that has not
 // returned 1 s later (or margin/2, when less) is abandoned and its record reported as
 // failed, so the adapter still has time to change visibilities and return the partial
-// response before Lambda's timeout. Zero disables all three. It panics when margin is negative.
+// response before Lambda's timeout. The settle calls (dead-letter sends, visibility
+// changes, deletes) end 250 ms (or margin/4, when less) before the deadline however slow
+// SQS is, so the response leaves before it: a record whose call was cut short is
+// reported as failed. Zero disables all of this. It panics when margin is negative.
 func WithDeadlineMargin(margin time.Duration) Option {
 	if margin < 0 {
 		panic(fmt.Sprintf("lambda: deadline margin must not be negative, got %s", margin))
