@@ -20,6 +20,13 @@
 //     fails, it is reported as failed and the redrive policy moves it at its next
 //     receive, without a reason.
 //
+// A problem of one record (a malformed body, an unknown job type, a missing claim-check
+// payload, its handler's error) is always that record's outcome. An infrastructure fault
+// that hits every record is not: after [DefaultInfrastructureFaultThreshold] records in
+// a row fail with the same one (an AWS SDK call denied, throttled, failing with a 5xx, or
+// not sent), no more records start and the invocation fails as a whole; see
+// [WithInfrastructureFaultThreshold].
+//
 // Every copy the function sends to the dead-letter queue carries the failure attributes
 // (reason, the original message id, error, receive count, source queue; see
 // [sqsworker.AttributeFailureReason]).

@@ -64,6 +64,9 @@ func (h LambdaHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 	if env.reportBatchItemFailures != nil {
 		options = append(options, lambda.WithReportBatchItemFailures(*env.reportBatchItemFailures))
 	}
+	if env.faultThreshold != nil {
+		options = append(options, lambda.WithInfrastructureFaultThreshold(*env.faultThreshold))
+	}
 	startLambda(ctx, lambda.NewBatchHandler(handler, append(options, h.Options...)...))
 	return nil
 }

@@ -45,6 +45,9 @@
 //	SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR  Lambda: "true" fails the invocation when every record failed
 //	SQSWORKER_REPORT_BATCH_ITEM_FAILURES  Lambda: "false" when the event source mapping lacks
 //	                                      ReportBatchItemFailures
+//	SQSWORKER_INFRASTRUCTURE_FAULT_THRESHOLD  Lambda: records in a row failing with one
+//	                                      infrastructure fault that fail the invocation;
+//	                                      default 2, 0 off (lambda.WithInfrastructureFaultThreshold)
 //	SQSWORKER_LOG_FORMAT                  json (default) or text, on stderr
 //	SQSWORKER_LOG_LEVEL                   debug, info (default), warn or error
 //
@@ -88,6 +91,7 @@ const (
 	EnvFIFOMode                = "SQSWORKER_FIFO_MODE"
 	EnvEntireBatchFailureError = "SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR"
 	EnvReportBatchItemFailures = "SQSWORKER_REPORT_BATCH_ITEM_FAILURES"
+	EnvFaultThreshold          = "SQSWORKER_INFRASTRUCTURE_FAULT_THRESHOLD"
 	EnvLogFormat               = "SQSWORKER_LOG_FORMAT"
 	EnvLogLevel                = "SQSWORKER_LOG_LEVEL"
 	EnvDeadLetterSend          = "SQSWORKER_DEAD_LETTER_SEND"
@@ -220,6 +224,7 @@ type environment struct {
 	fifoMode                *lambda.FIFOMode
 	entireBatchFailureError *bool
 	reportBatchItemFailures *bool
+	faultThreshold          *int
 	logFormat               string
 	logLevel                slog.Level
 	deadLetterSend          *bool
@@ -318,6 +323,14 @@ func readEnv(getenv func(string) string) (environment, error) {
 		env.fifoMode = &mode
 	default:
 		problems = append(problems, fmt.Errorf("worker: %s=%q: want %s or %s", EnvFIFOMode, text, lambda.FIFOSkipFailedGroup, lambda.FIFOStopAtFirstFailure))
+	}
+	if text := value(EnvFaultThreshold); text != "" {
+		n, err := strconv.Atoi(text)
+		if err != nil || n < 0 {
+			problems = append(problems, fmt.Errorf("worker: %s=%q is not a whole number of 0 or more", EnvFaultThreshold, text))
+		} else {
+			env.faultThreshold = &n
+		}
 	}
 	env.entireBatchFailureError = boolean(EnvEntireBatchFailureError)
 	env.reportBatchItemFailures = boolean(EnvReportBatchItemFailures)

@@ -31,13 +31,14 @@ func TestReadEnv(t *testing.T) {
 			EnvQueueURL: "http://q", EnvConcurrency: "4", EnvHandlerTimeout: "30s", EnvDrainTimeout: "10s",
 			EnvBackoffBase: "1s", EnvBackoffCap: "1m", EnvDeadlineMargin: "3s", EnvFIFOMode: "stop-at-first-failure",
 			EnvEntireBatchFailureError: "true", EnvReportBatchItemFailures: "false", EnvLogFormat: "text", EnvLogLevel: "debug",
+			EnvFaultThreshold: "3",
 		}},
 		{name: "every value malformed", env: map[string]string{
 			EnvQueueURL: "http://q", EnvQueueName: "q", EnvConcurrency: "0", EnvHandlerTimeout: "soon", EnvBackoffBase: "-1s",
 			EnvDeadlineMargin: "2", EnvFIFOMode: "strict", EnvEntireBatchFailureError: "yes please",
-			EnvAllowUnboundedRetries: "maybe", EnvLogFormat: "xml", EnvLogLevel: "loud",
+			EnvAllowUnboundedRetries: "maybe", EnvLogFormat: "xml", EnvLogLevel: "loud", EnvFaultThreshold: "-1",
 		}, want: []string{EnvQueueName, EnvConcurrency, EnvHandlerTimeout, EnvBackoffBase, EnvDeadlineMargin, EnvFIFOMode,
-			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel}},
+			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel, EnvFaultThreshold}},
 	}
 	tests = append(tests,
 		struct {
