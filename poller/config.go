@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -34,9 +35,17 @@ const (
 	httpTimeoutSlack = 5 * time.Second
 	// defaultHandlerTimeout is Config.HandlerTimeout when zero.
 	defaultHandlerTimeout = 5 * time.Minute
-	// defaultDrainTimeout is Config.DrainTimeout when zero: leaves 5 s of ECS's default
-	// 30 s stopTimeout for the final release and delete flush.
-	defaultDrainTimeout = 25 * time.Second
+	// defaultDrainTimeout is Config.DrainTimeout when zero (and Config.StopTimeout is
+	// unknown): ECS's default 30 s stopTimeout less stopTimeoutMargin.
+	defaultDrainTimeout = 30*time.Second - stopTimeoutMargin
+	// stopTimeoutMargin is what a shutdown needs after its drain deadline: cancelGrace
+	// for cancelled handlers to return, finalFlushTimeout for the last deletes, and 1 s
+	// of slack. The drain deadline is at most Config.StopTimeout less this.
+	stopTimeoutMargin = cancelGrace + finalFlushTimeout + time.Second
+	// stopExitMargin: Run ends a shutdown at the latest this long before
+	// Config.StopTimeout, cancelling the long polls still in flight, so the final delete
+	// flush (finalFlushTimeout) ends a second before the platform's kill.
+	stopExitMargin = finalFlushTimeout + time.Second
 	// maxDefaultReceiveVisibility caps Config.ReceiveVisibility's default.
 	maxDefaultReceiveVisibility = 30 * time.Second
 	// minDefaultVisibilityExtension is the smallest VisibilityExtension taken from the
@@ -210,9 +219,25 @@ type Config struct {
 	VisibilityExtension time.Duration
 
 	// DrainTimeout specifies how long a shutdown waits for running handlers before it
-	// cancels them and releases their messages (visibility 0); if zero, defaults to 25 s,
-	// which fits ECS's default 30 s stopTimeout. Negative values are rejected.
+	// cancels them and releases their messages (visibility 0); if zero, defaults to
+	// StopTimeout − 5 s, or 25 s when StopTimeout is unknown (which fits ECS's default
+	// 30 s stopTimeout). With StopTimeout set, a longer DrainTimeout is lowered to
+	// StopTimeout − 5 s, and Start logs a warning saying so. Negative values are
+	// rejected.
 	DrainTimeout time.Duration
+
+	// StopTimeout specifies how long the platform waits after SIGTERM before it kills
+	// the process: ECS's container stopTimeout (30 s by default, at most 120 s on
+	// Fargate), `docker stop --time`, Kubernetes' terminationGracePeriodSeconds. Zero
+	// means unknown. When set, it must be more than 5 s, and it bounds the shutdown so
+	// the process exits before the kill (exit code 0, not 137): the drain deadline is at
+	// most StopTimeout − 5 s (after the deadline the shutdown still gives cancelled
+	// handlers 1 s and its final delete flush up to 3 s, plus 1 s of slack), and Run
+	// ends the shutdown StopTimeout − 4 s after the signal at the latest, cancelling the
+	// long polls still in flight (whose messages, if SQS still hands them out, return
+	// after ReceiveVisibility). The worker package sets it from SQSWORKER_STOP_TIMEOUT,
+	// which the Terraform module poller-service passes from its stop timeout.
+	StopTimeout time.Duration
 
 	// Backoff specifies the retry delay of failed messages (see [sqsworker.Backoff]);
 	// the zero value is exponential from 2 s to 10 minutes with full jitter.
@@ -301,6 +326,9 @@ func (c Config) withDefaults() Config {
 	if c.HandlerTimeout == 0 {
 		c.HandlerTimeout = defaultHandlerTimeout
 	}
+	if budget := c.drainBudget(); budget > 0 && (c.DrainTimeout == 0 || c.DrainTimeout > budget) {
+		c.DrainTimeout = budget
+	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = defaultDrainTimeout
 	}
@@ -321,4 +349,24 @@ func defaultReceivers(concurrency, maxMessages int) int {
 		return 1
 	}
 	return min((concurrency+maxMessages-1)/maxMessages, maxReceivers)
+}
+
+// drainBudget is the longest drain StopTimeout leaves (StopTimeout − 5 s), or 0 when
+// StopTimeout is unknown or too short (validate reports that).
+func (c Config) drainBudget() time.Duration {
+	if c.StopTimeout <= stopTimeoutMargin {
+		return 0
+	}
+	return c.StopTimeout - stopTimeoutMargin
+}
+
+// drainLowered returns the warning Start logs when DrainTimeout, as given, exceeds what
+// StopTimeout leaves and is lowered (c is the Config before defaults), or "".
+func (c Config) drainLowered() string {
+	budget := c.drainBudget()
+	if budget == 0 || c.DrainTimeout <= budget {
+		return ""
+	}
+	return fmt.Sprintf("poller: drain timeout %s exceeds the stop timeout %s less the %s the shutdown needs after its drain deadline; draining for %s, so the process exits before it is killed",
+		c.DrainTimeout, c.StopTimeout, stopTimeoutMargin, budget)
 }

@@ -84,6 +84,13 @@ func (c Config) validate(client API) error {
 	if c.DrainTimeout < 0 {
 		add("Config.DrainTimeout %s is negative", c.DrainTimeout)
 	}
+	switch {
+	case c.StopTimeout < 0:
+		add("Config.StopTimeout %s is negative", c.StopTimeout)
+	case c.StopTimeout > 0 && c.StopTimeout <= stopTimeoutMargin:
+		add("Config.StopTimeout %s leaves no time to drain: after its drain deadline a shutdown needs %s (%s for cancelled handlers, up to %s for the final delete flush, 1s of slack); raise the platform's stop timeout",
+			c.StopTimeout, stopTimeoutMargin, cancelGrace, finalFlushTimeout)
+	}
 	if c.DeleteFlushInterval < 0 || c.DeleteFlushInterval > maxDeleteFlushInterval {
 		add("Config.DeleteFlushInterval %s is outside 0..%s", c.DeleteFlushInterval, maxDeleteFlushInterval)
 	}

@@ -58,10 +58,13 @@
 //   - Observing: every step of every message is reported to Config.Observer
 //     ([sqsworker.Observer]); [Server.Stats] counts the same events.
 //   - Shutdown: see [Server.Shutdown] for the order. On SIGTERM, Run stops receiving,
-//     lets running handlers finish within Config.DrainTimeout, then cancels the rest and
-//     releases their messages (visibility 0) so another worker gets them within
-//     seconds, and returns nil (or [ErrDeletesNotConfirmed] when a handled message's
-//     delete was never confirmed).
+//     releases the messages not started, lets running handlers finish within
+//     Config.DrainTimeout, then cancels the rest and releases their messages
+//     (visibility 0) so another worker gets them within seconds, and returns nil (or
+//     [ErrDeletesNotConfirmed] when a handled message's delete was never confirmed).
+//     With Config.StopTimeout, the platform's kill time, the drain ends 5 s before it
+//     and the process exits before it. One SIGTERM drains, however the caller's context
+//     ends (signal.NotifyContext included); a second signal ends the drain at once.
 //
 // # Several queues
 //

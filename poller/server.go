@@ -36,6 +36,9 @@ type Server struct {
 	stats   counters
 	// signals registers for the shutdown signals (shutdownSignals; tests replace it).
 	signals func() (<-chan os.Signal, func())
+	// drainWarning, if not empty, is logged at Start: DrainTimeout was lowered to fit
+	// StopTimeout.
+	drainWarning string
 
 	mu         sync.Mutex
 	state      serverState
@@ -66,6 +69,7 @@ type queueRuntime struct {
 // client's timeouts against the long-poll wait (see [Config.HTTPClientTimeout]).
 // Problems that depend on a queue are reported by Start.
 func New(client API, config Config, handler sqsworker.Handler) (*Server, error) {
+	drainWarning := config.drainLowered()
 	config = config.withDefaults()
 	var problems []error
 	if client == nil {
@@ -80,12 +84,13 @@ func New(client API, config Config, handler sqsworker.Handler) (*Server, error) 
 		logger = logger.With("queue", config.QueueURL)
 	}
 	return &Server{
-		api:     client,
-		config:  config,
-		handler: handler,
-		logger:  logger,
-		signals: shutdownSignals,
-		closed:  make(chan struct{}),
+		api:          client,
+		config:       config,
+		handler:      handler,
+		logger:       logger,
+		signals:      shutdownSignals,
+		drainWarning: drainWarning,
+		closed:       make(chan struct{}),
 	}, nil
 }
 
@@ -131,6 +136,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := errors.Join(problems...); err != nil {
 		return err
 	}
+	if s.drainWarning != "" {
+		s.logger.Warn(s.drainWarning, "drain_timeout", s.config.DrainTimeout, "stop_timeout", s.config.StopTimeout)
+	}
 	base := context.WithoutCancel(ctx)
 	if s.config.HealthCheckAddress != "" {
 		var err error
@@ -172,7 +180,8 @@ func (s *Server) Start(ctx context.Context) error {
 			"receive_visibility", q.config.ReceiveVisibility,
 			"heartbeat_interval", q.config.HeartbeatInterval,
 			"visibility_extension", q.config.VisibilityExtension,
-			"drain_timeout", q.config.DrainTimeout)
+			"drain_timeout", q.config.DrainTimeout,
+			"stop_timeout", q.config.StopTimeout)
 	}
 	return nil
 }

@@ -17,10 +17,12 @@ import (
 //     return is released at once (visibility 0), never handled. They are not
 //     cancelled, even at the drain deadline, because SQS still hands a cancelled long
 //     poll its messages (the released ones included), which would then stay invisible
-//     for their whole visibility timeout. Only ctx's end cancels them. So with a
-//     DrainTimeout shorter than WaitTime, Shutdown can take up to WaitTime.
-//  3. Dispatcher: nothing new starts; FIFO messages received but not started are
-//     released at once. Running handlers go on until the drain deadline: DrainTimeout
+//     for their whole visibility timeout. Only ctx's end cancels them (Run ends ctx 4 s
+//     before Config.StopTimeout). So with a DrainTimeout shorter than WaitTime,
+//     Shutdown can take up to WaitTime.
+//  3. Dispatcher: nothing new starts; messages received but not started (a FIFO
+//     group's later messages, those held under Config.Prefetch) are released at once.
+//     Running handlers go on until the drain deadline: DrainTimeout
 //     after Shutdown began, or ctx's end if sooner. At the deadline their contexts are
 //     cancelled (cause [ErrDrainTimeout]), their heartbeats stop, and after a grace of
 //     one second for cleanup their messages are released (visibility 0), so another

@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runShutdownHelper())
 	case "notifycontext":
 		os.Exit(runNotifyContextHelper())
+	case "stoptimeout":
+		os.Exit(runStopTimeoutHelper())
 	}
 	// The emulator tests spend their time waiting on SQS, not on the CPU: unless -parallel
 	// was given, run them all at once instead of GOMAXPROCS at a time.

@@ -35,7 +35,12 @@
 //	SQSWORKER_CONCURRENCY                 messages handled at once (poller), records or
 //	                                      FIFO groups at once (Lambda); default 10
 //	SQSWORKER_HANDLER_TIMEOUT             poller: hard timeout of one message; default 5m
-//	SQSWORKER_DRAIN_TIMEOUT               poller: how long SIGTERM waits for running handlers; default 25s
+//	SQSWORKER_DRAIN_TIMEOUT               poller: how long SIGTERM waits for running handlers;
+//	                                      default SQSWORKER_STOP_TIMEOUT − 5s, else 25s
+//	SQSWORKER_STOP_TIMEOUT                poller: how long the platform waits after SIGTERM
+//	                                      before SIGKILL (ECS stopTimeout, docker --stop-timeout);
+//	                                      the drain ends 5s before it and the process exits
+//	                                      before it (poller.Config.StopTimeout)
 //	SQSWORKER_HEALTH_ADDRESS              poller: serve GET /healthz there; default off
 //	SQSWORKER_ALLOW_UNBOUNDED_RETRIES     poller: "true" accepts a queue without a redrive policy
 //	SQSWORKER_BACKOFF_BASE, _CAP          retry backoff of failed messages; default 2s and 10m
@@ -83,6 +88,7 @@ const (
 	EnvConcurrency             = "SQSWORKER_CONCURRENCY"
 	EnvHandlerTimeout          = "SQSWORKER_HANDLER_TIMEOUT"
 	EnvDrainTimeout            = "SQSWORKER_DRAIN_TIMEOUT"
+	EnvStopTimeout             = "SQSWORKER_STOP_TIMEOUT"
 	EnvHealthAddress           = "SQSWORKER_HEALTH_ADDRESS"
 	EnvAllowUnboundedRetries   = "SQSWORKER_ALLOW_UNBOUNDED_RETRIES"
 	EnvBackoffBase             = "SQSWORKER_BACKOFF_BASE"
@@ -150,7 +156,7 @@ type Options struct {
 	// options, then a [PollerHost] with Poller and OnPollerStopped.
 	Hosts []Host
 	// Poller specifies the long-poll worker's configuration; the environment fills its
-	// zero QueueURL (or Queues and Priority), HandlerTimeout, DrainTimeout,
+	// zero QueueURL (or Queues and Priority), HandlerTimeout, DrainTimeout, StopTimeout,
 	// HealthCheckAddress and AllowUnboundedRetries, and Settings its zero shared fields.
 	// Several queues with their own handlers, weights and limits: Poller.Queues (see
 	// poller.QueueConfig); a queue without a handler gets the one given to Run.
@@ -217,6 +223,7 @@ type environment struct {
 	concurrency             int
 	handlerTimeout          time.Duration
 	drainTimeout            time.Duration
+	stopTimeout             time.Duration
 	healthAddress           string
 	allowUnboundedRetries   bool
 	backoff                 sqsworker.Backoff
@@ -284,6 +291,7 @@ func readEnv(getenv func(string) string) (environment, error) {
 		queueName:      value(EnvQueueName),
 		handlerTimeout: duration(EnvHandlerTimeout),
 		drainTimeout:   duration(EnvDrainTimeout),
+		stopTimeout:    duration(EnvStopTimeout),
 		healthAddress:  value(EnvHealthAddress),
 		backoff:        sqsworker.Backoff{Base: duration(EnvBackoffBase), Cap: duration(EnvBackoffCap)},
 		logFormat:      strings.ToLower(value(EnvLogFormat)),
