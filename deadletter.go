@@ -1,13 +1,20 @@
 package sqsworker
 
-// Message attributes a host adds when it sends a message to the dead-letter queue for a
-// permanent failure ([Permanent]). The redrive tooling reads them back (its FailureReason
+// Message attributes a host adds when it sends a message to the dead-letter queue itself:
+// for a permanent failure ([Permanent]), and for the failed last attempt of a message
+// whose receive count reached the redrive policy's maxReceiveCount
+// ([ReasonRetriesExhausted]). The redrive tooling reads them back (its FailureReason
 // filter, `sqsworker dlq peek`). When the copy would pass SQS's limits (10 attributes,
-// the queue's MaximumMessageSize), the host adds them in the order reason, error
-// (shortened), receive count, source queue, each only if it fits.
+// the queue's MaximumMessageSize), the host adds them in the order reason, message id,
+// error (shortened), receive count, source queue, each only if it fits.
 const (
-	// AttributeFailureReason holds the Outcome's Reason, for example "MalformedBody".
+	// AttributeFailureReason holds the Outcome's Reason, for example "MalformedBody", or
+	// ReasonRetriesExhausted.
 	AttributeFailureReason = "failure-reason"
+	// AttributeFailureMessageID holds the message id the failed message had in its
+	// source queue (the copy in the dead-letter queue gets a new one), so the copy joins
+	// the logs and traces of its attempts, which carry that id (message_id).
+	AttributeFailureMessageID = "failure-message-id"
 	// AttributeFailureError holds the handler's error text, truncated to MaxFailureErrorBytes.
 	AttributeFailureError = "failure-error"
 	// AttributeFailureSourceQueue holds the ARN (or, if unknown, URL) of the source queue.
@@ -15,6 +22,15 @@ const (
 	// AttributeFailureReceiveCount holds the receive count of the failed delivery (Number).
 	AttributeFailureReceiveCount = "failure-receive-count"
 )
+
+// ReasonRetriesExhausted is the failure reason of a message whose last attempt failed:
+// its handler returned an error (or a retry-after or deferral) at a receive count that
+// reached the queue's redrive policy maxReceiveCount, so SQS would move it to the
+// dead-letter queue at its next receive, without a reason. The hosts send it there
+// themselves instead, with this reason and the last attempt's error, and delete it.
+// With the dead-letter send disabled, or when the send fails, the redrive policy moves it
+// as before.
+const ReasonRetriesExhausted = "RetriesExhausted"
 
 // MaxFailureErrorBytes bounds the failure-error attribute; longer texts are cut at a
 // UTF-8 boundary and end in "...".

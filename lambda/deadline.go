@@ -8,7 +8,8 @@ import (
 // budget plans the invocation's time from ctx.Deadline(): a record starts only while at
 // least margin is left, and handlers' contexts end margin before the deadline. A handler
 // that has not returned grace() after that is abandoned, so the rest of the margin is
-// left for visibility changes and the response (CASES.md N01).
+// left for the settle calls, which end a reserve before the deadline (settleContext),
+// and the response.
 type budget struct {
 	deadline    time.Time
 	hasDeadline bool
@@ -45,4 +46,22 @@ func (b budget) handlerContext(ctx context.Context) (context.Context, context.Ca
 // abandoned: abandonGrace, or half the margin when that is less.
 func (b budget) grace() time.Duration {
 	return min(abandonGrace, b.margin/2)
+}
+
+// responseReserve is how much of the margin is kept after the settle calls for the
+// response itself: the adapter builds it, aws-lambda-go posts it to the Runtime API.
+// Lambda counts a response that arrives at the deadline as a timeout and retries the
+// whole batch, so the settle calls end this long before the deadline, whatever SQS does.
+const responseReserve = 250 * time.Millisecond
+
+// settleContext derives the context of the invocation's settle calls (dead-letter sends,
+// queue loads, visibility changes, deletes) from its own: same values, ended
+// responseReserve (or a quarter of the margin, when less) before the invocation's
+// deadline. A call cut short leaves its record failed, in batchItemFailures: it comes
+// back after its visibility timeout instead of after the backoff delay.
+func (b budget) settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !b.hasDeadline || b.margin == 0 {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, b.deadline.Add(-min(responseReserve, b.margin/4)))
 }

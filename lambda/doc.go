@@ -13,6 +13,23 @@
 //     sets the record's visibility timeout to the requested delay, or to the
 //     [sqsworker.Backoff] delay, with ChangeMessageVisibilityBatch, then reports the
 //     record in batchItemFailures. This is the retry backoff Lambda itself lacks.
+//   - such an error at the record's last attempt (its receive count has reached the
+//     redrive policy's maxReceiveCount): the function sends the record to the
+//     dead-letter queue itself with reason [sqsworker.ReasonRetriesExhausted] and the
+//     error, then reports success. With WithDeadLetterSend(false), or when that send
+//     fails, it is reported as failed and the redrive policy moves it at its next
+//     receive, without a reason.
+//
+// A problem of one record (a malformed body, an unknown job type, a missing claim-check
+// payload, its handler's error) is always that record's outcome. An infrastructure fault
+// that hits every record is not: after [DefaultInfrastructureFaultThreshold] records in
+// a row fail with the same one (an AWS SDK call denied, throttled, failing with a 5xx, or
+// not sent), no more records start and the invocation fails as a whole; see
+// [WithInfrastructureFaultThreshold].
+//
+// Every copy the function sends to the dead-letter queue carries the failure attributes
+// (reason, the original message id, error, receive count, source queue; see
+// [sqsworker.AttributeFailureReason]).
 //
 // The event source mapping must have FunctionResponseTypes = ["ReportBatchItemFailures"];
 // without it Lambda ignores the response and deletes the whole batch, failed records

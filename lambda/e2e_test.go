@@ -7,6 +7,7 @@ package lambda_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -54,6 +55,23 @@ func deadLetters(t *testing.T, client *sqs.Client, url string, want int) []types
 	return messages
 }
 
+// failureAttributes returns the message attributes of a dead-letter copy as strings.
+func failureAttributes(message types.Message) map[string]string {
+	attributes := map[string]string{}
+	for name, value := range message.MessageAttributes {
+		attributes[name] = aws.ToString(value.StringValue)
+	}
+	return attributes
+}
+
+// batchReceiveCount is the receive count of the batch's records (they share one here).
+func batchReceiveCount(batch esm.Batch) string {
+	if len(batch.Event.Records) == 0 {
+		return ""
+	}
+	return batch.Event.Records[0].Attributes["ApproximateReceiveCount"]
+}
+
 func receiveCounts(entries []esmtest.Entry) []int {
 	var counts []int
 	for _, entry := range entries {
@@ -64,7 +82,9 @@ func receiveCounts(entries []esmtest.Entry) []int {
 
 // TestE2EPoisonMessage is C01 (a): batch size 3, m2 poison, maxReceiveCount 3. m1 and m3
 // are deleted after the first invocation; m2 reaches the handler exactly 3 times (with
-// the function's backoff between attempts) and is then in the dead-letter queue.
+// the function's backoff between attempts) and is then in the dead-letter queue, sent
+// by the function after its last attempt with reason RetriesExhausted, its last error
+// and its original message id (before, SQS's redrive moved it without a reason).
 func TestE2EPoisonMessage(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
@@ -76,8 +96,15 @@ func TestE2EPoisonMessage(t *testing.T) {
 		Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 	})
 	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
-	if got := aws.ToString(dead[0].MessageId); got != sent[1] {
-		t.Errorf("dead-letter queue holds %s, want m2 %s", got, sent[1])
+	want := map[string]string{
+		sqsworker.AttributeFailureReason:       sqsworker.ReasonRetriesExhausted,
+		sqsworker.AttributeFailureMessageID:    sent[1],
+		sqsworker.AttributeFailureError:        "poison job A-2",
+		sqsworker.AttributeFailureSourceQueue:  queue.ARN,
+		sqsworker.AttributeFailureReceiveCount: "3",
+	}
+	if got := failureAttributes(dead[0]); !maps.Equal(got, want) {
+		t.Errorf("dead-letter copy attributes %v, want %v", got, want)
 	}
 	first := h.Batches()[0]
 	if !slices.Equal(esmtest.Sorted(first.Deleted...), esmtest.Sorted(sent[0], sent[2])) || !slices.Equal(first.Failed, []string{sent[1]}) {
@@ -96,8 +123,9 @@ func TestE2EPoisonMessage(t *testing.T) {
 
 // TestE2EWithoutReportBatchItemFailures is C01 (b) with the adapter told that the mapping
 // lacks ReportBatchItemFailures: it deletes m1 and m3 itself and fails the invocation, so
-// m2 is never deleted by the mapping and reaches the dead-letter queue after exactly 3
-// receives, while m1 and m3 are handled once.
+// m2 is not deleted by the mapping until its third and last attempt fails: the function
+// then sends it to the dead-letter queue (RetriesExhausted) and the invocation
+// succeeds, so the mapping deletes it. m1 and m3 are handled once.
 func TestE2EWithoutReportBatchItemFailures(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
@@ -109,8 +137,8 @@ func TestE2EWithoutReportBatchItemFailures(t *testing.T) {
 		Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: false},
 	})
 	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
-	if got := aws.ToString(dead[0].MessageId); got != sent[1] {
-		t.Errorf("dead-letter queue holds %s, want m2 %s", got, sent[1])
+	if got := failureAttributes(dead[0]); got[sqsworker.AttributeFailureMessageID] != sent[1] || got[sqsworker.AttributeFailureReason] != sqsworker.ReasonRetriesExhausted {
+		t.Errorf("dead-letter copy attributes %v, want m2 %s as RetriesExhausted", got, sent[1])
 	}
 	if got := receiveCounts(h.Calls(t, "A-2")); !slices.Equal(got, []int{1, 2, 3}) {
 		t.Errorf("A-2 handled at receive counts %v, want [1 2 3]", got)
@@ -120,17 +148,22 @@ func TestE2EWithoutReportBatchItemFailures(t *testing.T) {
 			t.Errorf("%s: %d calls, %d effects; want 1 and 1", key, calls, effects)
 		}
 	}
+	drained(t, client, queue.URL, 10*time.Second)
+	testenv.Eventually(t, 10*time.Second, "the last invocation recorded", func() bool { return len(h.Batches()) == 3 })
 	for _, batch := range h.Batches() {
-		if batch.Err == nil || len(batch.Deleted) != 0 {
-			t.Errorf("invocation %v: err %v, mapping deleted %v; want an invocation error and no deletes", esmtest.SortedIDs(batch), batch.Err, batch.Deleted)
+		last := batchReceiveCount(batch) == "3"
+		if last != (batch.Err == nil) || last != (len(batch.Deleted) == len(batch.Event.Records)) || !last && len(batch.Deleted) != 0 {
+			t.Errorf("invocation %v at receive count %s: err %v, mapping deleted %v; want an invocation error and no deletes, but for the last attempt success and its delete",
+				esmtest.SortedIDs(batch), batchReceiveCount(batch), batch.Err, batch.Deleted)
 		}
 	}
-	drained(t, client, queue.URL, 10*time.Second)
 }
 
 // TestE2EEntireBatchFails is C03 on the emulator: every record fails with a transient
-// error. In both modes nothing is deleted, each record is handled exactly 3 times, and
-// then all three are in the dead-letter queue.
+// error. In both modes each record is handled exactly 3 times; after the first two
+// attempts nothing is deleted (with the option, the invocation fails as a whole); after
+// the third and last the function sends all three to the dead-letter queue
+// (RetriesExhausted), the invocation succeeds and the mapping deletes them.
 func TestE2EEntireBatchFails(t *testing.T) {
 	t.Parallel()
 	for _, asError := range []bool{false, true} {
@@ -148,13 +181,31 @@ func TestE2EEntireBatchFails(t *testing.T) {
 				Env:      env,
 				Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 			})
-			deadLetters(t, client, queue.DeadLetterQueueURL, 3)
+			for _, dead := range deadLetters(t, client, queue.DeadLetterQueueURL, 3) {
+				if reason := failureAttributes(dead)[sqsworker.AttributeFailureReason]; reason != sqsworker.ReasonRetriesExhausted {
+					t.Errorf("dead-letter copy with reason %q, want RetriesExhausted", reason)
+				}
+			}
 			for _, key := range []string{"m1", "m2", "m3"} {
 				if got := receiveCounts(h.Calls(t, key)); !slices.Equal(got, []int{1, 2, 3}) {
 					t.Errorf("%s handled at receive counts %v, want [1 2 3]", key, got)
 				}
 			}
+			drained(t, client, queue.URL, 10*time.Second)
+			testenv.Eventually(t, 10*time.Second, "the last invocations recorded", func() bool {
+				deleted := 0
+				for _, batch := range h.Batches() {
+					deleted += len(batch.Deleted)
+				}
+				return deleted == 3
+			})
 			for _, batch := range h.Batches() {
+				if last := batchReceiveCount(batch) == "3"; last {
+					if batch.Err != nil || len(batch.Deleted) != len(batch.Event.Records) {
+						t.Errorf("last invocation %v: error %v, deleted %v; want success and every record deleted", esmtest.SortedIDs(batch), batch.Err, batch.Deleted)
+					}
+					continue
+				}
 				if len(batch.Deleted) != 0 {
 					t.Errorf("invocation %v deleted %v", esmtest.SortedIDs(batch), batch.Deleted)
 				}
@@ -173,7 +224,7 @@ func TestE2EPermanentError(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
-	esmtest.Send(t, client, queue.URL, `{"key":"P-1","permanent":true}`)
+	sent := esmtest.Send(t, client, queue.URL, `{"key":"P-1","permanent":true}`)
 	h := esmtest.Start(t, client, esmtest.Options{QueueURL: queue.URL, Mapping: esm.Config{ReportBatchItemFailures: true}})
 	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
 	attributes := map[string]string{}
@@ -182,6 +233,7 @@ func TestE2EPermanentError(t *testing.T) {
 	}
 	want := map[string]string{
 		sqsworker.AttributeFailureReason:       "PoisonPill",
+		sqsworker.AttributeFailureMessageID:    sent[0],
 		sqsworker.AttributeFailureError:        "permanent failure (PoisonPill): job P-1 can never succeed",
 		sqsworker.AttributeFailureSourceQueue:  queue.ARN,
 		sqsworker.AttributeFailureReceiveCount: "1",

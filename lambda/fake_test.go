@@ -1,8 +1,10 @@
 package lambda_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +29,8 @@ type recordingSQS struct {
 	sendErr       error
 	// failVisibilityIDs makes ChangeMessageVisibilityBatch report these entry ids failed.
 	failVisibilityIDs map[string]bool
+	// maxReceiveCount is the redrive policy's; if zero, 3.
+	maxReceiveCount int
 }
 
 var _ lambda.SQSAPI = (*recordingSQS)(nil)
@@ -78,7 +82,7 @@ func (f *recordingSQS) GetQueueAttributes(_ context.Context, input *sqs.GetQueue
 	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
 		"QueueArn":          "arn:aws:sqs:us-east-2:123456789012:orders",
 		"VisibilityTimeout": "30",
-		"RedrivePolicy":     `{"deadLetterTargetArn":"` + testDLQARN + `","maxReceiveCount":3}`,
+		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":%d}`, testDLQARN, cmp.Or(f.maxReceiveCount, 3)),
 	}}, nil
 }
 

@@ -75,10 +75,13 @@ type record struct {
 	message  *sqsworker.Message
 	delivery settle.Delivery
 	// failed: reported in batchItemFailures, after its visibility is set to
-	// action.Visibility (rescheduled) or to 0 (released: released is why).
-	failed   bool
-	action   settle.Action
-	released string
+	// action.Visibility (rescheduled) or to 0 (released: released is why), or left as it
+	// is (untouched: not started because the invocation fails for an infrastructure
+	// fault; it comes back after its visibility timeout).
+	failed    bool
+	action    settle.Action
+	released  string
+	untouched bool
 	// state is where the record is; guarded by the invocation's mutex once workers run.
 	state recordState
 }
@@ -100,6 +103,9 @@ type invocation struct {
 	gaveUp   bool
 	settling int           // records in recordSettling
 	settled  chan struct{} // closed when gaveUp and settling reaches 0
+	// faults counts the records in a row that failed with one infrastructure fault;
+	// once it trips, no record starts (see WithInfrastructureFaultThreshold).
+	faults faultStreak
 }
 
 // Handle handles one invocation: it is the function lambda.Start calls. Several calls
@@ -123,10 +129,13 @@ func (b *BatchHandler) Handle(ctx context.Context, event events.SQSEvent) (event
 	fifo := isFIFO(event.Records)
 	plan := newBudget(ctx, b.cfg.deadlineMargin)
 	handlerCtx, cancel := plan.handlerContext(ctx) // one deadline for every record
-	b.run(ctx, handlerCtx, plan, sequences(records, fifo, b.cfg.fifoMode), skipReason(fifo, b.cfg.fifoMode))
+	settleCtx, cancelSettle := plan.settleContext(ctx)
+	defer cancelSettle()
+	inv := &invocation{settled: make(chan struct{}), faults: faultStreak{threshold: b.cfg.faultThreshold}}
+	b.run(settleCtx, handlerCtx, plan, inv, sequences(records, fifo, b.cfg.fifoMode), skipReason(fifo, b.cfg.fifoMode))
 	cancel()
-	b.changeVisibility(ctx, records)
-	return b.respond(ctx, records)
+	b.changeVisibility(settleCtx, records)
+	return b.respond(settleCtx, records, inv.fault())
 }
 
 // run handles the sequences with at most cfg.concurrency of them at once. Inside a
@@ -136,8 +145,7 @@ func (b *BatchHandler) Handle(ctx context.Context, event events.SQSEvent) (event
 // handlerCtx ends, then gives up on the handlers still running (abandoned: their records
 // are released, and their workers, when they return, touch nothing) and releases the
 // records not started. Settlements in progress are waited for.
-func (b *BatchHandler) run(ctx, handlerCtx context.Context, plan budget, units [][]*record, skipped string) {
-	inv := &invocation{settled: make(chan struct{})}
+func (b *BatchHandler) run(ctx, handlerCtx context.Context, plan budget, inv *invocation, units [][]*record, skipped string) {
 	runSequence := func(sequence []*record) {
 		for i, r := range sequence {
 			if !b.process(ctx, handlerCtx, plan, inv, r) {
@@ -230,6 +238,12 @@ func (b *BatchHandler) process(ctx, handlerCtx context.Context, plan budget, inv
 		inv.mu.Unlock()
 		return false // released by giveUp
 	}
+	if inv.faults.tripped {
+		r.state = recordDone
+		inv.mu.Unlock()
+		b.leave(ctx, r)
+		return false
+	}
 	r.state = recordRunning
 	r.delivery.StartedAt = time.Now()
 	started := r.delivery
@@ -243,6 +257,7 @@ func (b *BatchHandler) process(ctx, handlerCtx context.Context, plan budget, inv
 	}
 	r.state = recordSettling
 	inv.settling++
+	inv.faults.record(err)
 	inv.mu.Unlock()
 	done := b.settler.Settle(ctx, r.delivery, err, recordFinisher{r})
 	inv.finish(r)
@@ -261,7 +276,8 @@ func (inv *invocation) finish(r *record) {
 	}
 }
 
-// releasePending releases a record not started, unless giveUp already did.
+// releasePending releases a record not started, unless giveUp already did; once the
+// invocation fails for an infrastructure fault it leaves it instead.
 func (b *BatchHandler) releasePending(ctx context.Context, inv *invocation, r *record, reason string) {
 	inv.mu.Lock()
 	if inv.gaveUp || r.state != recordPending {
@@ -270,9 +286,33 @@ func (b *BatchHandler) releasePending(ctx context.Context, inv *invocation, r *r
 	}
 	r.state = recordSettling
 	inv.settling++
+	tripped := inv.faults.tripped
 	inv.mu.Unlock()
-	b.release(ctx, r, reason)
+	if tripped {
+		b.leave(ctx, r)
+	} else {
+		b.release(ctx, r, reason)
+	}
 	inv.finish(r)
+}
+
+// leave reports a record failed without handling it and without changing its
+// visibility: the invocation fails for an infrastructure fault, which the record would
+// meet too, so it comes back after its visibility timeout, as after any invocation error.
+func (b *BatchHandler) leave(ctx context.Context, r *record) {
+	r.failed, r.action, r.untouched = true, settle.Action{}, true
+	b.settler.MessageLogger(ctx, r.message).LogAttrs(ctx, slog.LevelInfo, "lambda: record not started: the invocation fails for an infrastructure fault",
+		slog.String("reason", "infrastructure fault"))
+}
+
+// fault returns the error of the infrastructure fault that failed the invocation, or nil.
+func (inv *invocation) fault() *InfrastructureFaultError {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if !inv.faults.tripped {
+		return nil
+	}
+	return &InfrastructureFaultError{Signature: inv.faults.signature, Records: inv.faults.count, Err: inv.faults.first}
 }
 
 // release reports a record failed without handling it; it becomes visible again at

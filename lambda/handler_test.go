@@ -313,6 +313,7 @@ func TestExactRequests(t *testing.T) {
 		MessageBody: aws.String(`{"order":"A-3"}`),
 		MessageAttributes: map[string]types.MessageAttributeValue{
 			sqsworker.AttributeFailureReason:       str("PoisonPill"),
+			sqsworker.AttributeFailureMessageID:    str(m3),
 			sqsworker.AttributeFailureError:        str("permanent failure (PoisonPill): order A-3 cannot be priced"),
 			sqsworker.AttributeFailureSourceQueue:  str("arn:aws:sqs:us-east-2:123456789012:orders"),
 			sqsworker.AttributeFailureReceiveCount: {DataType: aws.String("Number"), StringValue: aws.String("1")},

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
 	"github.com/sqsworker/sqsworker/internal/rie"
@@ -201,7 +202,9 @@ func (f *managedFunction) entries(t *testing.T) []esmtest.Entry {
 // invocation reports exactly its own failing records and the mapping deletes the rest;
 // every succeeding job's effect happens once (the duplicated one's too); the failing
 // ones are handled at receive counts 1 and 2, the permanent ones once; all 8 are then in
-// the dead-letter queue; one runtime process served every invocation, several at once.
+// the dead-letter queue, sent by the function (the failing ones after their last
+// attempt, as RetriesExhausted); one runtime process served every invocation, several
+// at once.
 func TestE2EManagedInstances(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
@@ -249,6 +252,13 @@ func TestE2EManagedInstances(t *testing.T) {
 			t.Fatalf("dead letter %s: %v", aws.ToString(message.Body), err)
 		}
 		deadKeys = append(deadKeys, body.Key)
+		wantReason := "PoisonPill"
+		if poison[body.Key] {
+			wantReason = sqsworker.ReasonRetriesExhausted
+		}
+		if reason := failureAttributes(message)[sqsworker.AttributeFailureReason]; reason != wantReason {
+			t.Errorf("dead letter %s: reason %q, want %q", body.Key, reason, wantReason)
+		}
 	}
 	var wantDead []string
 	for key := range poison {
@@ -301,7 +311,9 @@ func TestE2EManagedInstances(t *testing.T) {
 	for _, batch := range all {
 		var wantFailed, wantDeleted []string
 		for _, record := range batch.Event.Records {
-			if poison[keyOf[record.MessageId]] {
+			// A poison record fails its first attempt; its second and last is dead-lettered
+			// by the function, a success for the mapping.
+			if poison[keyOf[record.MessageId]] && record.Attributes["ApproximateReceiveCount"] == "1" {
 				wantFailed = append(wantFailed, record.MessageId)
 			} else {
 				wantDeleted = append(wantDeleted, record.MessageId)

@@ -149,7 +149,8 @@ func TestN02NoFailedGroupStateCarriesOver(t *testing.T) {
 
 // TestN02PoisonHeadSkipsItsGroupOnEveryReceive is N02's poison variant, unit lane: with
 // a1 always failing, every invocation calls the handler for a1 once, lists a1, a2 and a3,
-// and logs a2 and a3 as skipped behind the failed head, not as handler failures.
+// and logs a2 and a3 as skipped behind the failed head, not as handler failures. (The
+// queue's maxReceiveCount is 5, so none of the three receives is a1's last.)
 func TestN02PoisonHeadSkipsItsGroupOnEveryReceive(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
@@ -162,7 +163,7 @@ func TestN02PoisonHeadSkipsItsGroupOnEveryReceive(t *testing.T) {
 		calls++
 		return errors.New("poison")
 	})
-	b := lambda.New(handler, lambda.WithSQSClient(&recordingSQS{}), lambda.WithLogger(logger))
+	b := lambda.New(handler, lambda.WithSQSClient(&recordingSQS{maxReceiveCount: 5}), lambda.WithLogger(logger))
 	for receive := 1; receive <= 3; receive++ {
 		event := events.SQSEvent{Records: []events.SQSMessage{n0Record("a1", "{}", "g1"), n0Record("a2", "{}", "g1"), n0Record("a3", "{}", "g1")}}
 		for i := range event.Records {

@@ -73,6 +73,7 @@ type config struct {
 	observer                sqsworker.Observer
 	errorHandler            func(ctx context.Context, message *sqsworker.Message, err error)
 	disableDeadLetterSend   bool
+	faultThreshold          int
 }
 
 func newConfig(options []Option) config {
@@ -80,6 +81,7 @@ func newConfig(options []Option) config {
 		concurrency:             DefaultConcurrency,
 		deadlineMargin:          DefaultDeadlineMargin,
 		reportBatchItemFailures: true,
+		faultThreshold:          DefaultInfrastructureFaultThreshold,
 		logger:                  slog.Default(),
 	}
 	for _, option := range options {
@@ -118,7 +120,10 @@ func WithFIFOMode(mode FIFOMode) Option {
 // once. Handlers' contexts end margin before the deadline; a handler that has not
 // returned 1 s later (or margin/2, when less) is abandoned and its record reported as
 // failed, so the adapter still has time to change visibilities and return the partial
-// response before Lambda's timeout. Zero disables all three. It panics when margin is negative.
+// response before Lambda's timeout. The settle calls (dead-letter sends, visibility
+// changes, deletes) end 250 ms (or margin/4, when less) before the deadline however slow
+// SQS is, so the response leaves before it: a record whose call was cut short is
+// reported as failed. Zero disables all of this. It panics when margin is negative.
 func WithDeadlineMargin(margin time.Duration) Option {
 	if margin < 0 {
 		panic(fmt.Sprintf("lambda: deadline margin must not be negative, got %s", margin))
@@ -198,4 +203,30 @@ func WithErrorHandler(handler func(ctx context.Context, message *sqsworker.Messa
 // poller.Config.DisableDeadLetterSend does.
 func WithDeadLetterSend(enabled bool) Option {
 	return func(c *config) { c.disableDeadLetterSend = !enabled }
+}
+
+// WithInfrastructureFaultThreshold sets after how many records in a row (in the order
+// they finish) failing with the same infrastructure fault the invocation fails as a
+// whole; if not given, DefaultInfrastructureFaultThreshold (2); 0 turns it off. An
+// infrastructure fault is a failed AWS SDK call that no record causes: an access denied,
+// expired credentials, a missing table, throttling, a 5xx, a request that could not be
+// sent (same service, operation and error code). Every other problem stays the record's
+// own outcome, whatever its count: a malformed body, an unknown job type, a missing
+// claim-check payload, a handler's error. When it trips, no more records start; the
+// records not started keep their visibility (they come back after the visibility
+// timeout, as after any invocation error); those that failed are rescheduled as usual;
+// those that succeeded or were dead-lettered are deleted by the adapter
+// (DeleteMessageBatch), since Lambda deletes no record of a failed invocation; and the
+// function returns a [*BatchError] wrapping a [*InfrastructureFaultError]. So the
+// outage shows as function errors (the Errors metric and alarm) instead of as per-record
+// failures, and the records behind it do not call the failing dependency. Records
+// already running when it trips finish. AWS documents that with ReportBatchItemFailures
+// the event source mapping does not scale its polling down on failed invocations
+// (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html). It
+// panics when n < 0.
+func WithInfrastructureFaultThreshold(n int) Option {
+	if n < 0 {
+		panic(fmt.Sprintf("lambda: infrastructure fault threshold must not be negative, got %d", n))
+	}
+	return func(c *config) { c.faultThreshold = n }
 }

@@ -17,7 +17,7 @@ import (
 func (b *BatchHandler) changeVisibility(ctx context.Context, records []*record) {
 	var failed []*record
 	for _, r := range records {
-		if r.failed {
+		if r.failed && !r.untouched {
 			failed = append(failed, r)
 		}
 	}
@@ -37,8 +37,9 @@ func (b *BatchHandler) changeVisibility(ctx context.Context, records []*record) 
 }
 
 // respond builds the partial batch response, or the invocation error, and reports the
-// records that succeeded.
-func (b *BatchHandler) respond(ctx context.Context, records []*record) (events.SQSEventResponse, error) {
+// records that succeeded. fault, if not nil, is the infrastructure fault that fails the
+// invocation.
+func (b *BatchHandler) respond(ctx context.Context, records []*record, fault *InfrastructureFaultError) (events.SQSEventResponse, error) {
 	failures := make([]events.SQSBatchItemFailure, 0) // never null: {"batchItemFailures":[]}
 	failed, unidentified := 0, 0
 	for _, r := range records {
@@ -59,6 +60,8 @@ func (b *BatchHandler) respond(ctx context.Context, records []*record) (events.S
 		reason = ErrUnidentifiedFailure
 	case failed > 0 && !b.cfg.reportBatchItemFailures:
 		reason = ErrBatchItemFailuresNotReported
+	case fault != nil:
+		reason = fault
 	case failed > 0 && failed == len(records) && b.cfg.entireBatchFailureError:
 		reason = ErrEntireBatchFailed
 	default:
@@ -70,13 +73,20 @@ func (b *BatchHandler) respond(ctx context.Context, records []*record) (events.S
 		}
 		return response, nil
 	}
-	if b.cfg.reportBatchItemFailures {
+	for _, r := range records {
+		if r.untouched {
+			b.settler.Released(ctx, r.delivery, "not started: the invocation fails for an infrastructure fault; back after its visibility timeout")
+		}
+	}
+	if b.cfg.reportBatchItemFailures && fault == nil {
 		for _, r := range records {
 			if !r.failed {
 				b.settler.Released(ctx, r.delivery, "the whole invocation failed; Lambda deletes no record")
 			}
 		}
 	} else {
+		// Lambda deletes no record of a failed invocation: delete those that succeeded
+		// (or were dead-lettered), so they do not run again.
 		b.deleteSucceeded(ctx, records)
 	}
 	err := &BatchError{Err: reason, Failed: failed, Total: len(records)}

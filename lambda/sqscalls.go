@@ -151,9 +151,17 @@ func (c *sqsCalls) byQueue(ctx context.Context, records []*record, operation str
 	}
 }
 
-// deadLetter is the adapter's dead-letter send: the queue of the record, its dead-letter
-// queue from the cached description.
+// deadLetter is the adapter's dead-letter send: the queue of the record, its redrive
+// policy and dead-letter queue from the cached description.
 type deadLetter struct{ calls *sqsCalls }
+
+func (d deadLetter) Queue(ctx context.Context, message *sqsworker.Message) (*sqsx.Queue, error) {
+	client, err := d.calls.sqsClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.calls.queue(ctx, client, message.QueueURL)
+}
 
 func (d deadLetter) Send(ctx context.Context, message *sqsworker.Message, outcome sqsworker.Outcome) error {
 	client, err := d.calls.sqsClient(ctx)

@@ -46,6 +46,9 @@ type pendingDelete struct {
 	// notBefore delays a retry.
 	notBefore time.Time
 	attempts  int
+	// code and text are the last failure's SQS error code and message, for the log of
+	// a delete given up on.
+	code, text string
 }
 
 // acker deletes settled messages in batches (the equivalent of asynq's syncer): a full
@@ -75,6 +78,12 @@ type acker struct {
 	// sending counts deletes taken from pending whose DeleteMessageBatch has not
 	// answered yet, so waiting reports them too.
 	sending int
+	// confirmed and unconfirmed count the deletes SQS confirmed and those given up on,
+	// for the final flush's log line; flushFrom is when the shutdown's flush began
+	// (flushNow or shutdown, whichever came first) and the counts then.
+	confirmed, unconfirmed         int
+	flushFrom                      time.Time
+	confirmedFrom, unconfirmedFrom int
 
 	wake chan struct{}
 	// urgent is closed by flushNow: no more deletes are coming to batch with, so each
@@ -197,15 +206,34 @@ func (a *acker) waitForBatch() (all, ok bool) {
 // DeleteFlushInterval for a batch to fill: the shutdown calls it when the last handler
 // has finished, so the final deletes do not wait for the long polls still in flight.
 func (a *acker) flushNow() {
-	a.urgentOnce.Do(func() { close(a.urgent) })
+	a.urgentOnce.Do(func() {
+		a.markFlushStart()
+		close(a.urgent)
+	})
 	a.signal()
 }
 
+// markFlushStart notes when the shutdown's flush began, and the counts then, once.
+func (a *acker) markFlushStart() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.flushFrom.IsZero() {
+		a.flushFrom, a.confirmedFrom, a.unconfirmedFrom = time.Now(), a.confirmed, a.unconfirmed
+	}
+}
+
 // shutdown flushes what is pending (retrying as usual, for at most 3 s) and stops.
-// Call it last, after the dispatcher has settled every message.
+// Call it last, after the dispatcher has settled every message. It logs one info line:
+// the deletes confirmed and given up on since the shutdown's flush began.
 func (a *acker) shutdown() {
+	a.markFlushStart()
 	close(a.stop)
 	<-a.done
+	a.mu.Lock()
+	deleted, unconfirmed, took := a.confirmed-a.confirmedFrom, a.unconfirmed-a.unconfirmedFrom, time.Since(a.flushFrom)
+	a.mu.Unlock()
+	// Info either way: each delete given up on has its own error line.
+	a.logger.Info("poller: final delete flush", "deleted", deleted, "unconfirmed", unconfirmed, "duration", took)
 }
 
 // finalFlush sends every pending delete, retrying failed entries while their receipt
@@ -225,7 +253,11 @@ func (a *acker) finalFlush() {
 	a.pending = nil
 	a.mu.Unlock()
 	for _, p := range left {
-		a.giveUp(p, "poller: delete not confirmed before shutdown; the message will be delivered again", "", "")
+		code, text := p.code, p.text
+		if code == "" && text == "" {
+			text = "the final flush ended before the delete was sent"
+		}
+		a.giveUp(p, "poller: delete not confirmed before shutdown; the message will be delivered again", code, text)
 	}
 }
 
@@ -354,6 +386,9 @@ func (a *acker) send(batch []*pendingDelete) {
 			if debug {
 				messageLogger(a.logger, p.delivery.message).Debug("poller: message deleted")
 			}
+			a.mu.Lock()
+			a.confirmed++
+			a.mu.Unlock()
 			a.settle.Deleted(a.callContext, p.delivery.settleDelivery())
 			continue
 		}
@@ -374,6 +409,7 @@ func (a *acker) send(batch []*pendingDelete) {
 // 2 s), unless its receipt handle would expire first.
 func (a *acker) retry(p *pendingDelete, code, text string) {
 	p.attempts++
+	p.code, p.text = code, text
 	delay := retryDelay(p.attempts)
 	p.queued = time.Now()
 	p.notBefore = p.queued.Add(delay)
@@ -388,6 +424,9 @@ func (a *acker) retry(p *pendingDelete, code, text string) {
 }
 
 func (a *acker) giveUp(p *pendingDelete, message, code, text string) {
+	a.mu.Lock()
+	a.unconfirmed++
+	a.mu.Unlock()
 	messageLogger(a.logger, p.delivery.message).Error(message, "code", code, "error", text, "attempts", p.attempts+1)
 	a.settle.DeleteFailed(a.callContext, p.delivery.settleDelivery(), fmt.Errorf("%s: %s: %s", message, code, text))
 }

@@ -2,14 +2,10 @@ package poller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
-
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
@@ -39,9 +35,17 @@ const (
 	httpTimeoutSlack = 5 * time.Second
 	// defaultHandlerTimeout is Config.HandlerTimeout when zero.
 	defaultHandlerTimeout = 5 * time.Minute
-	// defaultDrainTimeout is Config.DrainTimeout when zero: leaves 5 s of ECS's default
-	// 30 s stopTimeout for the final release and delete flush.
-	defaultDrainTimeout = 25 * time.Second
+	// defaultDrainTimeout is Config.DrainTimeout when zero (and Config.StopTimeout is
+	// unknown): ECS's default 30 s stopTimeout less stopTimeoutMargin.
+	defaultDrainTimeout = 30*time.Second - stopTimeoutMargin
+	// stopTimeoutMargin is what a shutdown needs after its drain deadline: cancelGrace
+	// for cancelled handlers to return, finalFlushTimeout for the last deletes, and 1 s
+	// of slack. The drain deadline is at most Config.StopTimeout less this.
+	stopTimeoutMargin = cancelGrace + finalFlushTimeout + time.Second
+	// stopExitMargin: Run ends a shutdown at the latest this long before
+	// Config.StopTimeout, cancelling the long polls still in flight, so the final delete
+	// flush (finalFlushTimeout) ends a second before the platform's kill.
+	stopExitMargin = finalFlushTimeout + time.Second
 	// maxDefaultReceiveVisibility caps Config.ReceiveVisibility's default.
 	maxDefaultReceiveVisibility = 30 * time.Second
 	// minDefaultVisibilityExtension is the smallest VisibilityExtension taken from the
@@ -188,10 +192,11 @@ type Config struct {
 	// many, an abandoned call gives its slot back at once, so receiving goes on; beyond
 	// it, an abandoned call keeps its slot until it returns, and when abandoned calls
 	// hold every slot the server cannot receive and the health endpoint answers 503.
-	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once (each is
-	// two goroutines: the call and its waiter). Stats.AbandonedHandlers counts them;
-	// each is logged when abandoned and when it finally returns. Negative values are
-	// rejected.
+	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once; an
+	// abandoned call costs its own goroutine only (nothing of the server's waits for
+	// it; a shutdown waits for it until the drain deadline). Stats.AbandonedHandlers
+	// counts them, Stats.AbandonedRunning those still running; each is logged when
+	// abandoned and when it finally returns. Negative values are rejected.
 	MaxAbandonedHandlers int
 
 	// ReceiveVisibility specifies the visibility timeout each ReceiveMessage call asks
@@ -214,9 +219,25 @@ type Config struct {
 	VisibilityExtension time.Duration
 
 	// DrainTimeout specifies how long a shutdown waits for running handlers before it
-	// cancels them and releases their messages (visibility 0); if zero, defaults to 25 s,
-	// which fits ECS's default 30 s stopTimeout. Negative values are rejected.
+	// cancels them and releases their messages (visibility 0); if zero, defaults to
+	// StopTimeout − 5 s, or 25 s when StopTimeout is unknown (which fits ECS's default
+	// 30 s stopTimeout). With StopTimeout set, a longer DrainTimeout is lowered to
+	// StopTimeout − 5 s, and Start logs a warning saying so. Negative values are
+	// rejected.
 	DrainTimeout time.Duration
+
+	// StopTimeout specifies how long the platform waits after SIGTERM before it kills
+	// the process: ECS's container stopTimeout (30 s by default, at most 120 s on
+	// Fargate), `docker stop --time`, Kubernetes' terminationGracePeriodSeconds. Zero
+	// means unknown. When set, it must be more than 5 s, and it bounds the shutdown so
+	// the process exits before the kill (exit code 0, not 137): the drain deadline is at
+	// most StopTimeout − 5 s (after the deadline the shutdown still gives cancelled
+	// handlers 1 s and its final delete flush up to 3 s, plus 1 s of slack), and Run
+	// ends the shutdown StopTimeout − 4 s after the signal at the latest, cancelling the
+	// long polls still in flight (whose messages, if SQS still hands them out, return
+	// after ReceiveVisibility). The worker package sets it from SQSWORKER_STOP_TIMEOUT,
+	// which the Terraform module poller-service passes from its stop timeout.
+	StopTimeout time.Duration
 
 	// Backoff specifies the retry delay of failed messages (see [sqsworker.Backoff]);
 	// the zero value is exponential from 2 s to 10 minutes with full jitter.
@@ -305,6 +326,9 @@ func (c Config) withDefaults() Config {
 	if c.HandlerTimeout == 0 {
 		c.HandlerTimeout = defaultHandlerTimeout
 	}
+	if budget := c.drainBudget(); budget > 0 && (c.DrainTimeout == 0 || c.DrainTimeout > budget) {
+		c.DrainTimeout = budget
+	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = defaultDrainTimeout
 	}
@@ -327,166 +351,22 @@ func defaultReceivers(concurrency, maxMessages int) int {
 	return min((concurrency+maxMessages-1)/maxMessages, maxReceivers)
 }
 
-// validate reports every problem of a defaulted Config that can be seen without the
-// queue, joined into one error; each names its field.
-func (c Config) validate(client API) error {
-	var problems []error
-	add := func(format string, args ...any) {
-		problems = append(problems, fmt.Errorf("poller: "+format, args...))
+// drainBudget is the longest drain StopTimeout leaves (StopTimeout − 5 s), or 0 when
+// StopTimeout is unknown or too short (validate reports that).
+func (c Config) drainBudget() time.Duration {
+	if c.StopTimeout <= stopTimeoutMargin {
+		return 0
 	}
-	if c.QueueURL == "" && len(c.Queues) == 0 {
-		add("Config.QueueURL is empty (set it, or Config.Queues)")
-	}
-	if c.Concurrency < 1 {
-		add("Config.Concurrency %d is below 1", c.Concurrency)
-	}
-	if c.MaxMessages < 1 || c.MaxMessages > sqsx.MaxBatchEntries {
-		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, sqsx.MaxBatchEntries)
-	}
-	switch {
-	case c.Receivers < 1 || c.Receivers > maxReceivers:
-		add("Config.Receivers %d is outside 1..%d", c.Receivers, maxReceivers)
-	case c.Concurrency >= 1 && c.Receivers > c.Concurrency:
-		add("Config.Receivers %d exceeds Config.Concurrency %d: a receiver would wait for a free slot it never gets", c.Receivers, c.Concurrency)
-	}
-	if c.Prefetch < 0 || c.Prefetch > maxPrefetch {
-		add("Config.Prefetch %d is outside 0..%d (one ReceiveMessage batch)", c.Prefetch, maxPrefetch)
-	}
-	if c.ReceiveGather < 0 || c.ReceiveGather > maxReceiveGather {
-		add("Config.ReceiveGather %s is outside 0..%s", c.ReceiveGather, maxReceiveGather)
-	}
-	switch {
-	case c.WaitTime < time.Second:
-		add("Config.WaitTime %s is below 1s; short polling is not supported", c.WaitTime)
-	case c.WaitTime > sqsx.MaxWaitTime:
-		add("Config.WaitTime %s exceeds SQS's maximum WaitTimeSeconds of 20s", c.WaitTime)
-	case c.WaitTime%time.Second != 0:
-		add("Config.WaitTime %s is not a whole number of seconds (SQS WaitTimeSeconds)", c.WaitTime)
-	}
-	switch {
-	case c.HandlerTimeout < 0:
-		add("Config.HandlerTimeout %s is negative", c.HandlerTimeout)
-	case c.HandlerTimeout >= maxHandlerTimeout:
-		add("Config.HandlerTimeout %s cannot be covered by heartbeats: SQS keeps a message hidden at most 12h from its receive (limit %s)", c.HandlerTimeout, maxHandlerTimeout)
-	}
-	if c.MaxAbandonedHandlers < 0 {
-		add("Config.MaxAbandonedHandlers %d is negative", c.MaxAbandonedHandlers)
-	}
-	switch {
-	case c.ReceiveVisibility < 0:
-		add("Config.ReceiveVisibility %s is negative", c.ReceiveVisibility)
-	case c.ReceiveVisibility > sqsx.MaxVisibilityTimeout:
-		add("Config.ReceiveVisibility %s exceeds SQS's 12h visibility limit", c.ReceiveVisibility)
-	case c.ReceiveVisibility%time.Second != 0:
-		add("Config.ReceiveVisibility %s is not a whole number of seconds (SQS VisibilityTimeout)", c.ReceiveVisibility)
-	}
-	if c.HeartbeatInterval < 0 {
-		add("Config.HeartbeatInterval %s is negative", c.HeartbeatInterval)
-	}
-	switch {
-	case c.VisibilityExtension < 0:
-		add("Config.VisibilityExtension %s is negative", c.VisibilityExtension)
-	case c.VisibilityExtension > sqsx.MaxVisibilityTimeout:
-		add("Config.VisibilityExtension %s exceeds SQS's 12h visibility limit", c.VisibilityExtension)
-	}
-	if c.HeartbeatInterval > 0 && c.VisibilityExtension > 0 && c.HeartbeatInterval >= c.VisibilityExtension {
-		add("Config.HeartbeatInterval %s must be shorter than Config.VisibilityExtension %s, or messages reappear between heartbeats", c.HeartbeatInterval, c.VisibilityExtension)
-	}
-	if c.MetricsHandler != nil && c.HealthCheckAddress == "" {
-		add("Config.MetricsHandler is set without Config.HealthCheckAddress, the address it is served on")
-	}
-	if c.DrainTimeout < 0 {
-		add("Config.DrainTimeout %s is negative", c.DrainTimeout)
-	}
-	if c.DeleteFlushInterval < 0 || c.DeleteFlushInterval > maxDeleteFlushInterval {
-		add("Config.DeleteFlushInterval %s is outside 0..%s", c.DeleteFlushInterval, maxDeleteFlushInterval)
-	}
-	if c.Backoff.Base < 0 {
-		add("Config.Backoff.Base %s is negative", c.Backoff.Base)
-	}
-	if c.Backoff.Cap < 0 {
-		add("Config.Backoff.Cap %s is negative", c.Backoff.Cap)
-	}
-	if c.Backoff.Base > 0 && c.Backoff.Cap > 0 && c.Backoff.Base > c.Backoff.Cap {
-		add("Config.Backoff.Base %s exceeds Config.Backoff.Cap %s", c.Backoff.Base, c.Backoff.Cap)
-	}
-	if c.Backoff.Jitter != sqsworker.JitterFull && c.Backoff.Jitter != sqsworker.JitterNone {
-		add("Config.Backoff.Jitter %d is not a known jitter mode", c.Backoff.Jitter)
-	}
-	if c.HTTPClientTimeout < 0 {
-		add("Config.HTTPClientTimeout %s is negative", c.HTTPClientTimeout)
-	}
-	if c.WaitTime >= time.Second && c.WaitTime <= sqsx.MaxWaitTime {
-		minimum := c.WaitTime + httpTimeoutSlack
-		timeouts := httpClientTimeouts(client)
-		if c.HTTPClientTimeout > 0 {
-			timeouts = append(timeouts, namedTimeout{"Config.HTTPClientTimeout", c.HTTPClientTimeout})
-		}
-		for _, timeout := range timeouts {
-			if timeout.value < minimum {
-				add("%s %s must be at least Config.WaitTime %s + %s, or long polls on an idle queue time out", timeout.name, timeout.value, c.WaitTime, httpTimeoutSlack)
-			}
-		}
-	}
-	return errors.Join(problems...)
+	return c.StopTimeout - stopTimeoutMargin
 }
 
-// withQueue fills the settings that default from the queue and reports the problems
-// that depend on it.
-func (c Config) withQueue(queue *sqsx.Queue) (Config, error) {
-	var problems []error
-	if queue.RedrivePolicy == nil && !c.AllowUnboundedRetries {
-		problems = append(problems, fmt.Errorf("poller: queue %s has no redrive policy, so a message that always fails would be retried forever; add a dead-letter queue or set Config.AllowUnboundedRetries", queue.URL))
+// drainLowered returns the warning Start logs when DrainTimeout, as given, exceeds what
+// StopTimeout leaves and is lowered (c is the Config before defaults), or "".
+func (c Config) drainLowered() string {
+	budget := c.drainBudget()
+	if budget == 0 || c.DrainTimeout <= budget {
+		return ""
 	}
-	if policy := queue.RedrivePolicy; policy != nil && policy.MaxReceiveCount < MinMaxReceiveCount && !c.AllowLowMaxReceiveCount {
-		problems = append(problems, fmt.Errorf("poller: queue %s has maxReceiveCount %d (redrive policy), below %d: every receive counts (a peek, a lost ReceiveMessage response, a crash), so messages would reach the dead-letter queue unhandled or after one failure; raise it to %d or more, or set Config.AllowLowMaxReceiveCount", queue.URL, policy.MaxReceiveCount, MinMaxReceiveCount, RecommendedMaxReceiveCount))
-	}
-	if c.ReceiveVisibility == 0 {
-		c.ReceiveVisibility = min(queue.VisibilityTimeout, maxDefaultReceiveVisibility)
-	}
-	if c.VisibilityExtension == 0 {
-		c.VisibilityExtension = max(queue.VisibilityTimeout, minDefaultVisibilityExtension)
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = c.VisibilityExtension / defaultHeartbeatDivisor
-	} else if c.HeartbeatInterval >= c.VisibilityExtension {
-		problems = append(problems, fmt.Errorf("poller: Config.HeartbeatInterval %s must be shorter than the visibility extension %s (Config.VisibilityExtension, defaulted from the queue's VisibilityTimeout)", c.HeartbeatInterval, c.VisibilityExtension))
-	}
-	return c, errors.Join(problems...)
-}
-
-// namedTimeout is one HTTP timeout found on the client, with the name of its setting.
-type namedTimeout struct {
-	name  string
-	value time.Duration
-}
-
-// httpClientTimeouts returns the non-zero response timeouts of client's HTTP client, when
-// client exposes its options (as *sqs.Client does) and the HTTP client is a type the
-// SDK or net/http defines.
-func httpClientTimeouts(client API) []namedTimeout {
-	withOptions, ok := client.(interface{ Options() sqs.Options })
-	if !ok {
-		return nil
-	}
-	var timeouts []namedTimeout
-	add := func(name string, value time.Duration) {
-		if value > 0 {
-			timeouts = append(timeouts, namedTimeout{name, value})
-		}
-	}
-	switch httpClient := withOptions.Options().HTTPClient.(type) {
-	case *awshttp.BuildableClient:
-		add("HTTP client timeout (BuildableClient.WithTimeout)", httpClient.GetTimeout())
-		if readTimeout, set := httpClient.GetReadTimeout(); set {
-			add("HTTP client read timeout (BuildableClient.WithReadTimeout)", readTimeout)
-		}
-		add("HTTP transport ResponseHeaderTimeout", httpClient.GetTransport().ResponseHeaderTimeout)
-	case *http.Client:
-		add("http.Client.Timeout", httpClient.Timeout)
-		if transport, ok := httpClient.Transport.(*http.Transport); ok {
-			add("HTTP transport ResponseHeaderTimeout", transport.ResponseHeaderTimeout)
-		}
-	}
-	return timeouts
+	return fmt.Sprintf("poller: drain timeout %s exceeds the stop timeout %s less the %s the shutdown needs after its drain deadline; draining for %s, so the process exits before it is killed",
+		c.DrainTimeout, c.StopTimeout, stopTimeoutMargin, budget)
 }

@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,6 +44,8 @@ func TestNewRejectsEachBadSetting(t *testing.T) {
 			c.HeartbeatInterval, c.VisibilityExtension = 30*time.Second, 30*time.Second
 		}, "Config.HeartbeatInterval"},
 		{"negative drain", func(c *Config) { c.DrainTimeout = -time.Second }, "Config.DrainTimeout"},
+		{"negative stop timeout", func(c *Config) { c.StopTimeout = -time.Second }, "Config.StopTimeout"},
+		{"stop timeout without room to drain", func(c *Config) { c.StopTimeout = 5 * time.Second }, "Config.StopTimeout 5s leaves no time to drain"},
 		{"metrics handler without a health address", func(c *Config) { c.MetricsHandler = http.NotFoundHandler() }, "Config.MetricsHandler"},
 		{"negative backoff base", func(c *Config) { c.Backoff.Base = -time.Second }, "Config.Backoff.Base"},
 		{"negative backoff cap", func(c *Config) { c.Backoff.Cap = -time.Second }, "Config.Backoff.Cap"},
@@ -112,6 +115,46 @@ func TestNewAppliesDefaults(t *testing.T) {
 		got.HandlerTimeout != 5*time.Minute || got.DrainTimeout != 25*time.Second ||
 		got.DeleteFlushInterval != 100*time.Millisecond || got.Logger == nil || got.Receivers != 1 {
 		t.Errorf("defaults not applied: %+v", got)
+	}
+}
+
+// TestStopTimeoutBoundsTheDrain is CASES.md N26's unit lane: the drain deadline is the
+// platform's stop timeout less the 5 s the shutdown needs after it; a longer drain
+// timeout is lowered, with the warning Start logs; a shorter one is kept.
+func TestStopTimeoutBoundsTheDrain(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		stop, drain time.Duration
+		want        time.Duration
+		wantWarning string
+	}{
+		{name: "ECS's default 30 s, drain unset", stop: 30 * time.Second, want: 25 * time.Second},
+		{name: "Fargate's 120 s", stop: 120 * time.Second, want: 115 * time.Second},
+		{name: "10 s", stop: 10 * time.Second, want: 5 * time.Second},
+		{name: "drain 60 s under a 30 s stop timeout", stop: 30 * time.Second, drain: time.Minute, want: 25 * time.Second,
+			wantWarning: "poller: drain timeout 1m0s exceeds the stop timeout 30s less the 5s the shutdown needs after its drain deadline; draining for 25s"},
+		{name: "a shorter drain is kept", stop: 30 * time.Second, drain: 10 * time.Second, want: 10 * time.Second},
+		{name: "stop timeout unknown", drain: time.Minute, want: time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logs := newLogRecorder()
+			server := startServer(t, newFakeAPI(), Config{StopTimeout: tc.stop, DrainTimeout: tc.drain, WaitTime: time.Second, Logger: slog.New(logs)}, nopHandler)
+			if got := server.config.DrainTimeout; got != tc.want {
+				t.Errorf("DrainTimeout %s, want %s", got, tc.want)
+			}
+			var warnings []string
+			for _, record := range logs.all() {
+				if record.level == slog.LevelWarn && strings.Contains(record.message, "drain timeout") {
+					warnings = append(warnings, record.message)
+				}
+			}
+			if tc.wantWarning == "" && len(warnings) != 0 || tc.wantWarning != "" && (len(warnings) != 1 || !strings.HasPrefix(warnings[0], tc.wantWarning)) {
+				t.Errorf("warnings %q, want %q", warnings, tc.wantWarning)
+			}
+		})
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
@@ -39,8 +38,11 @@ type dispatcher struct {
 	// cause ErrDrainTimeout.
 	handlerContext context.Context
 	abortHandlers  context.CancelCauseFunc
-	// abandon is closed at abort: stop waiting for handlers that ignore their context.
+	// abandon is closed at abort: the drain stops waiting for abandoned handlers.
 	abandon chan struct{}
+	// abandonedReturned gets a token (never blocking) each time an abandoned handler
+	// returns, so the drain's wait sees the last one go.
+	abandonedReturned chan struct{}
 
 	// maxAbandoned is Config.MaxAbandonedHandlers: how many abandoned handlers may run
 	// on without a concurrency slot.
@@ -57,8 +59,12 @@ type dispatcher struct {
 	// beyond it (Config.Prefetch) wait there in receive order. Guarded by mu.
 	turns turns
 	// abandonedFree counts the abandoned handlers running without a slot (at most
-	// maxAbandoned), abandonedHolding those that keep theirs. Guarded by mu.
+	// maxAbandoned), abandonedHolding those that keep theirs: holding maps each of
+	// these to its lane, whose slot abort gives back. abandonedCount is every abandoned
+	// handler still running, after abort too. Guarded by mu.
 	abandonedFree, abandonedHolding int
+	holding                         map[*abandonedHandler]*lane
+	abandonedCount                  int
 
 	wg sync.WaitGroup
 }
@@ -76,17 +82,19 @@ type dispatcherParams struct {
 func newDispatcher(params dispatcherParams) *dispatcher {
 	handlerContext, abort := context.WithCancelCause(params.baseContext)
 	return &dispatcher{
-		handlerTimeout: params.handlerTimeout,
-		pool:           params.pool,
-		logger:         params.logger,
-		handlerContext: handlerContext,
-		abortHandlers:  abort,
-		abandon:        make(chan struct{}),
-		stopped:        make(chan struct{}),
-		groups:         make(map[string]*group),
-		turns:          turns{capacity: max(params.concurrency, 1)},
-		maxAbandoned:   params.maxAbandoned,
-		stats:          params.stats,
+		handlerTimeout:    params.handlerTimeout,
+		pool:              params.pool,
+		logger:            params.logger,
+		handlerContext:    handlerContext,
+		abortHandlers:     abort,
+		abandon:           make(chan struct{}),
+		stopped:           make(chan struct{}),
+		groups:            make(map[string]*group),
+		holding:           make(map[*abandonedHandler]*lane),
+		abandonedReturned: make(chan struct{}, 1),
+		turns:             turns{capacity: max(params.concurrency, 1)},
+		maxAbandoned:      params.maxAbandoned,
+		stats:             params.stats,
 	}
 }
 
@@ -143,29 +151,46 @@ func (d *dispatcher) stop() {
 	d.releaseUnstarted(unstarted, "shutting down")
 }
 
-// wait returns a channel closed when every handler goroutine has finished.
+// wait returns a channel closed when every handler goroutine has finished, and every
+// abandoned handler has returned or abort has given up on them.
 func (d *dispatcher) wait() <-chan struct{} {
 	done := make(chan struct{})
-	go func() {
+	go func() { // ends with the last handler, or at abort
+		defer close(done)
 		d.wg.Wait()
-		close(done)
+		for {
+			d.mu.Lock()
+			running := d.abandonedCount
+			d.mu.Unlock()
+			if running == 0 {
+				return
+			}
+			select {
+			case <-d.abandonedReturned:
+			case <-d.abandon:
+				return
+			}
+		}
 	}()
 	return done
 }
 
 // abort ends the drain: running handlers' contexts are cancelled with cause
 // ErrDrainTimeout; each gets cancelGrace to return, then its message is released.
+// Abandoned handlers that kept their slot give it back now; nothing waits for them any
+// more.
 func (d *dispatcher) abort() {
 	d.abortHandlers(ErrDrainTimeout)
+	d.mu.Lock()
 	close(d.abandon)
-}
-
-// abandonedHandler is a handler that still runs after its context was cancelled and
-// the grace passed; its message is already settled.
-type abandonedHandler struct {
-	message *sqsworker.Message
-	since   time.Time
-	result  <-chan error
+	held := d.holding
+	d.holding = make(map[*abandonedHandler]*lane)
+	d.abandonedHolding -= len(held)
+	d.mu.Unlock()
+	for _, lane := range held {
+		d.endTurn()
+		d.pool.release(lane.slots, 1)
+	}
 }
 
 // endTurn ends a handler's turn (see turns), starting the next waiting message.
@@ -173,66 +198,6 @@ func (d *dispatcher) endTurn() {
 	d.mu.Lock()
 	d.turns.done()
 	d.mu.Unlock()
-}
-
-// releaseSlot gives back the slot and the turn of a message whose handler finished, or,
-// when it was abandoned (still running, ignoring its cancelled context), decides what
-// the slot and the turn do until it returns: while fewer than
-// Config.MaxAbandonedHandlers abandoned handlers run without a slot, this one's slot
-// and turn are given back at once so receiving goes on; otherwise it keeps both until
-// it returns (or the shutdown gives up on it).
-// It returns when the handler has returned or been given up on.
-func (d *dispatcher) releaseSlot(lane *lane, abandoned *abandonedHandler) {
-	if abandoned == nil {
-		d.endTurn()
-		d.pool.release(lane.slots, 1)
-		return
-	}
-	d.stats.abandonedRunning.Add(1)
-	defer d.stats.abandonedRunning.Add(-1)
-	d.mu.Lock()
-	free := d.abandonedFree < d.maxAbandoned
-	if free {
-		d.abandonedFree++
-	} else {
-		d.abandonedHolding++
-	}
-	holding := d.abandonedHolding
-	d.mu.Unlock()
-	logger := messageLogger(d.logger, abandoned.message)
-	if free {
-		d.endTurn()
-		d.pool.release(lane.slots, 1)
-		logger.Warn("poller: handler ignores its cancelled context; abandoned, running on without its concurrency slot (Config.MaxAbandonedHandlers)",
-			"max_abandoned_handlers", d.maxAbandoned)
-	} else {
-		logger.Error("poller: handler ignores its cancelled context; abandoned, and Config.MaxAbandonedHandlers are already running, so its concurrency slot stays taken until it returns",
-			"max_abandoned_handlers", d.maxAbandoned, "slots_held_by_abandoned_handlers", holding, "concurrency", d.turns.capacity)
-	}
-	select {
-	case err := <-abandoned.result:
-		logger.Warn("poller: abandoned handler returned", "after", time.Since(abandoned.since), "error", err)
-	case <-d.abandon:
-	}
-	d.mu.Lock()
-	if free {
-		d.abandonedFree--
-	} else {
-		d.abandonedHolding--
-	}
-	d.mu.Unlock()
-	if !free {
-		d.endTurn()
-		d.pool.release(lane.slots, 1)
-	}
-}
-
-// starved reports whether abandoned handlers hold every concurrency slot, so the server
-// cannot receive (for the health endpoint), and how many they hold.
-func (d *dispatcher) starved() (bool, int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.abandonedHolding >= d.turns.capacity, d.abandonedHolding
 }
 
 // process runs the handler for one message under its hard timeout and settles the
@@ -251,22 +216,22 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, ab
 	defer limits.leave()
 	ctx, cancel := context.WithTimeoutCause(d.handlerContext, d.handlerTimeout, ErrHandlerTimeout)
 	defer cancel()
-	result := make(chan error, 1)
+	call := &runningCall{result: make(chan error, 1)}
 	held.lane.settler.started(held)
-	go func() { // owned by process: it waits for the result, or gives up at abandon
+	go func() { // owned by process: it waits for the result, or abandons the call
 		limits.take()
-		result <- settle.Call(ctx, held.lane.handler, message)
+		call.returned(settle.Call(ctx, held.lane.handler, message))
 	}()
 
 	returned := true
 	select {
-	case err = <-result:
+	case err = <-call.result:
 	case <-ctx.Done():
 		// Stop the heartbeat now, then give the handler a moment to clean up.
 		held.lane.settler.extender.remove(held.lease)
 		grace := time.NewTimer(cancelGrace)
 		select {
-		case err = <-result:
+		case err = <-call.result:
 		case <-grace.C:
 			returned = false
 		}
@@ -293,5 +258,5 @@ func (d *dispatcher) process(held *delivery, beforeSettle func()) (done bool, ab
 	if returned {
 		return done, nil
 	}
-	return done, &abandonedHandler{message: message, since: time.Now(), result: result}
+	return done, &abandonedHandler{message: message, since: time.Now(), call: call}
 }

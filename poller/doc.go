@@ -45,19 +45,26 @@
 //   - Settling, from [sqsworker.Classify]: success → batched DeleteMessageBatch (a full
 //     batch of 10 goes out at once, a partial one Config.DeleteFlushInterval after its
 //     oldest delete; up to max(4, Concurrency/10) calls in flight; every entry's result
-//     is read; failed entries are retried while the receipt handle is valid); permanent failure → sent to the dead-letter queue, then deleted; retry
-//     after / defer → visibility set to the delay; other errors → visibility set to
-//     the Config.Backoff delay, until the redrive policy moves the message to the
-//     dead-letter queue. The same code carries out outcomes for the Lambda adapter; on
+//     is read; failed entries are retried while the receipt handle is valid);
+//     permanent failure → sent to the dead-letter queue, then deleted; retry after /
+//     defer → visibility set to the delay; other errors → visibility set to the
+//     Config.Backoff delay. The failed attempt at the redrive policy's maxReceiveCount
+//     is the last: the message is sent to the dead-letter queue with reason
+//     [sqsworker.ReasonRetriesExhausted] and the last error, then deleted (with
+//     Config.DisableDeadLetterSend, or when the send fails, the redrive policy moves
+//     it at its next receive). The same code carries out outcomes for the Lambda adapter; on
 //     a FIFO queue a failed message's new visibility goes out in the same
 //     ChangeMessageVisibilityBatch that releases the rest of its group.
 //   - Observing: every step of every message is reported to Config.Observer
 //     ([sqsworker.Observer]); [Server.Stats] counts the same events.
 //   - Shutdown: see [Server.Shutdown] for the order. On SIGTERM, Run stops receiving,
-//     lets running handlers finish within Config.DrainTimeout, then cancels the rest and
-//     releases their messages (visibility 0) so another worker gets them within
-//     seconds, and returns nil (or [ErrDeletesNotConfirmed] when a handled message's
-//     delete was never confirmed).
+//     releases the messages not started, lets running handlers finish within
+//     Config.DrainTimeout, then cancels the rest and releases their messages
+//     (visibility 0) so another worker gets them within seconds, and returns nil (or
+//     [ErrDeletesNotConfirmed] when a handled message's delete was never confirmed).
+//     With Config.StopTimeout, the platform's kill time, the drain ends 5 s before it
+//     and the process exits before it. One SIGTERM drains, however the caller's context
+//     ends (signal.NotifyContext included); a second signal ends the drain at once.
 //
 // # Several queues
 //

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
@@ -147,38 +149,117 @@ func visibleCount(t *testing.T, client *sqs.Client, queueURL string) int {
 	return visible
 }
 
+// TestEmulatorFailingMessageReachesDeadLetterQueueAfterMaxReceiveCount: a message whose
+// every attempt fails is handled maxReceiveCount (3) times. After the last failed
+// attempt the worker sends it to the dead-letter queue itself, with reason
+// RetriesExhausted, the last error and its original message id, and deletes it (on a
+// FIFO queue too, keeping its group). With the dead-letter send disabled, or refused
+// (AccessDenied through the fault proxy), SQS's redrive policy moves it at its fourth
+// receive, as before: the original message, without failure attributes. Before, every
+// variant was the redrive policy's move, so the copy carried no reason.
 func TestEmulatorFailingMessageReachesDeadLetterQueueAfterMaxReceiveCount(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 3})
-	sendMessage(t, client, queue.URL, "always-fails", "")
-	var calls atomic.Int32
-	server := startServer(t, client, Config{
-		QueueURL: queue.URL,
-		Backoff:  sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone},
-	}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
-		calls.Add(1)
-		return errors.New("always fails")
-	}))
-	testenv.Eventually(t, 30*time.Second, "the message in the dead-letter queue", func() bool {
-		return visibleCount(t, client, queue.DeadLetterQueueURL) == 1
-	})
-	if got := calls.Load(); got != 3 {
-		t.Errorf("handler called %d times, want maxReceiveCount = 3", got)
+	for _, tc := range []struct {
+		name         string
+		fifo         bool
+		disableSend  bool
+		refuseSend   bool
+		wantAttrs    bool
+		wantDeadStat int64
+	}{
+		{name: "sent by the worker", wantAttrs: true, wantDeadStat: 1},
+		{name: "fifo: sent by the worker", fifo: true, wantAttrs: true, wantDeadStat: 1},
+		{name: "send disabled: the redrive policy moves it", disableSend: true},
+		{name: "send refused: the redrive policy moves it", refuseSend: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			direct := testenv.SQS(t)
+			client, proxy := proxiedSQS(t)
+			if tc.refuseSend {
+				proxy.SetRules(faultproxy.Rule{Operations: []string{"SendMessage"}, Fraction: 1, Status: 400, Code: "AccessDenied",
+					Message: "User is not authorized to perform: sqs:sendmessage"})
+			}
+			queue := testenv.NewQueue(t, direct, testenv.QueueOptions{MaxReceiveCount: 3, FIFO: tc.fifo})
+			group := ""
+			if tc.fifo {
+				group = "g1"
+			}
+			sent, err := direct.SendMessage(context.Background(), sendInput(queue.URL, "always-fails", group))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int32
+			server := startServer(t, client, Config{
+				QueueURL:              queue.URL,
+				WaitTime:              time.Second,
+				DisableDeadLetterSend: tc.disableSend,
+				Backoff:               sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone},
+			}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+				calls.Add(1)
+				return errors.New("always fails")
+			}))
+			received := testenv.Receive(t, direct, sqs.ReceiveMessageInput{
+				QueueUrl:              aws.String(queue.DeadLetterQueueURL),
+				MessageAttributeNames: []string{"All"},
+			}, 1, 30*time.Second)
+			if len(received) != 1 {
+				t.Fatalf("dead-letter queue holds %d messages, want 1", len(received))
+			}
+			dead := received[0]
+			if got := calls.Load(); got != 3 {
+				t.Errorf("handler called %d times, want maxReceiveCount = 3", got)
+			}
+			attributes := map[string]string{}
+			for name, value := range dead.MessageAttributes {
+				attributes[name] = aws.ToString(value.StringValue)
+			}
+			if tc.wantAttrs {
+				want := map[string]string{
+					sqsworker.AttributeFailureReason:       sqsworker.ReasonRetriesExhausted,
+					sqsworker.AttributeFailureMessageID:    aws.ToString(sent.MessageId),
+					sqsworker.AttributeFailureError:        "always fails",
+					sqsworker.AttributeFailureSourceQueue:  queue.ARN,
+					sqsworker.AttributeFailureReceiveCount: "3",
+				}
+				if !maps.Equal(attributes, want) {
+					t.Errorf("dead-letter attributes %v, want %v", attributes, want)
+				}
+			} else {
+				if len(attributes) != 0 || aws.ToString(dead.MessageId) != aws.ToString(sent.MessageId) {
+					t.Errorf("dead-letter copy %s with attributes %v, want the original %s moved by SQS, without attributes", aws.ToString(dead.MessageId), attributes, aws.ToString(sent.MessageId))
+				}
+			}
+			testenv.Eventually(t, 10*time.Second, "the source queue empty", func() bool {
+				visible, inFlight := testenv.Counts(t, direct, queue.URL)
+				return visible+inFlight == 0 && server.Stats().InFlight == 0
+			})
+			if stats := server.Stats(); stats.Failed != 3 || stats.DeadLettered != tc.wantDeadStat || stats.Deleted != tc.wantDeadStat {
+				t.Errorf("stats = %+v, want 3 failed attempts and %d dead-lettered and deleted", stats, tc.wantDeadStat)
+			}
+		})
 	}
-	if visible, inFlight := testenv.Counts(t, client, queue.URL); visible+inFlight != 0 {
-		t.Errorf("source queue still holds %d+%d messages", visible, inFlight)
+}
+
+// sendInput is a SendMessage of body to queueURL, in group on a FIFO queue (deduplicated
+// by body).
+func sendInput(queueURL, body, group string) *sqs.SendMessageInput {
+	input := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body)}
+	if group != "" {
+		input.MessageGroupId = aws.String(group)
+		input.MessageDeduplicationId = aws.String(body)
 	}
-	if stats := server.Stats(); stats.Failed != 3 || stats.Deleted != 0 || stats.DeadLettered != 0 {
-		t.Errorf("stats = %+v", stats)
-	}
+	return input
 }
 
 func TestEmulatorPermanentErrorDeadLettersAfterOneCall(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 3})
-	sendMessage(t, client, queue.URL, "not json", "")
+	sent, err := client.SendMessage(context.Background(), sendInput(queue.URL, "not json", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var calls atomic.Int32
 	server := startServer(t, client, Config{QueueURL: queue.URL}, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		calls.Add(1)
@@ -197,6 +278,7 @@ func TestEmulatorPermanentErrorDeadLettersAfterOneCall(t *testing.T) {
 	dead := received[0]
 	want := map[string]string{
 		sqsworker.AttributeFailureReason:       "MalformedBody",
+		sqsworker.AttributeFailureMessageID:    aws.ToString(sent.MessageId),
 		sqsworker.AttributeFailureError:        "permanent failure (MalformedBody): invalid character 'o' in literal null",
 		sqsworker.AttributeFailureSourceQueue:  queue.ARN,
 		sqsworker.AttributeFailureReceiveCount: "1",

@@ -49,15 +49,20 @@ type fakeAPI struct {
 // newFakeAPI returns a fake standard queue with a 30 s visibility timeout and a redrive
 // policy (maxReceiveCount 3) to fakeDLQURL, which returns batches from ReceiveMessage.
 func newFakeAPI(batches ...[]types.Message) *fakeAPI {
-	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": fakeDLQARN, "maxReceiveCount": 3})
 	return &fakeAPI{
 		attributes: map[string]string{
 			"QueueArn":          fakeQueueARN,
 			"VisibilityTimeout": "30",
-			"RedrivePolicy":     string(policy),
+			"RedrivePolicy":     redrivePolicy(3),
 		},
 		batches: batches,
 	}
+}
+
+// redrivePolicy is the fake queue's RedrivePolicy attribute with maxReceiveCount.
+func redrivePolicy(maxReceiveCount int) string {
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": fakeDLQARN, "maxReceiveCount": maxReceiveCount})
+	return string(policy)
 }
 
 func (f *fakeAPI) ReceiveMessage(ctx context.Context, input *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
-	"time"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
@@ -34,6 +34,11 @@ type Server struct {
 	handler sqsworker.Handler
 	logger  *slog.Logger
 	stats   counters
+	// signals registers for the shutdown signals (shutdownSignals; tests replace it).
+	signals func() (<-chan os.Signal, func())
+	// drainWarning, if not empty, is logged at Start: DrainTimeout was lowered to fit
+	// StopTimeout.
+	drainWarning string
 
 	mu         sync.Mutex
 	state      serverState
@@ -64,6 +69,7 @@ type queueRuntime struct {
 // client's timeouts against the long-poll wait (see [Config.HTTPClientTimeout]).
 // Problems that depend on a queue are reported by Start.
 func New(client API, config Config, handler sqsworker.Handler) (*Server, error) {
+	drainWarning := config.drainLowered()
 	config = config.withDefaults()
 	var problems []error
 	if client == nil {
@@ -78,11 +84,13 @@ func New(client API, config Config, handler sqsworker.Handler) (*Server, error) 
 		logger = logger.With("queue", config.QueueURL)
 	}
 	return &Server{
-		api:     client,
-		config:  config,
-		handler: handler,
-		logger:  logger,
-		closed:  make(chan struct{}),
+		api:          client,
+		config:       config,
+		handler:      handler,
+		logger:       logger,
+		signals:      shutdownSignals,
+		drainWarning: drainWarning,
+		closed:       make(chan struct{}),
 	}, nil
 }
 
@@ -128,6 +136,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := errors.Join(problems...); err != nil {
 		return err
 	}
+	if s.drainWarning != "" {
+		s.logger.Warn(s.drainWarning, "drain_timeout", s.config.DrainTimeout, "stop_timeout", s.config.StopTimeout)
+	}
 	base := context.WithoutCancel(ctx)
 	if s.config.HealthCheckAddress != "" {
 		var err error
@@ -169,7 +180,8 @@ func (s *Server) Start(ctx context.Context) error {
 			"receive_visibility", q.config.ReceiveVisibility,
 			"heartbeat_interval", q.config.HeartbeatInterval,
 			"visibility_extension", q.config.VisibilityExtension,
-			"drain_timeout", q.config.DrainTimeout)
+			"drain_timeout", q.config.DrainTimeout,
+			"stop_timeout", q.config.StopTimeout)
 	}
 	return nil
 }
@@ -210,7 +222,7 @@ func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTyp
 	core := settle.New(settle.Config{
 		Host:                  "poller",
 		Backoff:               config.Backoff,
-		DeadLetter:            settle.QueueDeadLetter{API: s.api, Queue: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
+		DeadLetter:            settle.QueueDeadLetter{API: s.api, Load: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
 		DisableDeadLetterSend: config.DisableDeadLetterSend,
 		ErrorHandler:          config.ErrorHandler,
 		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),
@@ -273,188 +285,6 @@ func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTyp
 		stats:       &s.stats,
 		baseContext: base,
 	})
-}
-
-// Run starts the server, waits until ctx is done or the process gets SIGTERM or
-// SIGINT, then shuts down gracefully (see [Server.Shutdown]); a second signal cuts the
-// drain short. It returns nil after a graceful stop, so the process can exit with code
-// 0; Start's error when the server could not start; and an error wrapping
-// [ErrDeletesNotConfirmed] (with the count) when deletes were never confirmed.
-func (s *Server) Run(ctx context.Context) error {
-	signals, stopSignals := shutdownSignals()
-	defer stopSignals()
-	if err := s.Start(ctx); err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		s.logger.Info("poller: context done; shutting down")
-	case received := <-signals:
-		s.logger.Info("poller: signal received; shutting down", "signal", received.String())
-	}
-	shutdownContext, cutShort := context.WithCancel(context.WithoutCancel(ctx))
-	defer cutShort()
-	go func() { // owned by Run: ends when Run returns (cutShort) or at a second signal
-		select {
-		case received := <-signals:
-			s.logger.Warn("poller: second signal received; ending the drain now", "signal", received.String())
-			cutShort()
-		case <-shutdownContext.Done():
-		}
-	}()
-	err := s.Shutdown(shutdownContext)
-	if err != nil && (!errors.Is(err, context.Canceled) || errors.Is(err, ErrDeletesNotConfirmed)) {
-		return err
-	}
-	return nil
-}
-
-// Shutdown stops the server gracefully and returns when it has stopped. The order,
-// senders before receivers:
-//
-//  1. The health endpoint answers 503 from now on.
-//  2. Receivers: no new ReceiveMessage call starts. The long polls in flight (one per
-//     receiver at most, see Config.Receivers) are left to finish (at most WaitTime
-//     after each began, so before the default 25 s drain deadline); whatever they
-//     return is released at once (visibility 0), never handled. They are not
-//     cancelled, even at the drain deadline, because SQS still hands a cancelled long
-//     poll its messages (the released ones included), which would then stay invisible
-//     for their whole visibility timeout. Only ctx's end cancels them. So with a
-//     DrainTimeout shorter than WaitTime, Shutdown can take up to WaitTime.
-//  3. Dispatcher: nothing new starts; FIFO messages received but not started are
-//     released at once. Running handlers go on until the drain deadline: DrainTimeout
-//     after Shutdown began, or ctx's end if sooner. At the deadline their contexts are
-//     cancelled (cause [ErrDrainTimeout]), their heartbeats stop, and after a grace of
-//     one second for cleanup their messages are released (visibility 0), so another
-//     worker gets them within seconds.
-//  4. Extender: heartbeats stop (no message is held any more).
-//  5. Acker: the final DeleteMessageBatch flush, retrying failed entries (up to 3 s).
-//     Deletes are sent as soon as the last handler is done (no DeleteFlushInterval
-//     wait), before the long polls in flight end.
-//  6. The health endpoint closes.
-//
-// Shutdown before Start just closes the server; calling it again waits for the first
-// call. It returns nil, or (joined) ctx's error when ctx ended the drain before
-// DrainTimeout (the shutdown is still completed as above) and an error wrapping
-// [ErrDeletesNotConfirmed] that gives the count when the delete of any handled message
-// was never confirmed (Stats.DeleteFailures > 0).
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	switch s.state {
-	case stateNew:
-		s.state = stateClosed
-		close(s.closed)
-		s.mu.Unlock()
-		return nil
-	case stateStopping, stateClosed:
-		s.mu.Unlock()
-		select {
-		case <-s.closed:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	s.state = stateStopping
-	s.mu.Unlock()
-	s.logger.Info("poller: draining", "drain_timeout", s.config.DrainTimeout)
-
-	for _, q := range s.queues {
-		q.receiver.stop()
-	}
-	s.dispatcher.stop()
-	receiverDone, dispatcherDone := s.receiversDone(), s.dispatcher.wait()
-	deadline := time.NewTimer(s.config.DrainTimeout)
-	defer deadline.Stop()
-	var cutShort error
-	// The handlers are aborted once: at the deadline, or at ctx's end if sooner. ctx's
-	// end after the deadline (long polls still in flight) only cancels the polls.
-	expired, ctxDone := deadline.C, ctx.Done()
-	handlersAborted := false
-	abortHandlers := func() {
-		if !handlersAborted {
-			handlersAborted = true
-			s.abortHandlers()
-		}
-	}
-	for receiverDone != nil || dispatcherDone != nil {
-		select {
-		case <-receiverDone:
-			receiverDone = nil
-		case <-dispatcherDone:
-			dispatcherDone = nil
-			// Every handler is done: send their deletes now, not after the long polls.
-			for _, q := range s.queues {
-				q.acker.flushNow()
-			}
-		case <-expired:
-			expired = nil
-			abortHandlers()
-		case <-ctxDone:
-			cutShort = ctx.Err()
-			expired, ctxDone = nil, nil
-			abortHandlers()
-			for _, q := range s.queues {
-				q.receiver.abort()
-			}
-		}
-	}
-	for _, q := range s.queues {
-		q.extender.shutdown()
-	}
-	for _, q := range s.queues {
-		q.acker.shutdown()
-	}
-	if s.health != nil {
-		s.health.shutdown()
-	}
-	s.wg.Wait()
-
-	s.mu.Lock()
-	s.state = stateClosed
-	close(s.closed)
-	s.mu.Unlock()
-	stats := s.Stats()
-	s.logger.Info("poller: stopped", "received", stats.Received, "deleted", stats.Deleted,
-		"failed", stats.Failed, "released", stats.Released, "delete_failures", stats.DeleteFailures)
-	var problems []error
-	if cutShort != nil {
-		problems = append(problems, fmt.Errorf("poller: shutdown: drain cut short: %w", cutShort))
-	}
-	if stats.DeleteFailures > 0 {
-		problems = append(problems, fmt.Errorf("poller: %d handled message(s) whose delete SQS never confirmed will be delivered again: %w", stats.DeleteFailures, ErrDeletesNotConfirmed))
-	}
-	return errors.Join(problems...)
-}
-
-// receiversDone returns a channel closed when every queue's receive loops have returned.
-func (s *Server) receiversDone() <-chan struct{} {
-	done := make(chan struct{})
-	go func() { // ends when every receiver is done, which stop and abort bound
-		for _, q := range s.queues {
-			<-q.receiver.done
-		}
-		close(done)
-	}()
-	return done
-}
-
-// ErrDeletesNotConfirmed is returned (wrapped, with the count; test with errors.Is) by
-// [Server.Shutdown] and [Server.Run] when the delete of one or more handled messages was
-// never confirmed by SQS during the server's life (a sender fault, or failures until the
-// receipt handle expired or the final flush ended; see Stats.DeleteFailures). Those
-// messages will be delivered again, so their handlers run again: exit non-zero, alert,
-// or check that the handler is idempotent.
-var ErrDeletesNotConfirmed = errors.New("poller: deletes not confirmed")
-
-// abortHandlers ends the drain at its deadline: running handlers are cancelled and
-// their messages released. Long polls still in flight are not cancelled: SQS would go on
-// serving the dead connections, and a message released now would be handed to one and
-// stay invisible for its whole visibility timeout. The live polls return within
-// WaitTime and whatever they bring, released messages included, is released again.
-func (s *Server) abortHandlers() {
-	s.logger.Warn("poller: drain deadline reached; cancelling running handlers and releasing their messages")
-	s.dispatcher.abort()
 }
 
 // HealthCheckAddress returns the address the health endpoint (and Config.MetricsHandler)

@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -39,6 +40,8 @@ func TestOutcomeActions(t *testing.T) {
 		setup        func(*fakeAPI)
 		wantDelete   bool
 		wantSend     bool
+		// wantReason is the failure-reason of the dead-letter copy; if empty, MalformedBody.
+		wantReason string
 		// wantVisibility is the ChangeMessageVisibility timeout expected, or -1 for none.
 		wantVisibility int32
 		wantStats      Stats
@@ -103,6 +106,26 @@ func TestOutcomeActions(t *testing.T) {
 			name:           "error on third receive retries after base * 4",
 			receiveCount:   3,
 			handle:         func() error { return errBoom },
+			setup:          func(api *fakeAPI) { api.attributes["RedrivePolicy"] = redrivePolicy(5) },
+			wantVisibility: 12,
+			wantStats:      Stats{Failed: 1},
+		},
+		{
+			name:           "error at the last receive (maxReceiveCount 3) sends to the dead-letter queue as RetriesExhausted, then deletes",
+			receiveCount:   3,
+			handle:         func() error { return errBoom },
+			wantSend:       true,
+			wantReason:     sqsworker.ReasonRetriesExhausted,
+			wantDelete:     true,
+			wantVisibility: -1,
+			wantStats:      Stats{Deleted: 1, DeadLettered: 1, Failed: 1},
+		},
+		{
+			name:         "error at the last receive with the dead-letter send disabled: retried, the redrive policy moves it",
+			receiveCount: 3,
+			handle:       func() error { return errBoom },
+			config:       Config{DisableDeadLetterSend: true},
+			// 12 s: the backoff of the third receive
 			wantVisibility: 12,
 			wantStats:      Stats{Failed: 1},
 		},
@@ -144,7 +167,8 @@ func TestOutcomeActions(t *testing.T) {
 			if tc.wantSend {
 				send := sends[0]
 				if aws.ToString(send.QueueUrl) != fakeDLQURL || aws.ToString(send.MessageBody) != "body-m1" ||
-					aws.ToString(send.MessageAttributes[sqsworker.AttributeFailureReason].StringValue) != "MalformedBody" {
+					aws.ToString(send.MessageAttributes[sqsworker.AttributeFailureReason].StringValue) != cmp.Or(tc.wantReason, "MalformedBody") ||
+					aws.ToString(send.MessageAttributes[sqsworker.AttributeFailureMessageID].StringValue) != "m1" {
 					t.Errorf("dead-letter send = %+v", send)
 				}
 			}

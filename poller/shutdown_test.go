@@ -33,8 +33,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnvironment) == "shutdown" {
+	switch os.Getenv(helperEnvironment) {
+	case "shutdown":
 		os.Exit(runShutdownHelper())
+	case "notifycontext":
+		os.Exit(runNotifyContextHelper())
+	case "stoptimeout":
+		os.Exit(runStopTimeoutHelper())
 	}
 	// The emulator tests spend their time waiting on SQS, not on the CPU: unless -parallel
 	// was given, run them all at once instead of GOMAXPROCS at a time.

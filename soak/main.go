@@ -5,8 +5,9 @@
 // idempotency middleware on DynamoDB) and runs three of them. It sends N messages
 // (SOAK_N, default 10,000) while they run, with faults injected on purpose:
 //
-//   - 1% poison messages (always fail with a plain error: the redrive policy must move
-//     them to the dead-letter queue after exactly maxReceiveCount receives);
+//   - 1% poison messages (always fail with a plain error: after exactly maxReceiveCount
+//     receives they must be in the dead-letter queue, sent by the worker after the last
+//     attempt with reason RetriesExhausted);
 //   - 1% permanent failures (sqsworker.Permanent: dead-lettered on their first receive,
 //     failure-receive-count 1);
 //   - 5% transient failures (fail on the first receive only);
@@ -52,6 +53,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/load"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
@@ -522,15 +524,21 @@ func (e *evaluation) killedDeliveries(key string) int {
 	return n
 }
 
-// checkDeadLetters: on the emulator a message moved by the redrive policy keeps its
-// receive count, and our read adds one: a poison message shows maxReceiveCount + 1. A
-// permanent failure is a new message sent by the poller: it shows 1, and its
-// failure-receive-count attribute is the receive on which it failed.
+// checkDeadLetters: a poison message's failed attempt at maxReceiveCount is its last, so
+// the poller sends it to the dead-letter queue itself (reason RetriesExhausted): a new
+// message, receive count 1, whose failure-receive-count is that receive (more than
+// maxReceiveCount only when a SIGKILLed worker had one of its receives). When the worker
+// holding its last receive was SIGKILLed, the redrive policy moves it instead: the
+// emulator keeps its receive count and our read adds one, maxReceiveCount + 1, without
+// failure attributes. A permanent failure is a new message sent by the poller: it shows
+// 1, and its failure-receive-count attribute is the receive on which it failed.
 func (e *evaluation) checkDeadLetters(letters []deadLetter) {
 	e.poisonFound, e.permanentCopies = map[string]int{}, map[string]int{}
 	for _, letter := range letters {
 		switch {
-		case letter.fault == "poison" && !letter.hasFailureAttributes && letter.receiveCount == e.opts.maxReceiveCount+1:
+		case letter.fault == "poison" && (!letter.hasFailureAttributes && letter.receiveCount == e.opts.maxReceiveCount+1 ||
+			letter.failureReason == sqsworker.ReasonRetriesExhausted && letter.receiveCount == 1 &&
+				letter.failureReceiveCount >= e.opts.maxReceiveCount && letter.failureReceiveCount-e.opts.maxReceiveCount <= e.killedDeliveries(letter.key)):
 			e.poisonFound[letter.key]++
 			e.poisonDeliveries = append(e.poisonDeliveries, len(e.keys[letter.key].deliveries))
 		case letter.fault == "permanent" && letter.failureReason == "SoakPermanent" && letter.receiveCount == 1 &&
@@ -546,8 +554,9 @@ func (e *evaluation) checkDeadLetters(letters []deadLetter) {
 		}
 	}
 	for key, copies := range e.poisonFound {
-		if copies > 1 {
-			e.violate("poison key %q is %d times in the dead-letter queue", key, copies)
+		// A SIGKILL after the send and before the delete leaves a second copy.
+		if copies-1 > e.killedDeliveries(key) {
+			e.violate("poison key %q is %d times in the dead-letter queue, %d explained by SIGKILL", key, copies, e.killedDeliveries(key))
 		}
 	}
 	for key, copies := range e.permanentCopies {

@@ -64,6 +64,9 @@ func (h LambdaHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 	if env.reportBatchItemFailures != nil {
 		options = append(options, lambda.WithReportBatchItemFailures(*env.reportBatchItemFailures))
 	}
+	if env.faultThreshold != nil {
+		options = append(options, lambda.WithInfrastructureFaultThreshold(*env.faultThreshold))
+	}
 	startLambda(ctx, lambda.NewBatchHandler(handler, append(options, h.Options...)...))
 	return nil
 }
@@ -73,7 +76,7 @@ func (h LambdaHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 type PollerHost struct {
 	// Config is the poller's configuration; zero fields are filled from Settings and the
 	// environment (SQSWORKER_QUEUE_URL or _QUEUE_NAME, HANDLER_TIMEOUT, DRAIN_TIMEOUT,
-	// HEALTH_ADDRESS, ALLOW_UNBOUNDED_RETRIES).
+	// STOP_TIMEOUT, HEALTH_ADDRESS, ALLOW_UNBOUNDED_RETRIES).
 	Config poller.Config
 	// OnStopped, if set, is called with the poller's counts after it stopped.
 	OnStopped func(poller.Stats)
@@ -140,6 +143,9 @@ func (e environment) fillPoller(config poller.Config, settings Settings) poller.
 	}
 	if config.DrainTimeout == 0 {
 		config.DrainTimeout = e.drainTimeout
+	}
+	if config.StopTimeout == 0 {
+		config.StopTimeout = e.stopTimeout
 	}
 	if config.HealthCheckAddress == "" {
 		config.HealthCheckAddress = e.healthAddress

@@ -35,7 +35,12 @@
 //	SQSWORKER_CONCURRENCY                 messages handled at once (poller), records or
 //	                                      FIFO groups at once (Lambda); default 10
 //	SQSWORKER_HANDLER_TIMEOUT             poller: hard timeout of one message; default 5m
-//	SQSWORKER_DRAIN_TIMEOUT               poller: how long SIGTERM waits for running handlers; default 25s
+//	SQSWORKER_DRAIN_TIMEOUT               poller: how long SIGTERM waits for running handlers;
+//	                                      default SQSWORKER_STOP_TIMEOUT − 5s, else 25s
+//	SQSWORKER_STOP_TIMEOUT                poller: how long the platform waits after SIGTERM
+//	                                      before SIGKILL (ECS stopTimeout, docker --stop-timeout);
+//	                                      the drain ends 5s before it and the process exits
+//	                                      before it (poller.Config.StopTimeout)
 //	SQSWORKER_HEALTH_ADDRESS              poller: serve GET /healthz there; default off
 //	SQSWORKER_ALLOW_UNBOUNDED_RETRIES     poller: "true" accepts a queue without a redrive policy
 //	SQSWORKER_BACKOFF_BASE, _CAP          retry backoff of failed messages; default 2s and 10m
@@ -45,6 +50,9 @@
 //	SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR  Lambda: "true" fails the invocation when every record failed
 //	SQSWORKER_REPORT_BATCH_ITEM_FAILURES  Lambda: "false" when the event source mapping lacks
 //	                                      ReportBatchItemFailures
+//	SQSWORKER_INFRASTRUCTURE_FAULT_THRESHOLD  Lambda: records in a row failing with one
+//	                                      infrastructure fault that fail the invocation;
+//	                                      default 2, 0 off (lambda.WithInfrastructureFaultThreshold)
 //	SQSWORKER_LOG_FORMAT                  json (default) or text, on stderr
 //	SQSWORKER_LOG_LEVEL                   debug, info (default), warn or error
 //
@@ -80,6 +88,7 @@ const (
 	EnvConcurrency             = "SQSWORKER_CONCURRENCY"
 	EnvHandlerTimeout          = "SQSWORKER_HANDLER_TIMEOUT"
 	EnvDrainTimeout            = "SQSWORKER_DRAIN_TIMEOUT"
+	EnvStopTimeout             = "SQSWORKER_STOP_TIMEOUT"
 	EnvHealthAddress           = "SQSWORKER_HEALTH_ADDRESS"
 	EnvAllowUnboundedRetries   = "SQSWORKER_ALLOW_UNBOUNDED_RETRIES"
 	EnvBackoffBase             = "SQSWORKER_BACKOFF_BASE"
@@ -88,6 +97,7 @@ const (
 	EnvFIFOMode                = "SQSWORKER_FIFO_MODE"
 	EnvEntireBatchFailureError = "SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR"
 	EnvReportBatchItemFailures = "SQSWORKER_REPORT_BATCH_ITEM_FAILURES"
+	EnvFaultThreshold          = "SQSWORKER_INFRASTRUCTURE_FAULT_THRESHOLD"
 	EnvLogFormat               = "SQSWORKER_LOG_FORMAT"
 	EnvLogLevel                = "SQSWORKER_LOG_LEVEL"
 	EnvDeadLetterSend          = "SQSWORKER_DEAD_LETTER_SEND"
@@ -146,7 +156,7 @@ type Options struct {
 	// options, then a [PollerHost] with Poller and OnPollerStopped.
 	Hosts []Host
 	// Poller specifies the long-poll worker's configuration; the environment fills its
-	// zero QueueURL (or Queues and Priority), HandlerTimeout, DrainTimeout,
+	// zero QueueURL (or Queues and Priority), HandlerTimeout, DrainTimeout, StopTimeout,
 	// HealthCheckAddress and AllowUnboundedRetries, and Settings its zero shared fields.
 	// Several queues with their own handlers, weights and limits: Poller.Queues (see
 	// poller.QueueConfig); a queue without a handler gets the one given to Run.
@@ -213,6 +223,7 @@ type environment struct {
 	concurrency             int
 	handlerTimeout          time.Duration
 	drainTimeout            time.Duration
+	stopTimeout             time.Duration
 	healthAddress           string
 	allowUnboundedRetries   bool
 	backoff                 sqsworker.Backoff
@@ -220,6 +231,7 @@ type environment struct {
 	fifoMode                *lambda.FIFOMode
 	entireBatchFailureError *bool
 	reportBatchItemFailures *bool
+	faultThreshold          *int
 	logFormat               string
 	logLevel                slog.Level
 	deadLetterSend          *bool
@@ -279,6 +291,7 @@ func readEnv(getenv func(string) string) (environment, error) {
 		queueName:      value(EnvQueueName),
 		handlerTimeout: duration(EnvHandlerTimeout),
 		drainTimeout:   duration(EnvDrainTimeout),
+		stopTimeout:    duration(EnvStopTimeout),
 		healthAddress:  value(EnvHealthAddress),
 		backoff:        sqsworker.Backoff{Base: duration(EnvBackoffBase), Cap: duration(EnvBackoffCap)},
 		logFormat:      strings.ToLower(value(EnvLogFormat)),
@@ -318,6 +331,14 @@ func readEnv(getenv func(string) string) (environment, error) {
 		env.fifoMode = &mode
 	default:
 		problems = append(problems, fmt.Errorf("worker: %s=%q: want %s or %s", EnvFIFOMode, text, lambda.FIFOSkipFailedGroup, lambda.FIFOStopAtFirstFailure))
+	}
+	if text := value(EnvFaultThreshold); text != "" {
+		n, err := strconv.Atoi(text)
+		if err != nil || n < 0 {
+			problems = append(problems, fmt.Errorf("worker: %s=%q is not a whole number of 0 or more", EnvFaultThreshold, text))
+		} else {
+			env.faultThreshold = &n
+		}
 	}
 	env.entireBatchFailureError = boolean(EnvEntireBatchFailureError)
 	env.reportBatchItemFailures = boolean(EnvReportBatchItemFailures)

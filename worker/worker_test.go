@@ -31,13 +31,15 @@ func TestReadEnv(t *testing.T) {
 			EnvQueueURL: "http://q", EnvConcurrency: "4", EnvHandlerTimeout: "30s", EnvDrainTimeout: "10s",
 			EnvBackoffBase: "1s", EnvBackoffCap: "1m", EnvDeadlineMargin: "3s", EnvFIFOMode: "stop-at-first-failure",
 			EnvEntireBatchFailureError: "true", EnvReportBatchItemFailures: "false", EnvLogFormat: "text", EnvLogLevel: "debug",
+			EnvFaultThreshold: "3", EnvStopTimeout: "30s",
 		}},
 		{name: "every value malformed", env: map[string]string{
 			EnvQueueURL: "http://q", EnvQueueName: "q", EnvConcurrency: "0", EnvHandlerTimeout: "soon", EnvBackoffBase: "-1s",
 			EnvDeadlineMargin: "2", EnvFIFOMode: "strict", EnvEntireBatchFailureError: "yes please",
-			EnvAllowUnboundedRetries: "maybe", EnvLogFormat: "xml", EnvLogLevel: "loud",
+			EnvAllowUnboundedRetries: "maybe", EnvLogFormat: "xml", EnvLogLevel: "loud", EnvFaultThreshold: "-1",
+			EnvStopTimeout: "30",
 		}, want: []string{EnvQueueName, EnvConcurrency, EnvHandlerTimeout, EnvBackoffBase, EnvDeadlineMargin, EnvFIFOMode,
-			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel}},
+			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel, EnvFaultThreshold, EnvStopTimeout}},
 	}
 	tests = append(tests,
 		struct {
@@ -156,6 +158,25 @@ func TestParseQueues(t *testing.T) {
 	}
 }
 
+// TestStopTimeoutFromTheEnvironment: SQSWORKER_STOP_TIMEOUT (the container's stop
+// timeout, which the Terraform module passes) becomes poller.Config.StopTimeout, which
+// bounds the drain; a value set in code wins.
+func TestStopTimeoutFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	env, err := readEnv(func(name string) string {
+		return map[string]string{EnvStopTimeout: "30s", EnvDrainTimeout: "60s"}[name]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config := env.fillPoller(poller.Config{}, Settings{}); config.StopTimeout != 30*time.Second || config.DrainTimeout != time.Minute {
+		t.Errorf("StopTimeout %s, DrainTimeout %s; want 30s and 1m0s (poller.New lowers the drain to 25s, with a warning)", config.StopTimeout, config.DrainTimeout)
+	}
+	if config := env.fillPoller(poller.Config{StopTimeout: time.Minute}, Settings{}); config.StopTimeout != time.Minute {
+		t.Errorf("StopTimeout %s, want the 1m0s set in code", config.StopTimeout)
+	}
+}
+
 // TestRunPollerSeveralQueues: SQSWORKER_QUEUES makes Run consume every queue listed.
 func TestRunPollerSeveralQueues(t *testing.T) {
 	t.Setenv(EnvRuntimeAPI, "")
@@ -207,6 +228,12 @@ type discardSQS struct{ lambda.SQSAPI }
 
 func (discardSQS) ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
+}
+
+// GetQueueAttributes answers a queue without a redrive policy (read to tell a record's
+// last attempt).
+func (discardSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"VisibilityTimeout": "30"}}, nil
 }
 
 // fakeHost is a third host: Run takes it through the Host interface alone.

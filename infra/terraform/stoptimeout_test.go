@@ -66,7 +66,8 @@ func goDuration(t *testing.T, path, name string) time.Duration {
 
 // TestStopTimeoutMarginMatchesThePoller: poller-service's stop_timeout_seconds validation
 // asks for drain + N seconds; N must be what the poller spends after the drain deadline:
-// the grace of cancelled handlers, the final delete flush, and 1 s of slack.
+// the grace of cancelled handlers, the final delete flush, and 1 s of slack, which is
+// also the margin the poller keeps below Config.StopTimeout (stopTimeoutMargin).
 func TestStopTimeoutMarginMatchesThePoller(t *testing.T) {
 	root := repoRoot(t)
 	grace := goDuration(t, filepath.Join(root, "poller", "dispatcher.go"), "cancelGrace")
@@ -77,12 +78,20 @@ func TestStopTimeoutMarginMatchesThePoller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	match := regexp.MustCompile(`condition\s*=\s*var\.stop_timeout_seconds >= var\.drain_timeout_seconds \+ (\d+)`).FindSubmatch(text)
+	match := regexp.MustCompile(`condition\s*=.*var\.stop_timeout_seconds >= 5 \+ 1 : var\.stop_timeout_seconds >= var\.drain_timeout_seconds \+ (\d+)`).FindSubmatch(text)
 	if match == nil {
-		t.Fatal("poller-service/variables.tf: no validation stop_timeout_seconds >= drain_timeout_seconds + N")
+		t.Fatal("poller-service/variables.tf: no validation stop_timeout_seconds >= drain_timeout_seconds + N (stop_timeout_seconds >= 5 + 1 when the drain is derived)")
 	}
 	if got, _ := strconv.Atoi(string(match[1])); got != want {
 		t.Errorf("stop_timeout_seconds margin is %d s; the poller needs cancelGrace %s + finalFlushTimeout %s + 1 s = %d s", got, grace, flush, want)
+	}
+	// The worker derives its drain from SQSWORKER_STOP_TIMEOUT with the same margin.
+	config, err := os.ReadFile(filepath.Join(root, "poller", "config.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`stopTimeoutMargin = cancelGrace \+ finalFlushTimeout \+ time\.Second`).Match(config) {
+		t.Error("poller/config.go: stopTimeoutMargin is no longer cancelGrace + finalFlushTimeout + time.Second; update the module's validation and this test")
 	}
 }
 
@@ -155,5 +164,34 @@ func TestWorkerPolicyIsWrittenOnce(t *testing.T) {
 	policy := poller.block(t, "resource", "aws_iam_role_policy", "task")
 	if got := poller.text(policy.Body.Attributes["policy"].Expr.Range()); got != "module.worker_permissions[0].json" {
 		t.Errorf("poller-service: the task role's policy is %s, want module.worker_permissions[0].json", got)
+	}
+}
+
+// TestPollerServicePassesTheStopTimeout (CASES.md N26): the stop budget is set in one
+// place. The task definition's stopTimeout is stop_timeout_seconds, and the module passes
+// the same value to the worker as SQSWORKER_STOP_TIMEOUT (a Go duration), the variable
+// the worker package reads into poller.Config.StopTimeout; SQSWORKER_DRAIN_TIMEOUT is
+// passed only when drain_timeout_seconds is set.
+func TestPollerServicePassesTheStopTimeout(t *testing.T) {
+	module := loadModule(t, "poller-service")
+	environment := module.text(module.local(t, "environment").Range())
+	for _, want := range []string{
+		`SQSWORKER_STOP_TIMEOUT = "${var.stop_timeout_seconds}s"`,
+		`var.drain_timeout_seconds == null ? {} : { SQSWORKER_DRAIN_TIMEOUT = "${var.drain_timeout_seconds}s" }`,
+	} {
+		if !strings.Contains(environment, want) {
+			t.Errorf("poller-service: local.environment lacks %s:\n%s", want, environment)
+		}
+	}
+	definition := module.text(module.local(t, "container_definition").Range())
+	if !strings.Contains(definition, "stopTimeout = var.stop_timeout_seconds") {
+		t.Errorf("poller-service: the container's stopTimeout is not var.stop_timeout_seconds:\n%s", definition)
+	}
+	worker, err := os.ReadFile(filepath.Join(repoRoot(t), "worker", "worker.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`EnvStopTimeout\s*=\s*"SQSWORKER_STOP_TIMEOUT"`).Match(worker) {
+		t.Error(`worker/worker.go does not read SQSWORKER_STOP_TIMEOUT (EnvStopTimeout)`)
 	}
 }

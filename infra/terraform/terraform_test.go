@@ -668,6 +668,9 @@ var validationCases = map[string][]validationCase{
 		{name: "max receive count 5", vars: map[string]any{"max_receive_count": 5}},
 		{name: "max receive count 2", vars: map[string]any{"max_receive_count": 2}, reject: "max_receive_count", want: []string{"(2)", "at least 5 for a Lambda consumer"}},
 		{name: "max receive count 4", vars: map[string]any{"max_receive_count": 4}, reject: "max_receive_count", want: []string{"(4)", "at least 5"}},
+		{name: "N25: a queue without a redrive policy", vars: map[string]any{"max_receive_count": nil, "dlq_arn": nil}, reject: "max_receive_count",
+			want: []string{"partial batch responses need a redrive policy on the queue", "max_receive_count null, dlq_arn null", "Lambda does not scale down on failures", "retry until the queue's retention"}},
+		{name: "a redrive policy without its dead-letter queue", vars: map[string]any{"dlq_arn": nil}, reject: "max_receive_count", want: []string{"max_receive_count 5, dlq_arn null"}},
 		{name: "reserved concurrency 1", vars: map[string]any{"reserved_concurrent_executions": 1}, reject: "reserved_concurrent_executions", want: []string{"(1)", "below 5", "maximum_concurrency (2-1000)"}},
 		{name: "reserved concurrency 0", vars: map[string]any{"reserved_concurrent_executions": 0}, reject: "reserved_concurrent_executions", want: []string{"(0)", "maximum_concurrency"}},
 		{name: "reserved concurrency 4", vars: map[string]any{"reserved_concurrent_executions": 4}, reject: "reserved_concurrent_executions", want: []string{"(4)", "maximum_concurrency"}},
@@ -723,14 +726,19 @@ var validationCases = map[string][]validationCase{
 		{name: "kms alias", vars: map[string]any{"kms_key_arns": []string{"arn:aws:kms:us-east-1:123456789012:alias/aws/sqs"}}, reject: "kms_key_arns", want: []string{"alias/aws/sqs", "without wildcards or aliases"}},
 	},
 	"poller-service": {
-		{name: "defaults: stop 30 > drain 25", vars: nil},
+		{name: "defaults: stop 30, drain derived (25)", vars: nil},
 		{name: "stop the margin after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 30}},
+		{name: "N26: stop 150 on Fargate", vars: map[string]any{"stop_timeout_seconds": 150}, reject: "stop_timeout_seconds", want: []string{"(150)", "Fargate allows at most 120s"}},
+		{name: "N26: drain 60 under stop 30", vars: map[string]any{"drain_timeout_seconds": 60, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "drain_timeout_seconds (60) + 5"}},
+		{name: "stop 120 with the drain derived", vars: map[string]any{"stop_timeout_seconds": 120}},
+		{name: "stop 5 with the drain derived", vars: map[string]any{"stop_timeout_seconds": 5}, reject: "stop_timeout_seconds", want: []string{"(5)", "at least 6 (1 s of drain + 5)"}},
+		{name: "stop 30.5", vars: map[string]any{"stop_timeout_seconds": 30.5}, reject: "stop_timeout_seconds", want: []string{"(30.5)", "whole number"}},
 		{name: "stop one second after drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 26}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (26)", "drain_timeout_seconds (25) + 5", "final delete flush"}},
 		{name: "stop one second short of the margin", vars: map[string]any{"drain_timeout_seconds": 26, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "(26) + 5"}},
 		{name: "stop equal to drain", vars: map[string]any{"drain_timeout_seconds": 25, "stop_timeout_seconds": 25}, reject: "stop_timeout_seconds", want: []string{"stop_timeout_seconds (25)", "drain_timeout_seconds (25)", "at least"}},
 		{name: "stop before drain", vars: map[string]any{"drain_timeout_seconds": 60, "stop_timeout_seconds": 30}, reject: "stop_timeout_seconds", want: []string{"(30)", "(60)"}},
 		{name: "stop above fargate's 120 s", vars: map[string]any{"stop_timeout_seconds": 121}, reject: "stop_timeout_seconds", want: []string{"(121)", "at most 120"}},
-		{name: "drain 0", vars: map[string]any{"drain_timeout_seconds": 0}, reject: "drain_timeout_seconds", want: []string{"(0)", "1 to 119"}},
+		{name: "drain 0", vars: map[string]any{"drain_timeout_seconds": 0}, reject: "drain_timeout_seconds", want: []string{"(0)", "1 to 115"}},
 		{name: "min tasks 0", vars: map[string]any{"min_tasks": 0}, reject: "min_tasks", want: []string{"(0)", "RunningTaskCount"}},
 		{name: "max below min", vars: map[string]any{"min_tasks": 3, "max_tasks": 2}, reject: "max_tasks", want: []string{"max_tasks (2)", "min_tasks (3)"}},
 		{name: "target backlog 0", vars: map[string]any{"target_backlog_per_task": 0}, reject: "target_backlog_per_task", want: []string{"(0)"}},
@@ -883,11 +891,17 @@ func TestValidationsAgreeWithTerraformCLI(t *testing.T) {
 			"maximum_concurrency (5) cannot be set together with provisioned mode (minimum_pollers 2, maximum_pollers 10)",
 		}},
 		{module: "lambda-consumer", vars: map[string]any{"minimum_pollers": 2, "maximum_pollers": 10}},
+		{module: "lambda-consumer", vars: map[string]any{"max_receive_count": nil, "dlq_arn": nil}, errors: 1, want: []string{
+			"partial batch responses need a redrive policy on the queue (max_receive_count null, dlq_arn null)",
+		}},
 		{module: "worker-queue", vars: map[string]any{"dlq_message_retention_seconds": 345600}, errors: 1, want: []string{
 			"dlq_message_retention_seconds (345600) must be greater than message_retention_seconds (345600)",
 		}},
-		{module: "poller-service", vars: map[string]any{"stop_timeout_seconds": 25}, errors: 1, want: []string{
+		{module: "poller-service", vars: map[string]any{"stop_timeout_seconds": 25, "drain_timeout_seconds": 25}, errors: 1, want: []string{
 			"stop_timeout_seconds (25) must be at least drain_timeout_seconds (25) + 5",
+		}},
+		{module: "poller-service", vars: map[string]any{"stop_timeout_seconds": 150}, errors: 1, want: []string{
+			"stop_timeout_seconds (150) must be a whole number of seconds, and Fargate allows at most 120s",
 		}},
 	}
 	for _, tc := range cases {
@@ -900,12 +914,14 @@ func TestValidationsAgreeWithTerraformCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := []string{"plan", "-input=false", "-no-color", "-lock=false"}
-		for name, value := range merged(baseValues[tc.module], tc.vars) {
-			if list, ok := value.([]string); ok {
-				encoded, _ := json.Marshal(list)
-				value = string(encoded)
-			}
-			args = append(args, "-var", fmt.Sprintf("%s=%v", name, value))
+		// A variable file, not -var flags: JSON can say null (a queue without a redrive
+		// policy), which -var cannot for a string variable.
+		values, err := json.Marshal(merged(baseValues[tc.module], tc.vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "terraform.tfvars.json"), values, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		cmd := exec.Command(binary, args...)
 		cmd.Dir = dir

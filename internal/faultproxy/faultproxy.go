@@ -44,6 +44,11 @@ type Rule struct {
 	// this text (for example `"Messages"`: a receive that got messages); the others are
 	// answered as usual and do not count toward Fraction or Times.
 	ResponseContains string
+	// Delay, instead of an error answer or a reset, holds the call this long before
+	// forwarding it (a slow service). A client that gives up meanwhile (its context
+	// ended, its connection closed) never reaches the emulator; the log says
+	// "abandoned".
+	Delay time.Duration
 
 	matched, faulted int
 }
@@ -54,7 +59,8 @@ type Call struct {
 	Operation string
 	// Attempt is the SDK's attempt number (amz-sdk-request header), 0 if absent.
 	Attempt int
-	// Fault is "" for a forwarded call, else "error <Code>" or "reset".
+	// Fault is "" for a forwarded call, else "error <Code>", "reset", "delayed <Delay>"
+	// (forwarded late) or "abandoned" (the client gave up during the delay).
 	Fault string
 	// Status is the status answered (0 for a reset).
 	Status int
@@ -137,6 +143,19 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rule := p.decide(call.Operation, call.Attempt)
+	if rule != nil && rule.Delay > 0 {
+		timer := time.NewTimer(rule.Delay)
+		select {
+		case <-timer.C:
+			call.Fault = fmt.Sprintf("delayed %s", rule.Delay)
+			rule = nil
+		case <-r.Context().Done():
+			timer.Stop()
+			call.Fault = "abandoned"
+			p.log(call)
+			return
+		}
+	}
 	if rule != nil && !rule.Reset {
 		call.Fault, call.Status = "error "+rule.Code, rule.Status
 		p.log(call)

@@ -1,13 +1,17 @@
 package faultproxy_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 )
 
 // TestFractionIsDeterministicAndLogged: with Fraction 0.3, calls 4, 7 and 10 of ten
@@ -46,5 +50,47 @@ func TestFractionIsDeterministicAndLogged(t *testing.T) {
 	calls := proxy.Calls()
 	if len(calls) != 20 || calls[0].Attempt != 1 || calls[0].Operation != "DeleteMessageBatch" {
 		t.Errorf("log = %+v; want 20 calls with operation and attempt", calls)
+	}
+}
+
+// TestDelayHoldsTheCall: a delayed call reaches the target after the delay; a client
+// that gives up during the delay never reaches it, and the log says so.
+func TestDelayHoldsTheCall(t *testing.T) {
+	t.Parallel()
+	var forwarded atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		forwarded.Add(1)
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer target.Close()
+	proxy := faultproxy.New(t, target.URL)
+	const delay = 300 * time.Millisecond
+	proxy.SetRules(faultproxy.Rule{Operations: []string{"ChangeMessageVisibilityBatch"}, Fraction: 1, Delay: delay})
+	call := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		request, _ := http.NewRequestWithContext(ctx, http.MethodPost, proxy.URL, strings.NewReader("{}"))
+		request.Header.Set("X-Amz-Target", "AmazonSQS.ChangeMessageVisibilityBatch")
+		response, err := http.DefaultClient.Do(request)
+		if err != nil {
+			return err
+		}
+		return response.Body.Close()
+	}
+	started := time.Now()
+	if err := call(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(started); took < delay {
+		t.Errorf("delayed call answered after %s, want at least %s", took, delay)
+	}
+	if err := call(50 * time.Millisecond); err == nil {
+		t.Error("a client giving up after 50 ms got an answer")
+	}
+	// The proxy logs an abandoned call when its handler notices the client left.
+	testenv.Eventually(t, 5*time.Second, "both calls logged", func() bool { return len(proxy.Calls()) == 2 })
+	calls := proxy.Calls()
+	if calls[0].Fault != "delayed 300ms" || calls[1].Fault != "abandoned" || forwarded.Load() != 1 {
+		t.Errorf("log %+v, %d forwarded; want one delayed and forwarded, one abandoned", calls, forwarded.Load())
 	}
 }

@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -28,6 +29,8 @@ type fakeSQS struct {
 	message   *types.Message
 	effects   []string
 	failSends bool
+	// maxReceiveCount is the redrive policy's; if zero, 5.
+	maxReceiveCount int
 }
 
 func (f *fakeSQS) record(format string, args ...any) {
@@ -100,7 +103,7 @@ func (f *fakeSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInp
 		"QueueArn":           queueARN,
 		"VisibilityTimeout":  "30",
 		"MaximumMessageSize": "262144",
-		"RedrivePolicy":      `{"deadLetterTargetArn":"` + queueARN + `-dlq","maxReceiveCount":5}`,
+		"RedrivePolicy":      fmt.Sprintf(`{"deadLetterTargetArn":"%s-dlq","maxReceiveCount":%d}`, queueARN, cmp.Or(f.maxReceiveCount, 5)),
 	}}, nil
 }
 

@@ -77,10 +77,19 @@ func message(firstReceive time.Duration) (id, receipt, body string, attributes m
 	}
 }
 
-func runPoller(t *testing.T, handler sqsworker.Handler, firstReceive time.Duration, failSends bool) result {
+// scenario is what differs between the cases besides the handler: when the message was
+// first received, whether dead-letter sends fail, and the queue's maxReceiveCount (if
+// zero, 5: the message, on its third receive, is not at its last).
+type scenario struct {
+	firstReceive    time.Duration
+	failSends       bool
+	maxReceiveCount int
+}
+
+func runPoller(t *testing.T, handler sqsworker.Handler, sc scenario) result {
 	t.Helper()
-	id, receipt, body, attributes := message(firstReceive)
-	fake := &fakeSQS{failSends: failSends, message: &types.Message{
+	id, receipt, body, attributes := message(sc.firstReceive)
+	fake := &fakeSQS{failSends: sc.failSends, maxReceiveCount: sc.maxReceiveCount, message: &types.Message{
 		MessageId: aws.String(id), ReceiptHandle: aws.String(receipt), Body: aws.String(body), Attributes: attributes,
 	}}
 	observed := &recorder{}
@@ -109,10 +118,10 @@ func runPoller(t *testing.T, handler sqsworker.Handler, firstReceive time.Durati
 	return result{effects: fake.recorded(), events: observed.kinds, kind: observed.outcome.Kind, reason: observed.outcome.Reason}
 }
 
-func runLambda(t *testing.T, handler sqsworker.Handler, firstReceive time.Duration, failSends bool) result {
+func runLambda(t *testing.T, handler sqsworker.Handler, sc scenario) result {
 	t.Helper()
-	id, receipt, body, attributes := message(firstReceive)
-	fake := &fakeSQS{failSends: failSends}
+	id, receipt, body, attributes := message(sc.firstReceive)
+	fake := &fakeSQS{failSends: sc.failSends, maxReceiveCount: sc.maxReceiveCount}
 	observed := &recorder{}
 	b := lambda.New(handler, lambda.WithSQSClient(fake), lambda.WithBackoff(backoff), lambda.WithObserver(observed),
 		lambda.WithLogger(slog.New(slog.DiscardHandler)))
@@ -141,14 +150,16 @@ func runLambda(t *testing.T, handler sqsworker.Handler, firstReceive time.Durati
 func TestBothHostsCarryOutOutcomesAlike(t *testing.T) {
 	t.Parallel()
 	dlq := func(reason, text string) string {
-		return fmt.Sprintf(`dead-letter %s {"order":"A-1"} [failure-error=%s failure-reason=%s failure-receive-count=3 failure-source-queue=%s]`, dlqURL, text, reason, queueARN)
+		return fmt.Sprintf(`dead-letter %s {"order":"A-1"} [failure-error=%s failure-message-id=m-1 failure-reason=%s failure-receive-count=3 failure-source-queue=%s]`, dlqURL, text, reason, queueARN)
 	}
 	tests := []struct {
 		name         string
 		handler      sqsworker.HandlerFunc
 		firstReceive time.Duration
 		failSends    bool
-		want         result
+		// lastReceive: the queue's maxReceiveCount is the message's receive count (3).
+		lastReceive bool
+		want        result
 	}{
 		{name: "success", handler: func(context.Context, *sqsworker.Message) error { return nil },
 			want: result{effects: []string{"delete rh-1"}, events: []string{"received", "started", "finished", "deleted"}, kind: sqsworker.OutcomeDelete}},
@@ -174,13 +185,31 @@ func TestBothHostsCarryOutOutcomesAlike(t *testing.T) {
 			return sqsworker.Permanent("MalformedBody", errors.New("bad json"))
 		}, want: result{effects: []string{"dead-letter send refused", "visibility rh-1 8s"}, events: []string{"received", "started", "finished", "dead-letter-failed", "rescheduled"},
 			kind: sqsworker.OutcomeDeadLetter, reason: "MalformedBody"}},
+		{name: "error at the last receive: dead-lettered as RetriesExhausted, then deleted", lastReceive: true,
+			handler: func(context.Context, *sqsworker.Message) error { return errors.New("downstream 503") },
+			want: result{effects: []string{dlq("RetriesExhausted", "downstream 503"), "delete rh-1"}, events: []string{"received", "started", "finished", "dead-lettered", "deleted"},
+				kind: sqsworker.OutcomeRetry, reason: "HandlerError"}},
+		{name: "retry-after at the last receive: dead-lettered as RetriesExhausted", lastReceive: true,
+			handler: func(context.Context, *sqsworker.Message) error {
+				return sqsworker.RetryAfter(time.Minute, errors.New("429"))
+			},
+			want: result{effects: []string{dlq("RetriesExhausted", "retry after 1m0s: 429"), "delete rh-1"}, events: []string{"received", "started", "finished", "dead-lettered", "deleted"},
+				kind: sqsworker.OutcomeRetryAfter, reason: "RetryAfter"}},
+		{name: "error at the last receive, dead-letter send fails: the redrive policy moves it", lastReceive: true, failSends: true,
+			handler: func(context.Context, *sqsworker.Message) error { return errors.New("downstream 503") },
+			want: result{effects: []string{"dead-letter send refused", "visibility rh-1 8s"}, events: []string{"received", "started", "finished", "dead-letter-failed", "rescheduled"},
+				kind: sqsworker.OutcomeRetry, reason: "HandlerError"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			sc := scenario{firstReceive: tc.firstReceive, failSends: tc.failSends}
+			if tc.lastReceive {
+				sc.maxReceiveCount = 3
+			}
 			hosts := map[string]result{
-				"poller": runPoller(t, tc.handler, tc.firstReceive, tc.failSends),
-				"lambda": runLambda(t, tc.handler, tc.firstReceive, tc.failSends),
+				"poller": runPoller(t, tc.handler, sc),
+				"lambda": runLambda(t, tc.handler, sc),
 			}
 			for name, got := range hosts {
 				assert.Equal(t, tc.want, got, name)
@@ -215,9 +244,9 @@ func TestBothHostsReportTheSameEventSequence(t *testing.T) {
 		for range 2 {
 			var got result
 			if host == "poller" {
-				got = runPoller(t, handler(host), 0, false)
+				got = runPoller(t, handler(host), scenario{})
 			} else {
-				got = runLambda(t, handler(host), 0, false)
+				got = runLambda(t, handler(host), scenario{})
 			}
 			sequence = append(sequence, got.events...)
 		}

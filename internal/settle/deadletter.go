@@ -32,8 +32,9 @@ var _ SendAPI = (*sqs.Client)(nil)
 var errNoDeadLetter = errors.New("settle: the dead-letter send is disabled; the redrive policy will move the message")
 
 // SendToDeadLetterQueue sends message, body and message attributes unchanged, to the
-// queue's dead-letter queue, adding the failure attributes (reason, truncated error text,
-// receive count, source queue) from outcome. On a FIFO dead-letter queue it keeps the
+// queue's dead-letter queue, adding the failure attributes (reason, the message's id in
+// the source queue, truncated error text, receive count, source queue) from outcome. On
+// a FIFO dead-letter queue it keeps the
 // message group and uses the message id as deduplication id, so a repeated send after a
 // crash is deduplicated. The caller deletes the message from the source queue only after
 // this returns nil.
@@ -45,10 +46,11 @@ var errNoDeadLetter = errors.New("settle: the dead-letter send is disabled; the 
 // Queue.MaximumMessageSize, or [sqsx.DefaultMaximumMessageSize] when unknown):
 //
 //  1. failure-reason, whole or not at all;
-//  2. failure-error, shortened to the room left (ending in "...", at least 16 bytes of
+//  2. failure-message-id, so the copy joins the logs and traces of its attempts;
+//  3. failure-error, shortened to the room left (ending in "...", at least 16 bytes of
 //     text) or dropped;
-//  3. failure-receive-count;
-//  4. failure-source-queue.
+//  4. failure-receive-count;
+//  5. failure-source-queue.
 //
 // If the dead-letter queue still refuses the copy as too large (its MaximumMessageSize
 // is below the source queue's), the send is repeated once with no failure attributes.
@@ -113,6 +115,7 @@ func failureAttributes(queue *sqsx.Queue, message *sqsworker.Message, outcome sq
 	}
 	return []namedAttribute{
 		{sqsworker.AttributeFailureReason, stringAttribute(outcome.Reason)},
+		{sqsworker.AttributeFailureMessageID, stringAttribute(message.ID)},
 		{sqsworker.AttributeFailureError, stringAttribute(errorText)},
 		{sqsworker.AttributeFailureReceiveCount, types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(message.ReceiveCount))}},
 		{sqsworker.AttributeFailureSourceQueue, stringAttribute(source)},

@@ -55,7 +55,7 @@ func TestMessageSizeCountsAsSQSDoes(t *testing.T) {
 
 // TestSendToDeadLetterQueueFitsTheSizeLimit: a message at exactly the queue's size limit
 // is dead-lettered without failure attributes; with a little room the reason is kept,
-// then a shortened error text.
+// then the message id, then a shortened error text.
 func TestSendToDeadLetterQueueFitsTheSizeLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -64,6 +64,7 @@ func TestSendToDeadLetterQueueFitsTheSizeLimit(t *testing.T) {
 	outcome := sqsworker.Classify(sqsworker.Permanent("TooBig", errors.New("cannot process: "+strings.Repeat("e", 2000))))
 	original := map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}
 	reasonCost := len(sqsworker.AttributeFailureReason) + len("String") + len("TooBig")
+	idCost := len(sqsworker.AttributeFailureMessageID) + len("String") + len("m-0") // every id below is 3 bytes
 	errorOverhead := len(sqsworker.AttributeFailureError) + len("String")
 
 	tests := []struct {
@@ -74,7 +75,9 @@ func TestSendToDeadLetterQueueFitsTheSizeLimit(t *testing.T) {
 	}{
 		{"exactly at the limit", 0, []string{"tenant"}, 0},
 		{"room for the reason only", reasonCost, []string{"tenant", sqsworker.AttributeFailureReason}, 0},
-		{"room for the reason and 40 bytes of error", reasonCost + errorOverhead + 40, []string{"tenant", sqsworker.AttributeFailureReason, sqsworker.AttributeFailureError}, 40},
+		{"room for the reason and the message id", reasonCost + idCost, []string{"tenant", sqsworker.AttributeFailureReason, sqsworker.AttributeFailureMessageID}, 0},
+		{"room for the reason, the message id and 40 bytes of error", reasonCost + idCost + errorOverhead + 40,
+			[]string{"tenant", sqsworker.AttributeFailureReason, sqsworker.AttributeFailureMessageID, sqsworker.AttributeFailureError}, 40},
 	}
 	for i, tc := range tests {
 		message := &sqsworker.Message{
@@ -102,8 +105,9 @@ func TestSendToDeadLetterQueueFitsTheSizeLimit(t *testing.T) {
 }
 
 // TestSendToDeadLetterQueueKeepsToTenAttributes: with 7 attributes of its own, the
-// message gets the first 3 failure attributes in the documented order; with 9, only the
-// reason. (It was refused with ErrDeadLetterAttributes, and its handler ran again.)
+// message gets the first 3 failure attributes in the documented order (reason, message
+// id, error); with 9, only the reason. (It was refused with ErrDeadLetterAttributes, and
+// its handler ran again.)
 func TestSendToDeadLetterQueueKeepsToTenAttributes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -123,9 +127,10 @@ func TestSendToDeadLetterQueueKeepsToTenAttributes(t *testing.T) {
 		got := received.MessageAttributes
 		assert.Len(t, got, min(own+3, 10))
 		assert.Equal(t, "X", aws.ToString(got[sqsworker.AttributeFailureReason].StringValue))
-		if own == 7 { // reason, error, receive count; the source queue comes last and is dropped
+		if own == 7 { // reason, message id, error; the receive count and source queue come last and are dropped
+			assert.Equal(t, message.ID, aws.ToString(got[sqsworker.AttributeFailureMessageID].StringValue))
 			assert.Contains(t, got, sqsworker.AttributeFailureError)
-			assert.Equal(t, "1", aws.ToString(got[sqsworker.AttributeFailureReceiveCount].StringValue))
+			assert.NotContains(t, got, sqsworker.AttributeFailureReceiveCount)
 			assert.NotContains(t, got, sqsworker.AttributeFailureSourceQueue)
 		}
 		deleteMessage(t, client, created.DeadLetterQueueURL, received)

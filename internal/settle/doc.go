@@ -21,6 +21,10 @@
 //     policy still moves the message;
 //   - retry-after and defer: visible again after the requested delay;
 //   - retry: visible again after the backoff policy's delay;
+//   - any of these three at the receive count that reached the redrive policy's
+//     maxReceiveCount ([Exhaust]): the last attempt, so dead-lettered with reason
+//     sqsworker.ReasonRetriesExhausted and the attempt's error, then finished; when the
+//     send fails or is disabled, rescheduled as planned, and the redrive policy moves it;
 //
 // every delay clamped to what is left of SQS's 12-hour visibility limit, counted from
 // the larger of "since the first receive" and "since this receive", and rounded up to

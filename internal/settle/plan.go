@@ -19,6 +19,19 @@ type Action struct {
 	// Visibility is the visibility timeout to set when the message is not finished (or
 	// the dead-letter send failed): clamped to SQS's limit, at most 12 h.
 	Visibility time.Duration
+	// Exhausted: the failed attempt was the message's last (see [Exhaust]); it is sent
+	// to the dead-letter queue with reason sqsworker.ReasonRetriesExhausted.
+	Exhausted bool
+}
+
+// DeadLetterOutcome is the outcome the dead-letter copy carries: Outcome, or for an
+// exhausted message reason sqsworker.ReasonRetriesExhausted with the last attempt's
+// error.
+func (a Action) DeadLetterOutcome() sqsworker.Outcome {
+	if a.Exhausted {
+		return sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: sqsworker.ReasonRetriesExhausted, Err: a.Outcome.Err}
+	}
+	return a.Outcome
 }
 
 // Seconds is Visibility as SQS takes it: whole seconds, rounded up.
@@ -52,4 +65,30 @@ func SinceReceive(message *sqsworker.Message, receivedAt, now time.Time) time.Du
 		since = max(since, now.Sub(receivedAt))
 	}
 	return max(since, 0)
+}
+
+// Exhaust turns the action of an attempt that would make the message visible again (a
+// retry, retry-after or deferral) into a dead-letter send when the attempt was the
+// message's last: its receive count has reached maxReceiveCount, the queue's redrive
+// policy (0: no policy, or unknown), so SQS would move it to the dead-letter queue at
+// its next receive, without a reason. The copy then carries reason
+// sqsworker.ReasonRetriesExhausted and the attempt's error (Action.DeadLetterOutcome).
+// The visibility is kept: it applies if the send fails, and the redrive policy moves the
+// message as before. Without deadLetterSend the action is unchanged.
+func Exhaust(action Action, message *sqsworker.Message, maxReceiveCount int, deadLetterSend bool) Action {
+	if !deadLetterSend || maxReceiveCount < 1 || message.ReceiveCount < maxReceiveCount || !Reschedules(action.Outcome) {
+		return action
+	}
+	action.DeadLetter, action.Delete, action.Exhausted = true, true, true
+	return action
+}
+
+// Reschedules reports whether the outcome makes the message visible again later: a
+// retry, a retry-after or a deferral.
+func Reschedules(outcome sqsworker.Outcome) bool {
+	switch outcome.Kind {
+	case sqsworker.OutcomeRetry, sqsworker.OutcomeRetryAfter, sqsworker.OutcomeDefer:
+		return true
+	}
+	return false
 }

@@ -42,6 +42,7 @@ func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
 	attributes := received.MessageAttributes
 	assert.Equal(t, "acme", aws.ToString(attributes["tenant"].StringValue))
 	assert.Equal(t, "HTTP410", aws.ToString(attributes[sqsworker.AttributeFailureReason].StringValue))
+	assert.Equal(t, "m-1", aws.ToString(attributes[sqsworker.AttributeFailureMessageID].StringValue))
 	errorText := aws.ToString(attributes[sqsworker.AttributeFailureError].StringValue)
 	assert.True(t, strings.HasPrefix(errorText, "permanent failure (HTTP410): endpoint answered 410 Gone"), errorText)
 	assert.Len(t, errorText, sqsworker.MaxFailureErrorBytes)

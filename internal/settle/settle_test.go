@@ -69,8 +69,21 @@ func (f *finisher) Reschedule(_ context.Context, _ settle.Delivery, a settle.Act
 }
 
 type deadLetter struct {
-	err  error
-	sent []sqsworker.Outcome
+	err             error
+	maxReceiveCount int   // the queue's redrive policy; 0: none
+	queueErr        error // the queue's description cannot be read
+	sent            []sqsworker.Outcome
+}
+
+func (d *deadLetter) Queue(context.Context, *sqsworker.Message) (*sqsx.Queue, error) {
+	if d.queueErr != nil {
+		return nil, d.queueErr
+	}
+	queue := &sqsx.Queue{URL: "q", DeadLetterQueueURL: "q-dlq"}
+	if d.maxReceiveCount > 0 {
+		queue.RedrivePolicy = &sqsx.RedrivePolicy{MaxReceiveCount: d.maxReceiveCount}
+	}
+	return queue, nil
 }
 
 func (d *deadLetter) Send(_ context.Context, _ *sqsworker.Message, o sqsworker.Outcome) error {
@@ -133,4 +146,92 @@ func TestCallRecoversAPanicWithItsLocation(t *testing.T) {
 	assert.Equal(t, "boom", panicErr.Value)
 	assert.Contains(t, panicErr.Location, "settle_test.go:")
 	assert.Equal(t, sqsworker.OutcomeRetry, sqsworker.Classify(err).Kind)
+}
+
+// TestExhaust: an attempt that would make the message visible again becomes a
+// dead-letter send with reason RetriesExhausted once the receive count reaches the
+// redrive policy's maxReceiveCount, keeping the planned visibility for a failed send;
+// below it, without a policy, with the send off, or for other outcomes, nothing changes.
+func TestExhaust(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	handlerErr := errors.New("downstream 503")
+	tests := []struct {
+		name            string
+		err             error
+		receiveCount    int
+		maxReceiveCount int
+		send            bool
+		exhausted       bool
+	}{
+		{name: "retry at maxReceiveCount", err: handlerErr, receiveCount: 3, maxReceiveCount: 3, send: true, exhausted: true},
+		{name: "retry past maxReceiveCount", err: handlerErr, receiveCount: 4, maxReceiveCount: 3, send: true, exhausted: true},
+		{name: "retry-after at maxReceiveCount", err: sqsworker.RetryAfter(time.Minute, handlerErr), receiveCount: 3, maxReceiveCount: 3, send: true, exhausted: true},
+		{name: "defer at maxReceiveCount", err: sqsworker.Defer(time.Minute, "NotYet"), receiveCount: 3, maxReceiveCount: 3, send: true, exhausted: true},
+		{name: "panic at maxReceiveCount", err: &sqsworker.PanicError{Value: "boom"}, receiveCount: 1, maxReceiveCount: 1, send: true, exhausted: true},
+		{name: "retry below maxReceiveCount", err: handlerErr, receiveCount: 2, maxReceiveCount: 3, send: true},
+		{name: "no redrive policy", err: handlerErr, receiveCount: 30, send: true},
+		{name: "send disabled: the redrive policy moves it", err: handlerErr, receiveCount: 3, maxReceiveCount: 3},
+		{name: "success", receiveCount: 3, maxReceiveCount: 3, send: true},
+		{name: "permanent keeps its own reason", err: sqsworker.Permanent("Bad", handlerErr), receiveCount: 3, maxReceiveCount: 3, send: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			message := &sqsworker.Message{ID: "m", ReceiveCount: tc.receiveCount}
+			outcome := sqsworker.Classify(tc.err)
+			planned := settle.Plan(outcome, message, now, now, fixed, tc.send)
+			got := settle.Exhaust(planned, message, tc.maxReceiveCount, tc.send)
+			if !tc.exhausted {
+				assert.Equal(t, planned, got)
+				return
+			}
+			want := planned
+			want.DeadLetter, want.Delete, want.Exhausted = true, true, true
+			assert.Equal(t, want, got)
+			assert.Equal(t, sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: sqsworker.ReasonRetriesExhausted, Err: outcome.Err}, got.DeadLetterOutcome())
+		})
+	}
+}
+
+// TestSettleDeadLettersTheLastAttempt: the failed attempt at maxReceiveCount is sent to
+// the dead-letter queue with reason RetriesExhausted and the handler's error, then
+// finished; when the send fails, or the queue's description cannot be read, it is
+// rescheduled as planned, and the redrive policy moves it.
+func TestSettleDeadLettersTheLastAttempt(t *testing.T) {
+	t.Parallel()
+	handlerErr := errors.New("downstream 503")
+	tests := []struct {
+		name      string
+		dlq       *deadLetter
+		wantDone  bool
+		wantSent  []sqsworker.Outcome
+		wantKinds []sqsworker.EventKind
+	}{
+		{name: "sent", dlq: &deadLetter{maxReceiveCount: 3}, wantDone: true,
+			wantSent:  []sqsworker.Outcome{{Kind: sqsworker.OutcomeDeadLetter, Reason: sqsworker.ReasonRetriesExhausted, Err: handlerErr}},
+			wantKinds: []sqsworker.EventKind{sqsworker.EventFinished, sqsworker.EventDeadLettered}},
+		{name: "send refused", dlq: &deadLetter{maxReceiveCount: 3, err: errors.New("AccessDenied")},
+			wantSent:  []sqsworker.Outcome{{Kind: sqsworker.OutcomeDeadLetter, Reason: sqsworker.ReasonRetriesExhausted, Err: handlerErr}},
+			wantKinds: []sqsworker.EventKind{sqsworker.EventFinished, sqsworker.EventDeadLetterFailed}},
+		{name: "queue unreadable", dlq: &deadLetter{queueErr: errors.New("AccessDenied")},
+			wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			observed := &recorder{}
+			s := settle.New(settle.Config{Host: "test", Backoff: fixed, DeadLetter: tc.dlq, Observer: observed})
+			f := &finisher{}
+			d := settle.Delivery{Message: &sqsworker.Message{ID: "m", ReceiveCount: 3}, ReceivedAt: time.Now()}
+			assert.Equal(t, tc.wantDone, s.Settle(context.Background(), d, handlerErr, f))
+			assert.Equal(t, tc.wantSent, tc.dlq.sent)
+			assert.Equal(t, tc.wantKinds, observed.kinds)
+			if tc.wantDone {
+				assert.Equal(t, []string{"m"}, f.finished)
+				return
+			}
+			require.Len(t, f.rescheduled, 1)
+			assert.Equal(t, 16*time.Second, f.rescheduled[0].Visibility, "the backoff of the third receive")
+		})
+	}
 }

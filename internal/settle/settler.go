@@ -34,22 +34,31 @@ type Finisher interface {
 	Reschedule(ctx context.Context, d Delivery, action Action)
 }
 
-// DeadLetter sends a permanently failed message to its queue's dead-letter queue.
+// DeadLetter sends failed messages to their queue's dead-letter queue.
 type DeadLetter interface {
+	// Queue returns the description of the message's source queue: its redrive policy
+	// (whose maxReceiveCount tells the last attempt) and dead-letter queue.
+	Queue(ctx context.Context, message *sqsworker.Message) (*sqsx.Queue, error)
+	// Send sends the message with the failure attributes of outcome.
 	Send(ctx context.Context, message *sqsworker.Message, outcome sqsworker.Outcome) error
 }
 
 // QueueDeadLetter is the [DeadLetter] of both hosts: [SendToDeadLetterQueue] with the
-// queue Queue returns for the message's queue URL (the poller's one queue, or the
+// queue Load returns for the message's queue URL (the poller's one queue, or the
 // Lambda host's cache).
 type QueueDeadLetter struct {
-	API   SendAPI
-	Queue func(ctx context.Context, queueURL string) (*sqsx.Queue, error)
+	API  SendAPI
+	Load func(ctx context.Context, queueURL string) (*sqsx.Queue, error)
+}
+
+// Queue implements [DeadLetter].
+func (q QueueDeadLetter) Queue(ctx context.Context, message *sqsworker.Message) (*sqsx.Queue, error) {
+	return q.Load(ctx, message.QueueURL)
 }
 
 // Send implements [DeadLetter].
 func (q QueueDeadLetter) Send(ctx context.Context, message *sqsworker.Message, outcome sqsworker.Outcome) error {
-	queue, err := q.Queue(ctx, message.QueueURL)
+	queue, err := q.Load(ctx, message.QueueURL)
 	if err != nil {
 		return err
 	}
@@ -147,20 +156,22 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 			s.cfg.ErrorHandler(ctx, d.Message, outcome.Err)
 		}
 	}
-	action := Plan(outcome, d.Message, d.ReceivedAt, now, s.cfg.Backoff, s.deadLetterSend())
+	action := s.exhaust(ctx, logger, d, Plan(outcome, d.Message, d.ReceivedAt, now, s.cfg.Backoff, s.deadLetterSend()))
 	switch {
 	case action.DeadLetter:
+		sent := action.DeadLetterOutcome()
 		sendCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		err := s.cfg.DeadLetter.Send(sendCtx, d.Message, outcome)
+		err := s.cfg.DeadLetter.Send(sendCtx, d.Message, sent)
 		cancel()
 		if err != nil {
-			logger.Warn(s.cfg.Host+": dead-letter send failed; retrying the message instead, the redrive policy will move it", "error", err)
-			s.observeErr(ctx, sqsworker.EventDeadLetterFailed, d, outcome, err)
+			logger.Warn(s.cfg.Host+": dead-letter send failed; retrying the message instead, the redrive policy will move it",
+				"error", err, "code", sqsx.ErrorCode(err), "reason", sent.Reason)
+			s.observeErr(ctx, sqsworker.EventDeadLetterFailed, d, sent, err)
 			f.Reschedule(ctx, d, action)
 			return false
 		}
-		logger.Info(s.cfg.Host+": message sent to the dead-letter queue", "reason", outcome.Reason)
-		s.observeErr(ctx, sqsworker.EventDeadLettered, d, outcome, nil)
+		logger.Info(s.cfg.Host+": message sent to the dead-letter queue", "reason", sent.Reason)
+		s.observeErr(ctx, sqsworker.EventDeadLettered, d, sent, nil)
 		f.Finish(ctx, d)
 		return true
 	case outcome.Kind == sqsworker.OutcomeDeadLetter:
@@ -176,6 +187,25 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 	}
 	f.Reschedule(ctx, d, action)
 	return false
+}
+
+// exhaust applies [Exhaust] with the redrive policy of d's queue. When the queue's
+// description cannot be read, the message is retried as planned (the redrive policy
+// still moves it), and that is logged.
+func (s *Settler) exhaust(ctx context.Context, logger *slog.Logger, d Delivery, action Action) Action {
+	if !s.deadLetterSend() || !Reschedules(action.Outcome) {
+		return action
+	}
+	queue, err := s.cfg.DeadLetter.Queue(ctx, d.Message)
+	if err != nil {
+		logger.Warn(s.cfg.Host+": cannot read the queue's redrive policy to tell a last attempt; the redrive policy will move the message after its last receive, without a failure reason", "error", err)
+		return action
+	}
+	maxReceiveCount := 0
+	if queue != nil && queue.RedrivePolicy != nil {
+		maxReceiveCount = queue.RedrivePolicy.MaxReceiveCount
+	}
+	return Exhaust(action, d.Message, maxReceiveCount, true)
 }
 
 // Received reports EventReceived, at d.ReceivedAt (or now, when that is zero).

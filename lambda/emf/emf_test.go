@@ -21,9 +21,14 @@ import (
 	"github.com/sqsworker/sqsworker/lambda/emf"
 )
 
-// visibilityOnly accepts every visibility change; the test sends no permanent failure,
-// so no other call is made.
+// visibilityOnly accepts every visibility change and describes the queue without a
+// redrive policy (read to tell a record's last attempt); the test sends no permanent
+// failure, so no other call is made.
 type visibilityOnly struct{ lambda.SQSAPI }
+
+func (visibilityOnly) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"VisibilityTimeout": "30"}}, nil
+}
 
 func (visibilityOnly) ChangeMessageVisibilityBatch(_ context.Context, input *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	output := &sqs.ChangeMessageVisibilityBatchOutput{}

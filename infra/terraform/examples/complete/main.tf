@@ -121,8 +121,7 @@ module "poller" {
   subnet_ids         = var.subnet_ids
   security_group_ids = var.security_group_ids
 
-  drain_timeout_seconds = 25
-  stop_timeout_seconds  = 30
+  stop_timeout_seconds = 30 # the worker drains until 5 s before it (SQSWORKER_STOP_TIMEOUT)
 
   min_tasks               = 1
   max_tasks               = 10

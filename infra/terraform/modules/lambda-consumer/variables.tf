@@ -128,12 +128,12 @@ variable "queue_url" {
 }
 
 variable "dlq_arn" {
-  description = "ARN of the dead-letter queue (worker-queue output dlq_arn): the function sends permanent failures there."
+  description = "ARN of the dead-letter queue of the source queue's redrive policy (worker-queue output dlq_arn): the function sends permanent failures and failed last attempts there. Required: null is refused (see max_receive_count)."
   type        = string
 
   validation {
-    condition     = can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]+$", var.dlq_arn))
-    error_message = "dlq_arn (\"${var.dlq_arn}\") must be the ARN of one SQS queue, without wildcards."
+    condition     = var.dlq_arn == null ? true : can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]+$", var.dlq_arn))
+    error_message = "dlq_arn (\"${var.dlq_arn == null ? "null" : var.dlq_arn}\") must be the ARN of one SQS queue, without wildcards."
   }
 }
 
@@ -158,12 +158,17 @@ variable "queue_visibility_timeout_seconds" {
 # Read only by validations (the module checks it against its own settings).
 # tflint-ignore: terraform_unused_declarations
 variable "max_receive_count" {
-  description = "maxReceiveCount of the source queue's redrive policy (worker-queue output max_receive_count). Must be at least 5 for a Lambda consumer."
+  description = "maxReceiveCount of the source queue's redrive policy (worker-queue output max_receive_count). Must be at least 5 for a Lambda consumer. Null (a queue without a redrive policy) is refused: the mapping reports batch item failures."
   type        = number
 
   validation {
-    condition     = var.max_receive_count >= 5
-    error_message = "max_receive_count (${var.max_receive_count}) must be at least 5 for a Lambda consumer (AWS guidance): throttled invocations and batch retries use up receives, so with fewer a valid message reaches the dead-letter queue without ever running."
+    condition     = var.max_receive_count == null ? true : var.max_receive_count >= 5
+    error_message = "max_receive_count (${var.max_receive_count == null ? "null" : var.max_receive_count}) must be at least 5 for a Lambda consumer (AWS guidance): throttled invocations and batch retries use up receives, so with fewer a valid message reaches the dead-letter queue without ever running."
+  }
+
+  validation {
+    condition     = var.max_receive_count != null && var.dlq_arn != null
+    error_message = "partial batch responses need a redrive policy on the queue (max_receive_count ${var.max_receive_count == null ? "null" : var.max_receive_count}, dlq_arn ${var.dlq_arn == null ? "null" : var.dlq_arn}): the event source mapping always reports batch item failures, and with them Lambda does not scale down on failures; poison records would retry until the queue's retention ends. Give the queue a dead-letter queue (the worker-queue module always does) and pass its max_receive_count and dlq_arn."
   }
 }
 

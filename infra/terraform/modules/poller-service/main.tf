@@ -20,9 +20,10 @@ locals {
     var.environment_variables,
     {
       SQSWORKER_QUEUE_URL      = var.queue_url
-      SQSWORKER_DRAIN_TIMEOUT  = "${var.drain_timeout_seconds}s"
+      SQSWORKER_STOP_TIMEOUT   = "${var.stop_timeout_seconds}s"
       SQSWORKER_HEALTH_ADDRESS = local.health_address
     },
+    var.drain_timeout_seconds == null ? {} : { SQSWORKER_DRAIN_TIMEOUT = "${var.drain_timeout_seconds}s" },
   )
 
   container_definition = merge(
@@ -31,7 +32,8 @@ locals {
       image                  = var.image
       essential              = true
       readonlyRootFilesystem = true
-      # ECS sends SIGKILL this long after SIGTERM; the drain deadline ends before it.
+      # ECS sends SIGKILL this long after SIGTERM; the worker knows it
+      # (SQSWORKER_STOP_TIMEOUT), drains until 5 s before it and exits before it.
       stopTimeout = var.stop_timeout_seconds
       environment = [for key in sort(keys(local.environment)) : { name = key, value = local.environment[key] }]
       healthCheck = {

@@ -128,32 +128,37 @@ variable "cpu_architecture" {
 }
 
 variable "environment_variables" {
-  description = "Environment variables of the worker: the handler's own settings (the webhook example reads SQSWORKER_IDEMPOTENCY_TABLE). SQSWORKER_QUEUE_URL, SQSWORKER_DRAIN_TIMEOUT and SQSWORKER_HEALTH_ADDRESS are set by the module."
+  description = "Environment variables of the worker: the handler's own settings (the webhook example reads SQSWORKER_IDEMPOTENCY_TABLE). SQSWORKER_QUEUE_URL, SQSWORKER_STOP_TIMEOUT, SQSWORKER_DRAIN_TIMEOUT (when drain_timeout_seconds is set) and SQSWORKER_HEALTH_ADDRESS are set by the module."
   type        = map(string)
   default     = {}
 }
 
-variable "drain_timeout_seconds" {
-  description = "The worker's drain deadline after SIGTERM, in seconds (SQSWORKER_DRAIN_TIMEOUT, passed as a Go duration such as \"25s\"). In-flight messages still running then are released for other workers."
-  type        = number
-  default     = 25
-
-  validation {
-    condition     = var.drain_timeout_seconds >= 1 && var.drain_timeout_seconds < 120 && floor(var.drain_timeout_seconds) == var.drain_timeout_seconds
-    error_message = "drain_timeout_seconds (${var.drain_timeout_seconds}) must be a whole number from 1 to 119: it must end before stopTimeout, which Fargate caps at 120 s."
-  }
-}
-
 variable "stop_timeout_seconds" {
-  description = "Container stopTimeout: seconds ECS waits after SIGTERM before SIGKILL (at most 120 on Fargate). Must be at least drain_timeout_seconds + 5: after the drain deadline the worker gives cancelled handlers 1 s (poller's cancelGrace), then flushes its last deletes for up to 3 s (poller's finalFlushTimeout), plus 1 s of slack."
+  description = "Container stopTimeout: seconds ECS waits after SIGTERM before SIGKILL (at most 120 on Fargate). The module passes it to the worker as SQSWORKER_STOP_TIMEOUT: the worker drains until 5 s before it (after its drain deadline it gives cancelled handlers 1 s, poller's cancelGrace, and flushes its last deletes for up to 3 s, poller's finalFlushTimeout, plus 1 s of slack) and exits before it."
   type        = number
   default     = 30
 
   validation {
-    # 5 = poller's cancelGrace (1 s) + finalFlushTimeout (3 s) + 1 s; terraform_test.go
+    condition     = var.stop_timeout_seconds <= 120 && floor(var.stop_timeout_seconds) == var.stop_timeout_seconds
+    error_message = "stop_timeout_seconds (${var.stop_timeout_seconds}) must be a whole number of seconds, and Fargate allows at most 120s: a larger stopTimeout fails the deployment."
+  }
+
+  validation {
+    # 5 = poller's cancelGrace (1 s) + finalFlushTimeout (3 s) + 1 s; stoptimeout_test.go
     # (TestStopTimeoutMarginMatchesThePoller) checks it against the Go constants.
-    condition     = var.stop_timeout_seconds >= var.drain_timeout_seconds + 5 && var.stop_timeout_seconds <= 120
-    error_message = "stop_timeout_seconds (${var.stop_timeout_seconds}) must be at least drain_timeout_seconds (${var.drain_timeout_seconds}) + 5 and at most 120 (Fargate's limit): ECS kills the container stopTimeout seconds after SIGTERM, and after the drain deadline the worker still needs 1 s of grace for cancelled handlers and up to 3 s for its final delete flush (+1 s slack). Killed earlier, handled messages whose deletes were not sent come back, and in-flight ones stay invisible for the whole visibility timeout."
+    condition     = var.drain_timeout_seconds == null ? var.stop_timeout_seconds >= 5 + 1 : var.stop_timeout_seconds >= var.drain_timeout_seconds + 5
+    error_message = "stop_timeout_seconds (${var.stop_timeout_seconds}) must be at least ${var.drain_timeout_seconds == null ? "6 (1 s of drain + 5)" : "drain_timeout_seconds (${var.drain_timeout_seconds}) + 5"}: ECS kills the container stopTimeout seconds after SIGTERM, and after the drain deadline the worker still needs 1 s of grace for cancelled handlers and up to 3 s for its final delete flush (+1 s slack). Killed earlier, handled messages whose deletes were not sent come back, and in-flight ones stay invisible for the whole visibility timeout."
+  }
+}
+
+variable "drain_timeout_seconds" {
+  description = "The worker's drain deadline after SIGTERM, in seconds (SQSWORKER_DRAIN_TIMEOUT, passed as a Go duration such as \"25s\"). Null (the default) lets the worker derive it from the stop timeout: stop_timeout_seconds - 5. In-flight messages still running at the deadline are released for other workers."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.drain_timeout_seconds == null ? true : var.drain_timeout_seconds >= 1 && var.drain_timeout_seconds <= 115 && floor(var.drain_timeout_seconds) == var.drain_timeout_seconds
+    error_message = "drain_timeout_seconds (${var.drain_timeout_seconds == null ? "null" : var.drain_timeout_seconds}) must be null or a whole number from 1 to 115: it must end 5 s before stopTimeout, which Fargate caps at 120 s."
   }
 }
 
