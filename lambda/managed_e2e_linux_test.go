@@ -77,7 +77,8 @@ func startManagedFunction(t *testing.T, concurrency int, timeout time.Duration, 
 		t.Fatal(err)
 	}
 	fn := &managedFunction{logPath: filepath.Join(root, "calls.jsonl"), output: &rie.SyncBuffer{}}
-	invokeAddress, runtimeAddress := rie.FreeAddress(t), rie.FreeAddress(t)
+	addresses := rie.FreeAddresses(t, 2)
+	invokeAddress, runtimeAddress := addresses[0], addresses[1]
 	fn.url = "http://" + invokeAddress + rie.InvokePath
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private",
 		"sh", "-c", `mount --bind "$0/var" /var && exec "$1" --runtime-interface-emulator-address "$2" --runtime-api-address "$3"`,

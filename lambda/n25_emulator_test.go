@@ -80,7 +80,11 @@ func startN25Function(t *testing.T, proxy *faultproxy.Proxy, options ...lambda.O
 		}
 		return nil
 	}, sqsworker.JobMiddleware(idempotency.Middleware(store, idempotency.Config{KeyFunc: idempotency.KeyFromMessageID})))
-	handler := sqsworker.Chain(mux, claimcheck.Middleware(s3client, claimcheck.MiddlewareConfig{}))
+	resolver, err := claimcheck.NewResolver(s3client, claimcheck.ResolverConfig{Allow: []claimcheck.Location{{Bucket: f.bucket, KeyPrefix: "payloads/"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := sqsworker.Chain(mux, resolver.Middleware())
 	f.batch = lambda.New(handler, append([]lambda.Option{
 		lambda.WithSQSClient(testenv.SQS(t)),
 		lambda.WithBackoff(sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone}),

@@ -33,6 +33,7 @@ package rie
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -101,7 +102,28 @@ func Start(t testing.TB, options Options) *Function {
 	if name == "" {
 		name = "sqsworker-test"
 	}
-	invokeAddress, runtimeAddress := FreeAddress(t), FreeAddress(t)
+	// The ports are free when chosen but the RIE binds them a moment later, so another
+	// process (a parallel test) can take one in between: the RIE then exits with "address
+	// already in use", and the start is tried again on new ports.
+	for attempt := 1; ; attempt++ {
+		fn, err := start(t, binary, name, timeout, options)
+		if err == nil {
+			return fn
+		}
+		if !errors.Is(err, errAddressInUse) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("rie: attempt %d: %v; trying new ports", attempt, err)
+	}
+}
+
+var errAddressInUse = errors.New("rie: a port was taken before the emulator bound it")
+
+// start runs the RIE once on two newly chosen ports and waits until it listens.
+func start(t testing.TB, binary, name string, timeout time.Duration, options Options) (*Function, error) {
+	t.Helper()
+	addresses := FreeAddresses(t, 2)
+	invokeAddress, runtimeAddress := addresses[0], addresses[1]
 	cmd := exec.Command(binary,
 		"--runtime-interface-emulator-address", invokeAddress,
 		"--runtime-api-address", runtimeAddress,
@@ -117,33 +139,38 @@ func Start(t testing.TB, options Options) *Function {
 	cmd.Stdout, cmd.Stderr = output, output
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("rie: starting %s: %v", binary, err)
+		return nil, fmt.Errorf("rie: starting %s: %w", binary, err)
 	}
 	fn := &Function{URL: "http://" + invokeAddress + InvokePath, cmd: cmd, output: output, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(fn.done)
 	}()
-	t.Cleanup(func() {
-		fn.stop()
-		if t.Failed() {
-			t.Logf("rie: output of the emulator at %s:\n%s", invokeAddress, fn.Output())
-		}
-	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
+		select {
+		case <-fn.done:
+			fn.stop()
+			if strings.Contains(fn.Output(), "address already in use") {
+				return nil, fmt.Errorf("%w:\n%s", errAddressInUse, fn.Output())
+			}
+			return nil, fmt.Errorf("rie: emulator exited before listening:\n%s", fn.Output())
+		default:
+		}
 		conn, err := net.DialTimeout("tcp", invokeAddress, 200*time.Millisecond)
 		if err == nil {
 			_ = conn.Close()
-			return fn
-		}
-		select {
-		case <-fn.done:
-			t.Fatalf("rie: emulator exited before listening:\n%s", fn.Output())
-		default:
+			t.Cleanup(func() {
+				fn.stop()
+				if t.Failed() {
+					t.Logf("rie: output of the emulator at %s:\n%s", invokeAddress, fn.Output())
+				}
+			})
+			return fn, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rie: emulator not listening on %s after 15 s:\n%s", invokeAddress, fn.Output())
+			fn.stop()
+			return nil, fmt.Errorf("rie: emulator not listening on %s after 15 s:\n%s", invokeAddress, fn.Output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -343,12 +370,23 @@ func goCommand(env []string, args ...string) *exec.Cmd {
 // FreeAddress returns 127.0.0.1:PORT with a port that was free a moment ago.
 func FreeAddress(t testing.TB) string {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("rie: finding a free port: %v", err)
+	return FreeAddresses(t, 1)[0]
+}
+
+// FreeAddresses returns n distinct 127.0.0.1:PORT addresses whose ports were free a moment
+// ago: all n are held open together while they are chosen, so no two are the same.
+func FreeAddresses(t testing.TB, n int) []string {
+	t.Helper()
+	addresses := make([]string, 0, n)
+	for range n {
+		listener, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("rie: finding a free port: %v", err)
+		}
+		defer listener.Close()
+		addresses = append(addresses, listener.Addr().String())
 	}
-	defer listener.Close()
-	return listener.Addr().String()
+	return addresses
 }
 
 // SyncBuffer collects a process's output; safe for concurrent writes and reads.
