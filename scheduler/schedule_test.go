@@ -146,47 +146,6 @@ func TestParseSchedulesRefusesBadInput(t *testing.T) {
 	}
 }
 
-// The missed-tick policy: ticks due within MissedAfter are all enqueued; of the later
-// ones the CatchUp most recent are, the others are skipped (counted, first and last).
-func TestDueTicksApplyTheMissedTickPolicy(t *testing.T) {
-	last := utc(t, "2026-12-01T09:00:00Z")
-	now := utc(t, "2026-12-01T09:00:21Z") // ticks at :02 ... :20 (10), :16 to :20 on time
-	cases := []struct {
-		catchUp   int
-		wantFirst string
-		wantDue   int
-		skipped   int
-	}{
-		{catchUp: 0, wantFirst: "2026-12-01T09:00:16Z", wantDue: 3, skipped: 7},
-		{catchUp: 2, wantFirst: "2026-12-01T09:00:12Z", wantDue: 5, skipped: 5},
-		{catchUp: 20, wantFirst: "2026-12-01T09:00:02Z", wantDue: 10, skipped: 0},
-	}
-	for _, c := range cases {
-		s := newTestScheduler(t, Schedule{Name: "s", Cron: "@every 2s", JobType: "t", Queue: "q", CatchUp: c.catchUp}, 5*time.Second)
-		due, skip := s.dueTicks(&s.schedules[0], last, now)
-		require.Len(t, due, c.wantDue, "catch_up %d", c.catchUp)
-		assert.Equal(t, c.wantFirst, due[0].Format(time.RFC3339), "catch_up %d", c.catchUp)
-		assert.Equal(t, "2026-12-01T09:00:20Z", due[len(due)-1].Format(time.RFC3339))
-		assert.Equal(t, c.skipped, skip.count, "catch_up %d", c.catchUp)
-		if c.skipped > 0 {
-			assert.Equal(t, "2026-12-01T09:00:02Z", skip.first.Format(time.RFC3339))
-			assert.Equal(t, due[0].Add(-2*time.Second), skip.last)
-		}
-	}
-}
-
-// Jitter delays a tick's due time by the schedule's fixed offset; its id keeps the
-// scheduled time.
-func TestDueTicksWaitForTheJitterOffset(t *testing.T) {
-	s := newTestScheduler(t, Schedule{Name: "shared", Cron: "@every 1m", JobType: "t", Queue: "q", Jitter: Duration(30 * time.Second)}, time.Minute)
-	offset := s.schedules[0].offset
-	tick := utc(t, "2026-12-01T09:01:00Z")
-	due, _ := s.dueTicks(&s.schedules[0], utc(t, "2026-12-01T09:00:00Z"), tick.Add(offset-time.Millisecond))
-	assert.Empty(t, due, "not due before its offset %s", offset)
-	due, _ = s.dueTicks(&s.schedules[0], utc(t, "2026-12-01T09:00:00Z"), tick.Add(offset))
-	assert.Equal(t, []time.Time{tick}, due)
-}
-
 func TestNewReportsEveryProblem(t *testing.T) {
 	_, err := New(nil, nil, Config{LeaseDuration: 500 * time.Millisecond}, nil)
 	require.Error(t, err)
@@ -197,6 +156,15 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		[]Schedule{{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "less than half of LeaseDuration")
+	// The grace period covers a takeover after a crash.
+	_, err = New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: 10 * time.Second, RenewInterval: 3 * time.Second, MissedAfter: 12 * time.Second},
+		[]Schedule{{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Config.MissedAfter 12s is below LeaseDuration + RenewInterval (13s)")
+	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: time.Minute},
+		[]Schedule{{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}})
+	require.NoError(t, err)
+	assert.Equal(t, 80*time.Second, s.config.MissedAfter, "the default grace period is at least LeaseDuration + RenewInterval")
 }
 
 func TestShutdownBeforeStart(t *testing.T) {
@@ -209,7 +177,7 @@ func TestShutdownBeforeStart(t *testing.T) {
 
 func newTestScheduler(t *testing.T, schedule Schedule, missedAfter time.Duration) *Scheduler {
 	t.Helper()
-	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", MissedAfter: missedAfter}, []Schedule{schedule})
+	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: 3 * time.Second, RenewInterval: time.Second, MissedAfter: missedAfter}, []Schedule{schedule})
 	require.NoError(t, err)
 	return s
 }
