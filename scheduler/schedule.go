@@ -33,8 +33,10 @@ type Schedule struct {
 	// at a wall time that does not exist (spring forward: "30 2 * * *" in
 	// America/New_York skips 8 March 2026) and two ticks at a wall time that occurs
 	// twice (fall back: "30 1 * * *" ticks at 05:30 and 06:30 UTC on 1 November 2026),
-	// each with its own tick id; @every ticks are independent of the zone. Keep daily
-	// jobs out of the transition hours (01:00 to 03:00 local) where that matters.
+	// each with its own tick id, and a time at a midnight that does not exist moves a
+	// year ("0 0 4 11 *" in America/Sao_Paulo, whose 4 November 2018 began at 01:00,
+	// next ticks in 2019); @every ticks are independent of the zone. Keep daily jobs out
+	// of the transition hours (00:00 to 03:00 local) where that matters.
 	TimeZone string `json:"time_zone,omitempty"`
 	// JobType is sent as the job-type message attribute (and, for EventBridge targets,
 	// the "job_type" body field: see [JobTypeField]).

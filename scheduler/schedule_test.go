@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +181,46 @@ func newTestScheduler(t *testing.T, schedule Schedule, missedAfter time.Duration
 	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: 3 * time.Second, RenewInterval: time.Second, MissedAfter: missedAfter}, []Schedule{schedule})
 	require.NoError(t, err)
 	return s
+}
+
+// CASES.md N18 as a table over the pinned library: want is the rule N18 proposes (a
+// daily time in a spring-forward gap runs once at the gap's end; an ambiguous fall-back
+// time runs once, at its first occurrence; finer schedules run by elapsed time; a
+// non-existent midnight never moves a tick a year), pinned is what robfig/cron v3.0.1
+// gives. The test holds the scheduler to pinned (its documented behaviour, see
+// Schedule.TimeZone) and logs every row where the two differ, so a change of library or
+// a wrapper shows here first.
+func TestDSTTableAgainstThePinnedLibrary(t *testing.T) {
+	rows := []struct {
+		cron, zone, from string
+		want, pinned     []string
+	}{
+		{"0 2 * * *", "America/Los_Angeles", "2025-03-08T20:00:00Z",
+			[]string{"2025-03-09T10:00:00Z", "2025-03-10T09:00:00Z"}, []string{"2025-03-10T09:00:00Z", "2025-03-11T09:00:00Z"}},
+		{"30 2 * * *", "America/Los_Angeles", "2025-03-08T20:00:00Z",
+			[]string{"2025-03-09T10:00:00Z", "2025-03-10T09:30:00Z"}, []string{"2025-03-10T09:30:00Z", "2025-03-11T09:30:00Z"}},
+		{"30 1 * * *", "America/Los_Angeles", "2025-11-01T19:00:00Z",
+			[]string{"2025-11-02T08:30:00Z", "2025-11-03T09:30:00Z"}, []string{"2025-11-02T08:30:00Z", "2025-11-02T09:30:00Z"}},
+		{"*/30 * * * *", "America/Los_Angeles", "2025-11-02T07:50:00Z",
+			[]string{"2025-11-02T08:00:00Z", "2025-11-02T08:30:00Z", "2025-11-02T09:00:00Z", "2025-11-02T09:30:00Z"},
+			[]string{"2025-11-02T08:00:00Z", "2025-11-02T08:30:00Z", "2025-11-02T09:00:00Z", "2025-11-02T09:30:00Z"}},
+		{"0 1 4 11 *", "America/Sao_Paulo", "2018-11-04T02:00:00Z", []string{"2018-11-04T03:00:00Z"}, []string{"2018-11-04T03:00:00Z"}},
+		{"0 0 4 11 *", "America/Sao_Paulo", "2018-11-04T02:00:00Z", []string{"2018-11-04T03:00:00Z"}, []string{"2019-11-04T03:00:00Z"}},
+		{"30 1 * * *", "Europe/London", "2026-10-24T12:00:00Z",
+			[]string{"2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}, []string{"2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z"}},
+	}
+	agree := 0
+	for _, row := range rows {
+		got := runs(t, Schedule{Name: "s", Cron: row.cron, TimeZone: row.zone}, row.from, len(row.pinned))
+		assert.Equal(t, row.pinned, got, "%s in %s from %s", row.cron, row.zone, row.from)
+		if slices.Equal(row.want, got) {
+			agree++
+		} else {
+			t.Logf("N18 rule differs: %s in %s from %s: want %v, robfig/cron v3.0.1 %v", row.cron, row.zone, row.from, row.want, got)
+		}
+	}
+	t.Logf("robfig/cron v3.0.1 meets the N18 rule in %d of %d rows", agree, len(rows))
+	_, err := ParseSchedules([]byte(`{"schedules": [{"name": "a", "cron": "0 9 * * *", "time_zone": "Mars/Olympus", "job_type": "t", "queue": "q"}]}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `scheduler: schedule 0 ("a"): time_zone "Mars/Olympus": unknown time zone Mars/Olympus`)
 }
