@@ -72,7 +72,7 @@
 // "scheduler#schedule#<schedule>". An item under those ids that the scheduler did not
 // write is an error matching [ErrMalformedItem]: logged, never taken for a lease or a
 // tick, left alone, and read again after a backoff (1 s, doubling up to 1 min). Other
-// failures back off the same way.
+// failures back off from 1 s up to Config.RenewInterval, and are logged too.
 //
 // Lifecycle and events follow the poller: [New], [Scheduler.Run] (or Start and
 // Shutdown), and an [Observer] told about leadership and ticks.

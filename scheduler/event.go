@@ -35,8 +35,9 @@ const (
 	EventTicksSkipped
 	// EventTickFailed: reading the schedule's state, or claiming, sending or recording
 	// the tick failed (Err; one matching ErrMalformedItem names an item the scheduler did
-	// not write). The schedule is tried again after a backoff (1 s, doubling up to 1
-	// min) while this replica leads; TickID is empty when no tick was reached.
+	// not write). The schedule is tried again after a backoff (1 s, doubling up to
+	// Config.RenewInterval, or up to 1 min for a malformed item) while this replica
+	// leads; TickID is empty when no tick was reached.
 	EventTickFailed
 )
 

@@ -69,9 +69,8 @@ const releaseTimeout = 5 * time.Second
 
 // runKeeper takes the lease when it is free or lapsed, renews it every RenewInterval
 // while this replica holds it, and gives it up when a renewal is refused or cannot be
-// made before the lease's deadline. A failed read of the lease (a malformed item among
-// them) is retried after a backoff (1 s, doubling up to 1 min), a lost race for it
-// after RenewInterval. After stop it waits for the ticker (tickerDone), then releases
+// made before the lease's deadline. A failed read of the lease is retried after a
+// backoff (see Scheduler.backoff), a lost race for it after RenewInterval. After stop it waits for the ticker (tickerDone), then releases
 // the lease.
 func (s *Scheduler) runKeeper(ctx context.Context, tickerDone <-chan struct{}) {
 	var renewAt time.Time
@@ -104,7 +103,7 @@ func (s *Scheduler) runKeeper(ctx context.Context, tickerDone <-chan struct{}) {
 		held, found, err := s.store.readLease(ctx)
 		if err != nil {
 			failures++
-			delay := min(retryInterval<<min(failures-1, 6), maxRetryInterval)
+			delay := s.backoff(failures, err)
 			if errors.Is(err, ErrMalformedItem) { // never taken for a lease, nor overwritten
 				s.logger.Error("scheduler: the lease item is not a lease; standing by", "retry_in", delay, "error", err)
 			} else {
@@ -172,4 +171,16 @@ func (s *Scheduler) loseLeadership(ctx context.Context, lease Lease, reason stri
 	}
 	s.logger.Info("scheduler: leadership lost", "token", lease.Token, "reason", reason, "error", err)
 	s.emit(ctx, Event{Kind: EventLeadershipLost, Token: lease.Token, Reason: reason, Err: err})
+}
+
+// backoff is the pause after the failures-th failure in a row of a read or a pass: 1 s,
+// doubling, up to RenewInterval (how often a standby looks anyway), or up to
+// maxRetryInterval (1 min) for an item that is not the scheduler's, which only a person
+// can fix.
+func (s *Scheduler) backoff(failures int, err error) time.Duration {
+	limit := max(retryInterval, s.config.RenewInterval)
+	if errors.Is(err, ErrMalformedItem) {
+		limit = maxRetryInterval
+	}
+	return min(retryInterval<<min(max(failures-1, 0), 6), limit)
 }

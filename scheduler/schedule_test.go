@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -223,4 +225,21 @@ func TestDSTTableAgainstThePinnedLibrary(t *testing.T) {
 	_, err := ParseSchedules([]byte(`{"schedules": [{"name": "a", "cron": "0 9 * * *", "time_zone": "Mars/Olympus", "job_type": "t", "queue": "q"}]}`))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `scheduler: schedule 0 ("a"): time_zone "Mars/Olympus": unknown time zone Mars/Olympus`)
+}
+
+// A failure backs off 1 s, doubling, up to RenewInterval (a standby looks that often
+// anyway, and a tick waits no longer after a transient failure); an item that is not the
+// scheduler's, which only a person fixes, up to 1 min.
+func TestBackoff(t *testing.T) {
+	s := newTestScheduler(t, Schedule{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}, time.Minute)
+	s.config.RenewInterval = 5 * time.Second
+	transient, bad := errors.New("throttled"), fmt.Errorf("reading: %w", ErrMalformedItem)
+	var got, gotBad []time.Duration
+	for failures := 1; failures <= 8; failures++ {
+		got = append(got, s.backoff(failures, transient))
+		gotBad = append(gotBad, s.backoff(failures, bad))
+	}
+	second := time.Second
+	assert.Equal(t, []time.Duration{second, 2 * second, 4 * second, 5 * second, 5 * second, 5 * second, 5 * second, 5 * second}, got)
+	assert.Equal(t, []time.Duration{second, 2 * second, 4 * second, 8 * second, 16 * second, 32 * second, time.Minute, time.Minute}, gotBad)
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// Backoff of a schedule whose pass failed: retryInterval, doubled at each further
-// failure up to maxRetryInterval. A state item that changed under the leader is read
-// again at once, at most maxMoved times in a row.
+// A schedule whose pass failed backs off (Scheduler.backoff) up to maxRetryInterval for
+// a malformed item. A state item that changed under the leader is read again at once,
+// at most maxMoved times in a row.
 const (
 	maxRetryInterval = time.Minute
 	maxMoved         = 2
@@ -151,9 +151,8 @@ func (s *Scheduler) failed(ctx context.Context, lease Lease, sc *compiled, tm *t
 		}
 		err = errors.New("scheduler: the schedule's state item keeps changing under the leader (another writer?)")
 	}
-	delay := retryInterval << min(sc.failures, 6)
-	delay = min(delay, maxRetryInterval)
 	sc.failures++
+	delay := s.backoff(sc.failures, err)
 	sc.retryAt = now.Add(delay)
 	level := slog.LevelWarn
 	if errors.Is(err, ErrMalformedItem) {
