@@ -49,8 +49,9 @@
 // here the tick id (see the package example). Its record of the tick (IN_PROGRESS while
 // the handler runs, COMPLETED for its Config.TTL, 1 h by default) makes every copy and
 // every redelivery after the first successful run a completed duplicate, so the
-// handler completes exactly once per tick; a failed run releases the record and the
-// message is retried as any job is. Keep that TTL longer than the time between a
+// handler completes exactly once per tick, as far as that record goes (package
+// idempotency says what it covers); a failed run releases the record and the message
+// is retried as any job is. Keep that TTL longer than the time between a
 // tick's copies (the takeover time, or an SQS outage) and the queue's visibility
 // timeout. Without the middleware a handler may run twice for one tick.
 //

@@ -62,3 +62,24 @@ func TestRecentTicks(t *testing.T) {
 	assert.Empty(t, ticks)
 	assert.Equal(t, to, before)
 }
+
+// Counting the missed ticks of 14 days costs one step per day, walking them one per
+// tick: go test -run XXX -bench Count ./scheduler compares the two in one run.
+func BenchmarkCountFourteenDays(b *testing.B) {
+	from := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	to := from.Add(14 * 24 * time.Hour)
+	for _, spec := range []string{"* * * * * *", "* * * * *", "0 10 * * *"} {
+		tt, err := Schedule{Cron: spec, TimeZone: "Europe/Berlin"}.compile()
+		require.NoError(b, err)
+		b.Run("count/"+spec, func(b *testing.B) {
+			for b.Loop() {
+				tt.count(from, to)
+			}
+		})
+		b.Run("walk/"+spec, func(b *testing.B) {
+			for b.Loop() {
+				walkCount(tt, from, to)
+			}
+		})
+	}
+}
