@@ -18,19 +18,26 @@ const (
 	// "fenced" when a tick's claim was refused, "shutdown" when it released it). Err
 	// carries the failure, if any.
 	EventLeadershipLost
-	// EventTickClaimed: the tick was recorded as claimed under the lease (the fenced
-	// write); its send follows.
+	// EventTickClaimed: the tick was recorded as claimed for a send under the lease (the
+	// fenced write); its send follows. Attempt counts the claims of this tick: more than
+	// 1 when it is sent again.
 	EventTickClaimed
-	// EventTickEnqueued: the tick's message was sent. MessageID is its SQS message id.
+	// EventTickEnqueued: the tick's message was sent and the send recorded; the tick is
+	// done. MessageID is the recorded send's SQS message id. Attempt is the number of
+	// sends of the tick: more than 1 when an earlier send failed or was not recorded (a
+	// lost response, a leader that died after sending), so an earlier copy may be on the
+	// queue too (on a FIFO queue SQS drops a copy sent within its 5-minute
+	// deduplication interval); the consumer's idempotency record, keyed by the tick id,
+	// runs the handler once.
 	EventTickEnqueued
-	// EventTickDeduplicated: the tick had been sent already (by a leader that died before
-	// recording it, or a paused one): nothing was sent. MessageID is the first send's.
-	EventTickDeduplicated
-	// EventTicksSkipped: Skipped ticks, from Tick to LastSkipped, fell due more than
-	// Config.MissedAfter ago and were beyond the schedule's CatchUp: none is enqueued.
+	// EventTicksSkipped: Skipped missed ticks, from Tick to LastSkipped, were beyond the
+	// schedule's CatchUp (see Schedule.CatchUp): none is enqueued.
 	EventTicksSkipped
-	// EventTickFailed: claiming, sending or recording the tick failed (Err); it is tried
-	// again while this replica leads.
+	// EventTickFailed: reading the schedule's state, or claiming, sending or recording
+	// the tick failed (Err; one matching ErrMalformedItem names an item the scheduler did
+	// not write). The schedule is tried again after a backoff (1 s, doubling up to
+	// Config.RenewInterval, or up to 1 min for a malformed item) while this replica
+	// leads; TickID is empty when no tick was reached.
 	EventTickFailed
 )
 
@@ -45,8 +52,6 @@ func (k EventKind) String() string {
 		return "tick-claimed"
 	case EventTickEnqueued:
 		return "tick-enqueued"
-	case EventTickDeduplicated:
-		return "tick-deduplicated"
 	case EventTicksSkipped:
 		return "ticks-skipped"
 	case EventTickFailed:
@@ -69,9 +74,12 @@ type Event struct {
 	// Queue is the queue URL of the tick's message; MessageID its SQS message id.
 	Queue     string
 	MessageID string
+	// Attempt is how many times the tick was claimed for a send (EventTickClaimed,
+	// EventTickEnqueued): 1 for its first send.
+	Attempt int
 	// Skipped is the number of ticks skipped (EventTicksSkipped), the last of them at
 	// LastSkipped.
-	Skipped     int
+	Skipped     int64
 	LastSkipped time.Time
 	// Reason says why leadership was lost.
 	Reason string

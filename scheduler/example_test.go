@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/scheduler"
 )
@@ -35,10 +36,13 @@ func Example_besidePoller() {
 			log.Fatal(err)
 		}
 
+		// A tick is enqueued at least once; its idempotency record (keyed by the tick id,
+		// the message's idempotency key) runs the handler once per tick.
+		once := idempotency.Middleware(idempotency.NewDynamoDBStore(dynamoClient, "jobs-idempotency"), idempotency.Config{})
 		mux := sqsworker.NewServeMux(sqsworker.RouteByJSONField(scheduler.JobTypeField)) // EventBridge-sent jobs too
 		mux.RegisterFunc("nightly-report", func(ctx context.Context, m *sqsworker.Message) error {
 			return nil // m's idempotency key is the tick id, "nightly-report/2026-12-01T01:30:00Z"
-		})
+		}, sqsworker.JobMiddleware(once))
 		worker, err := poller.New(sqsClient, poller.Config{QueueURL: queueURL}, mux)
 		if err != nil {
 			log.Fatal(err)

@@ -69,10 +69,12 @@ const releaseTimeout = 5 * time.Second
 
 // runKeeper takes the lease when it is free or lapsed, renews it every RenewInterval
 // while this replica holds it, and gives it up when a renewal is refused or cannot be
-// made before the lease's deadline. After stop it waits for the ticker (tickerDone),
-// then releases the lease.
+// made before the lease's deadline. A failed read of the lease is retried after a
+// backoff (see Scheduler.backoff), a lost race for it after RenewInterval. After stop it waits for the ticker (tickerDone), then releases
+// the lease.
 func (s *Scheduler) runKeeper(ctx context.Context, tickerDone <-chan struct{}) {
 	var renewAt time.Time
+	failures := 0 // failed reads of the lease in a row
 	for {
 		lease, validUntil, leading := s.lead.get()
 		if leading {
@@ -100,12 +102,19 @@ func (s *Scheduler) runKeeper(ctx context.Context, tickerDone <-chan struct{}) {
 		}
 		held, found, err := s.store.readLease(ctx)
 		if err != nil {
-			s.logger.Warn("scheduler: reading the lease failed; retrying", "error", err)
-			if !s.wait(retryInterval, nil) {
+			failures++
+			delay := s.backoff(failures, err)
+			if errors.Is(err, ErrMalformedItem) { // never taken for a lease, nor overwritten
+				s.logger.Error("scheduler: the lease item is not a lease; standing by", "retry_in", delay, "error", err)
+			} else {
+				s.logger.Warn("scheduler: reading the lease failed; retrying", "retry_in", delay, "error", err)
+			}
+			if !s.wait(delay, nil) {
 				break
 			}
 			continue
 		}
+		failures = 0
 		if now := time.Now(); found && held.Expiry.After(now) {
 			// Held by another replica: look again when it lapses, or after RenewInterval.
 			if !s.wait(min(held.Expiry.Sub(now)+time.Millisecond, s.config.RenewInterval), nil) {
@@ -123,7 +132,13 @@ func (s *Scheduler) runKeeper(ctx context.Context, tickerDone <-chan struct{}) {
 		start := time.Now()
 		taken, err := s.store.acquire(ctx, s.config.Owner, seen, start, s.config.LeaseDuration)
 		if errors.Is(err, ErrFenced) {
-			continue // another standby was first: read its lease
+			// Another standby was first: read its lease after a pause, so that standbys
+			// racing for a lease that keeps changing do not spin on it.
+			s.logger.Debug("scheduler: another replica took the lease first", "seen_token", held.Token)
+			if !s.wait(s.config.RenewInterval, nil) {
+				break
+			}
+			continue
 		}
 		if err != nil {
 			s.logger.Warn("scheduler: taking the lease failed; retrying", "error", err)
@@ -156,4 +171,16 @@ func (s *Scheduler) loseLeadership(ctx context.Context, lease Lease, reason stri
 	}
 	s.logger.Info("scheduler: leadership lost", "token", lease.Token, "reason", reason, "error", err)
 	s.emit(ctx, Event{Kind: EventLeadershipLost, Token: lease.Token, Reason: reason, Err: err})
+}
+
+// backoff is the pause after the failures-th failure in a row of a read or a pass: 1 s,
+// doubling, up to RenewInterval (how often a standby looks anyway), or up to
+// maxRetryInterval (1 min) for an item that is not the scheduler's, which only a person
+// can fix.
+func (s *Scheduler) backoff(failures int, err error) time.Duration {
+	limit := max(retryInterval, s.config.RenewInterval)
+	if errors.Is(err, ErrMalformedItem) {
+		limit = maxRetryInterval
+	}
+	return min(retryInterval<<min(max(failures-1, 0), 6), limit)
 }

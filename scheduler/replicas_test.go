@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/testenv"
-	"github.com/sqsworker/sqsworker/poller"
 )
 
 // replicaLine is one event line of the replica binary (scheduler/internal/replica).
@@ -31,7 +34,8 @@ type replicaLine struct {
 	Token     int64     `json:"token"`
 	TickID    string    `json:"tick_id"`
 	MessageID string    `json:"message_id"`
-	Skipped   int       `json:"skipped"`
+	Skipped   int64     `json:"skipped"`
+	Attempt   int       `json:"attempt"`
 	Reason    string    `json:"reason"`
 	Time      time.Time `json:"time"`
 	Err       string    `json:"err"`
@@ -59,14 +63,16 @@ func buildReplica(t *testing.T) string {
 	return binary
 }
 
-// start launches one more replica named "r<n>".
-func (r *replicaSet) start() string {
+// start launches one more replica named "r<n>", with env added to the test's
+// environment.
+func (r *replicaSet) start(env ...string) string {
 	r.t.Helper()
 	r.mu.Lock()
 	r.launched++
 	name := fmt.Sprintf("r%d", r.launched)
 	r.mu.Unlock()
 	cmd := exec.Command(r.binary, append([]string{"-owner", name}, r.args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = &prefixWriter{t: r.t, prefix: name}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(r.t, err)
@@ -181,10 +187,11 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 // Three replicas on a 2-second schedule for a window (SQSWORKER_SCHEDULER_WINDOW, default
 // 2m). The leader is SIGKILLed twice (a new replica replaces each) and the third leader
 // is paused (SIGSTOP) past its lease, then resumed. Every tick from the first to the last
-// is enqueued exactly once, up to the end of the window: the consumer receives each tick
-// id once, as one message, and the queue ends empty; none is missing (catch_up covers the failovers, nothing is
-// skipped); fencing tokens grow at each takeover; the resumed old leader claims nothing
-// after its pause and reports the loss of its lease. The failover times are logged.
+// is recorded as enqueued once, up to the end of the window, and the README's consumer
+// (the idempotency middleware) runs each tick's handler exactly once; the queue ends
+// empty; none is missing (catch_up covers the failovers, nothing is skipped); fencing
+// tokens grow at each takeover; the resumed old leader claims nothing after its pause
+// and reports the loss of its lease. The failover times are logged.
 func TestReplicasEnqueueEveryTickExactlyOnce(t *testing.T) {
 	t.Parallel()
 	window := 2 * time.Minute
@@ -211,34 +218,12 @@ func TestReplicasEnqueueEveryTickExactlyOnce(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "schedules.json")
 	require.NoError(t, os.WriteFile(file, []byte(definitions), 0o600))
 
-	// The consumer: counts each tick id (the idempotency key) and message id it handles.
-	var mu sync.Mutex
-	handled := map[string]int{}
-	messages := map[string]map[string]bool{}
-	mux := sqsworker.NewServeMux()
-	mux.RegisterFunc("tick", func(ctx context.Context, m *sqsworker.Message) error {
-		key, _ := m.StringAttribute(sqsworker.AttributeIdempotencyKey)
-		mu.Lock()
-		defer mu.Unlock()
-		handled[key]++
-		if messages[key] == nil {
-			messages[key] = map[string]bool{}
-		}
-		messages[key][m.ID] = true
-		return nil
-	})
-	consumer, err := poller.New(sqsClient, poller.Config{QueueURL: queue.URL, WaitTime: time.Second}, mux)
-	require.NoError(t, err)
-	require.NoError(t, consumer.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = consumer.Shutdown(ctx)
-	})
+	// The consumer the README wires: the idempotency middleware keyed by the tick id.
+	consumer := startTickConsumer(t, sqsClient, dynamo, table, queue.URL, "tick")
 
 	replicas := &replicaSet{
 		t: t, binary: buildReplica(t), procs: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{},
-		args: []string{"-schedules", file, "-table", table, "-lease", lease.String(), "-renew", "1s", "-missed-after", "1s"},
+		args: []string{"-schedules", file, "-table", table, "-lease", lease.String(), "-renew", "1s"},
 	}
 	t.Cleanup(func() {
 		for name := range replicas.procs {
@@ -356,23 +341,158 @@ func TestReplicasEnqueueEveryTickExactlyOnce(t *testing.T) {
 		"fencing tokens grow at every takeover: %v", gained)
 	assert.GreaterOrEqual(t, len(gained), 4, "three takeovers after the first leader: %v", gained)
 
-	// The consumer got each tick exactly once, as one message, and the queue is empty.
-	testenv.Eventually(t, stall, fmt.Sprintf("the consumer handling %d ticks", len(want)), func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(handled) >= len(want)
-	})
-	testenv.Eventually(t, stall, "the queue empty", func() bool {
-		visible, inFlight := testenv.Counts(t, sqsClient, queue.URL)
-		return visible == 0 && inFlight == 0
-	})
-	mu.Lock()
-	defer mu.Unlock()
+	// The consumer ran each tick's handler exactly once, and the queue is empty. A tick
+	// has one message, or two when the leader that sent it was killed before recording
+	// it and the next leader sent it again (its tick-enqueued line says attempt 2).
+	consumer.drained(t, sqsClient, queue.URL, len(want))
+	attempts := map[string]int{}
+	for _, line := range lines {
+		if line.Kind == "tick-enqueued" {
+			attempts[line.TickID] = line.Attempt
+		}
+	}
+	handled, delivered := consumer.counts()
+	resent := 0
 	for _, id := range want {
 		assert.Equal(t, 1, handled[id], "tick %s handled", id)
-		assert.Len(t, messages[id], 1, "messages for tick %s", id)
+		if attempts[id] > 1 {
+			resent++
+			assert.LessOrEqual(t, delivered[id], attempts[id], "messages for tick %s, sent %d times", id, attempts[id])
+		} else {
+			assert.Equal(t, 1, delivered[id], "messages for tick %s, sent once", id)
+		}
 	}
 	assert.Len(t, handled, len(want), "the consumer handled only the window's ticks")
-	t.Logf("%d ticks from %s to %s, each enqueued and handled once; failovers %v; tokens %v",
-		len(want), first.Format(time.TimeOnly), last.Format(time.TimeOnly), failovers, gained)
+	t.Logf("%d ticks from %s to %s, each enqueued and handled once (%d sent again after a kill); failovers %v; tokens %v",
+		len(want), first.Format(time.TimeOnly), last.Format(time.TimeOnly), resent, failovers, gained)
+}
+
+// lineOf returns the first line of kind from owner for tick id (any tick when empty).
+func (r *replicaSet) lineOf(owner, kind, tickID string) (replicaLine, bool) {
+	for _, line := range r.snapshot() {
+		if line.Owner == owner && line.Kind == kind && (tickID == "" || line.TickID == tickID) {
+			return line, true
+		}
+	}
+	return replicaLine{}, false
+}
+
+// The leader is SIGKILLed after SQS accepted a tick's message and before the send was
+// recorded (its DynamoDB goes through a fault proxy that fails the UpdateItem recording
+// it, and before the fix the one confirming the unique key too). The standby takes over
+// after the lease lapses and sends the tick again at once: a standard queue holds two
+// copies, a FIFO queue one (the same deduplication id within 5 minutes), and the README's
+// consumer (the idempotency middleware) runs every tick's handler exactly once. No tick
+// after the kill waits longer than the takeover (LeaseDuration + RenewInterval, plus the
+// measured DynamoDB round trips): before the fix the standby waited UniquePending (60 s)
+// for the dead leader's unconfirmed unique key, then sent a second copy, and every later
+// tick waited behind it.
+func TestReplicaKilledAfterSendingBeforeRecordingRunsTheTickOnce(t *testing.T) {
+	t.Parallel()
+	binary := buildReplica(t)
+	for _, fifo := range []bool{false, true} {
+		name := map[bool]string{false: "standard", true: "FIFO"}[fifo]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const (
+				period = 2 * time.Second
+				lease  = 3 * time.Second
+				renew  = time.Second
+				stall  = 2 * time.Minute // bounds each wait (the emulator serves one request at a time)
+			)
+			sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
+			queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{FIFO: fifo})
+			table := testenv.NewTable(t, dynamo)
+			definitions := fmt.Sprintf(`{"schedules": [{"name": "every-2s", "cron": "@every 2s", "job_type": "tick", "queue": %q, "catch_up": 100}]}`, queue.URL)
+			file := filepath.Join(t.TempDir(), "schedules.json")
+			require.NoError(t, os.WriteFile(file, []byte(definitions), 0o600))
+			consumer := startTickConsumer(t, sqsClient, dynamo, table, queue.URL, "tick")
+
+			proxy := faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"))
+			proxy.SetRules(faultproxy.Rule{ // the record of a send (and the old unique key's confirmation)
+				Operations: []string{"UpdateItem"}, RequestContains: "#message = :message", Fraction: 1,
+				Status: http.StatusInternalServerError, Code: "InternalServerError", Message: "the test refuses to record sends",
+			})
+			replicas := &replicaSet{
+				t: t, binary: binary, procs: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{},
+				args: []string{"-schedules", file, "-table", table, "-lease", lease.String(), "-renew", renew.String()},
+			}
+			t.Cleanup(func() {
+				for name := range replicas.procs {
+					_ = replicas.procs[name].Process.Kill()
+				}
+			})
+			doomed := replicas.start("AWS_ENDPOINT_URL_DYNAMODB=" + proxy.URL)
+			var claimed replicaLine
+			testenv.Eventually(t, stall, doomed+" claiming a tick", func() bool {
+				var ok bool
+				claimed, ok = replicas.lineOf(doomed, "tick-claimed", "")
+				return ok
+			})
+			standby := replicas.start()
+			testenv.Eventually(t, stall, "the standby started", func() bool {
+				_, ok := replicas.lineOf(standby, "started", "")
+				return ok
+			})
+			testenv.Eventually(t, stall, "the tick's message delivered and its record refused", func() bool {
+				_, delivered := consumer.counts()
+				_, refused := replicas.lineOf(doomed, "tick-failed", claimed.TickID)
+				return delivered[claimed.TickID] == 1 && refused
+			})
+			replicas.kill(doomed)
+			killed := time.Now()
+			var slowest time.Duration // the DynamoDB round trip now, for the bound below
+			for range 5 {
+				begin := time.Now()
+				_, err := dynamo.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table),
+					Key: map[string]dynamodbtypes.AttributeValue{"id": &dynamodbtypes.AttributeValueMemberS{Value: "probe"}}})
+				require.NoError(t, err)
+				slowest = max(slowest, time.Since(begin))
+			}
+			after := killed.Add(3 * period)
+			testenv.Eventually(t, stall, "the standby enqueuing the ticks after the kill", func() bool {
+				line, ok := replicas.firstEnqueueAfter(after, doomed)
+				return ok && line.Owner == standby
+			})
+			replicas.stopAll()
+			lines := replicas.snapshot()
+
+			resent, ok := replicas.lineOf(standby, "tick-enqueued", claimed.TickID)
+			require.True(t, ok, "the standby recorded the dead leader's tick %s", claimed.TickID)
+			assert.Equal(t, 2, resent.Attempt, "sent a second time")
+			bound := lease + renew + max(2*time.Second, 10*slowest)
+			var ids []string
+			for _, line := range lines {
+				if line.Kind != "tick-enqueued" {
+					continue
+				}
+				ids = append(ids, line.TickID)
+				tick, err := time.Parse(time.RFC3339, line.TickID[len("every-2s/"):])
+				require.NoError(t, err)
+				if line.Owner == standby {
+					delay := line.Time.Sub(maxTime(tick, killed))
+					assert.Less(t, delay, bound, "tick %s enqueued %s after the kill or its time (the takeover bound is %s)", line.TickID, delay, bound)
+				}
+			}
+			consumer.drained(t, sqsClient, queue.URL, len(ids))
+			runs, delivered := consumer.counts()
+			for _, id := range ids {
+				assert.Equal(t, 1, runs[id], "handler runs of tick %s", id)
+			}
+			wantCopies := 2
+			if fifo {
+				wantCopies = 1
+			}
+			assert.Equal(t, wantCopies, delivered[claimed.TickID], "messages of tick %s", claimed.TickID)
+			t.Logf("%s: killed %s after it sent %s; %s took over, sent it again (attempt %d) at %s; %d ticks, each handled once; bound %s",
+				name, doomed, claimed.TickID, standby, resent.Attempt, resent.Time.Sub(killed).Round(time.Millisecond), len(ids), bound)
+		})
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

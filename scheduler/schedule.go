@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/robfig/cron/v3"
 )
 
 // Schedule is one periodic job: what to enqueue, where and when. Its JSON form is the
@@ -35,8 +33,10 @@ type Schedule struct {
 	// at a wall time that does not exist (spring forward: "30 2 * * *" in
 	// America/New_York skips 8 March 2026) and two ticks at a wall time that occurs
 	// twice (fall back: "30 1 * * *" ticks at 05:30 and 06:30 UTC on 1 November 2026),
-	// each with its own tick id; @every ticks are independent of the zone. Keep daily
-	// jobs out of the transition hours (01:00 to 03:00 local) where that matters.
+	// each with its own tick id, and a time at a midnight that does not exist moves a
+	// year ("0 0 4 11 *" in America/Sao_Paulo, whose 4 November 2018 began at 01:00,
+	// next ticks in 2019); @every ticks are independent of the zone. Keep daily jobs out
+	// of the transition hours (00:00 to 03:00 local) where that matters.
 	TimeZone string `json:"time_zone,omitempty"`
 	// JobType is sent as the job-type message attribute (and, for EventBridge targets,
 	// the "job_type" body field: see [JobTypeField]).
@@ -47,11 +47,22 @@ type Schedule struct {
 	Queue string `json:"queue"`
 	// GroupID is the message group id on FIFO queues; if empty, the schedule's name.
 	GroupID string `json:"group_id,omitempty"`
-	// CatchUp is the missed-tick policy: how many of the ticks that fell due more than
-	// Config.MissedAfter ago without being enqueued (no leader ran) are still enqueued,
-	// the most recent first; older ones are skipped ([EventTicksSkipped]). 0 (the
-	// default) skips them all; at most 1000.
+	// CatchUp is the missed-tick policy: how many of the schedule's missed ticks are
+	// still enqueued, the most recent ones; the older ones are skipped
+	// ([EventTicksSkipped]). A tick is missed when it fell due more than
+	// Config.MissedAfter ago without being enqueued, or while no replica led and it is
+	// not the last tick due before the next leader took over (that one is enqueued
+	// whatever the policy, when within MissedAfter). 0 (the default) skips them all; at
+	// most 1000. A leader reports the missed ticks of a schedule in one log line with
+	// the counts.
 	CatchUp int `json:"catch_up,omitempty"`
+	// RunOnStart enqueues one extra tick when a leader starts (a deploy, a restart, a
+	// takeover) and the schedule's last enqueued tick is older than one interval (the
+	// tick after it fell due and was skipped: missed beyond CatchUp), or none was ever
+	// enqueued; never when a tick is enqueued in the same pass. Its id is
+	// [StartTickID], so it is never taken for a regular tick; the regular ticks go on
+	// after it. Container scheduler only (the Terraform module ignores it).
+	RunOnStart bool `json:"run_on_start,omitempty"`
 	// Jitter delays every tick of the schedule by a fixed offset in [0, Jitter), derived
 	// from the scheduler's table, lease name and the schedule's name (the same on every
 	// replica), so that schedules many services share ("0 0 * * *") do not all fire in
@@ -167,53 +178,6 @@ func Validate(schedules []Schedule) error {
 	return errors.Join(errs...)
 }
 
-// parser reads the expressions: an optional seconds field, five standard fields, and
-// the descriptors (@every, @daily, ...).
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// timetable computes a schedule's ticks.
-type timetable struct {
-	spec  cron.Schedule
-	every time.Duration // for @every: ticks on multiples of it since the epoch
-}
-
-// compile parses the schedule's expression in its time zone.
-func (s Schedule) compile() (timetable, error) {
-	expression := strings.TrimSpace(s.Cron)
-	if expression == "" {
-		return timetable{}, errors.New("cron is empty")
-	}
-	if strings.HasPrefix(expression, "TZ=") || strings.HasPrefix(expression, "CRON_TZ=") {
-		return timetable{}, errors.New("cron: set the time zone in time_zone, not in the expression")
-	}
-	zone := s.TimeZone
-	if zone == "" {
-		zone = "UTC"
-	}
-	if _, err := time.LoadLocation(zone); err != nil {
-		return timetable{}, fmt.Errorf("time_zone %q: %w", s.TimeZone, err)
-	}
-	spec, err := parser.Parse("CRON_TZ=" + zone + " " + expression)
-	if err != nil {
-		return timetable{}, fmt.Errorf("cron %q: %w", s.Cron, err)
-	}
-	table := timetable{spec: spec}
-	if every, ok := spec.(cron.ConstantDelaySchedule); ok {
-		table.every = every.Delay
-	}
-	return table, nil
-}
-
-// next returns the first tick strictly after t (zero when none within five years).
-func (tt timetable) next(t time.Time) time.Time {
-	if tt.every > 0 {
-		step := int64(tt.every / time.Second)
-		seconds := t.Unix()
-		return time.Unix((seconds/step+1)*step, 0).UTC()
-	}
-	return tt.spec.Next(t).UTC()
-}
-
 // NextRuns returns the schedule's next n ticks after t, in UTC (without jitter).
 func (s Schedule) NextRuns(t time.Time, n int) ([]time.Time, error) {
 	table, err := s.compile()
@@ -252,8 +216,29 @@ func (s Schedule) body() string {
 }
 
 // TickID is the stable id of the schedule's tick at t: the name, "/", and t in UTC as
-// RFC 3339 ("nightly-report/2026-12-01T02:00:00Z"). It is the FIFO deduplication id, the
-// unique key and the idempotency key of the tick's message (at most 85 characters).
+// RFC 3339 ("nightly-report/2026-12-01T02:00:00Z"). It is the idempotency key of the
+// tick's message (and its FIFO deduplication id), at most 85 characters.
 func TickID(schedule string, t time.Time) string {
 	return schedule + "/" + t.UTC().Format(time.RFC3339)
+}
+
+// StartTickID is the id of the tick a schedule with RunOnStart enqueues when a leader
+// starts at t: the name, "/start-", and t in UTC as RFC 3339, to the second
+// ("nightly-report/start-2026-12-01T09:12:07Z"), so it never equals a regular tick's id.
+func StartTickID(schedule string, t time.Time) string {
+	return schedule + "/start-" + t.UTC().Format(time.RFC3339)
+}
+
+// parseTickID reads a tick id of schedule written by TickID or StartTickID.
+func parseTickID(schedule, id string) (at time.Time, start bool, err error) {
+	rest, ok := strings.CutPrefix(id, schedule+"/")
+	if !ok {
+		return time.Time{}, false, fmt.Errorf("tick id %q is not one of schedule %q", id, schedule)
+	}
+	rest, start = strings.CutPrefix(rest, "start-")
+	at, err = time.Parse(time.RFC3339, rest)
+	if err != nil || at.Location() != time.UTC || at.Format(time.RFC3339) != rest {
+		return time.Time{}, false, fmt.Errorf("tick id %q does not end in a UTC time (RFC 3339)", id)
+	}
+	return at, start, nil
 }

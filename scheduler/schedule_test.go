@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,47 +149,6 @@ func TestParseSchedulesRefusesBadInput(t *testing.T) {
 	}
 }
 
-// The missed-tick policy: ticks due within MissedAfter are all enqueued; of the later
-// ones the CatchUp most recent are, the others are skipped (counted, first and last).
-func TestDueTicksApplyTheMissedTickPolicy(t *testing.T) {
-	last := utc(t, "2026-12-01T09:00:00Z")
-	now := utc(t, "2026-12-01T09:00:21Z") // ticks at :02 ... :20 (10), :16 to :20 on time
-	cases := []struct {
-		catchUp   int
-		wantFirst string
-		wantDue   int
-		skipped   int
-	}{
-		{catchUp: 0, wantFirst: "2026-12-01T09:00:16Z", wantDue: 3, skipped: 7},
-		{catchUp: 2, wantFirst: "2026-12-01T09:00:12Z", wantDue: 5, skipped: 5},
-		{catchUp: 20, wantFirst: "2026-12-01T09:00:02Z", wantDue: 10, skipped: 0},
-	}
-	for _, c := range cases {
-		s := newTestScheduler(t, Schedule{Name: "s", Cron: "@every 2s", JobType: "t", Queue: "q", CatchUp: c.catchUp}, 5*time.Second)
-		due, skip := s.dueTicks(&s.schedules[0], last, now)
-		require.Len(t, due, c.wantDue, "catch_up %d", c.catchUp)
-		assert.Equal(t, c.wantFirst, due[0].Format(time.RFC3339), "catch_up %d", c.catchUp)
-		assert.Equal(t, "2026-12-01T09:00:20Z", due[len(due)-1].Format(time.RFC3339))
-		assert.Equal(t, c.skipped, skip.count, "catch_up %d", c.catchUp)
-		if c.skipped > 0 {
-			assert.Equal(t, "2026-12-01T09:00:02Z", skip.first.Format(time.RFC3339))
-			assert.Equal(t, due[0].Add(-2*time.Second), skip.last)
-		}
-	}
-}
-
-// Jitter delays a tick's due time by the schedule's fixed offset; its id keeps the
-// scheduled time.
-func TestDueTicksWaitForTheJitterOffset(t *testing.T) {
-	s := newTestScheduler(t, Schedule{Name: "shared", Cron: "@every 1m", JobType: "t", Queue: "q", Jitter: Duration(30 * time.Second)}, time.Minute)
-	offset := s.schedules[0].offset
-	tick := utc(t, "2026-12-01T09:01:00Z")
-	due, _ := s.dueTicks(&s.schedules[0], utc(t, "2026-12-01T09:00:00Z"), tick.Add(offset-time.Millisecond))
-	assert.Empty(t, due, "not due before its offset %s", offset)
-	due, _ = s.dueTicks(&s.schedules[0], utc(t, "2026-12-01T09:00:00Z"), tick.Add(offset))
-	assert.Equal(t, []time.Time{tick}, due)
-}
-
 func TestNewReportsEveryProblem(t *testing.T) {
 	_, err := New(nil, nil, Config{LeaseDuration: 500 * time.Millisecond}, nil)
 	require.Error(t, err)
@@ -197,6 +159,15 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		[]Schedule{{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "less than half of LeaseDuration")
+	// The grace period covers a takeover after a crash.
+	_, err = New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: 10 * time.Second, RenewInterval: 3 * time.Second, MissedAfter: 12 * time.Second},
+		[]Schedule{{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Config.MissedAfter 12s is below LeaseDuration + RenewInterval (13s)")
+	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: time.Minute},
+		[]Schedule{{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}})
+	require.NoError(t, err)
+	assert.Equal(t, 80*time.Second, s.config.MissedAfter, "the default grace period is at least LeaseDuration + RenewInterval")
 }
 
 func TestShutdownBeforeStart(t *testing.T) {
@@ -209,7 +180,66 @@ func TestShutdownBeforeStart(t *testing.T) {
 
 func newTestScheduler(t *testing.T, schedule Schedule, missedAfter time.Duration) *Scheduler {
 	t.Helper()
-	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", MissedAfter: missedAfter}, []Schedule{schedule})
+	s, err := New(&sqs.Client{}, &dynamodb.Client{}, Config{Table: "t", LeaseDuration: 3 * time.Second, RenewInterval: time.Second, MissedAfter: missedAfter}, []Schedule{schedule})
 	require.NoError(t, err)
 	return s
+}
+
+// CASES.md N18 as a table over the pinned library: want is the rule N18 proposes (a
+// daily time in a spring-forward gap runs once at the gap's end; an ambiguous fall-back
+// time runs once, at its first occurrence; finer schedules run by elapsed time; a
+// non-existent midnight never moves a tick a year), pinned is what robfig/cron v3.0.1
+// gives. The test holds the scheduler to pinned (its documented behaviour, see
+// Schedule.TimeZone) and logs every row where the two differ, so a change of library or
+// a wrapper shows here first.
+func TestDSTTableAgainstThePinnedLibrary(t *testing.T) {
+	rows := []struct {
+		cron, zone, from string
+		want, pinned     []string
+	}{
+		{"0 2 * * *", "America/Los_Angeles", "2025-03-08T20:00:00Z",
+			[]string{"2025-03-09T10:00:00Z", "2025-03-10T09:00:00Z"}, []string{"2025-03-10T09:00:00Z", "2025-03-11T09:00:00Z"}},
+		{"30 2 * * *", "America/Los_Angeles", "2025-03-08T20:00:00Z",
+			[]string{"2025-03-09T10:00:00Z", "2025-03-10T09:30:00Z"}, []string{"2025-03-10T09:30:00Z", "2025-03-11T09:30:00Z"}},
+		{"30 1 * * *", "America/Los_Angeles", "2025-11-01T19:00:00Z",
+			[]string{"2025-11-02T08:30:00Z", "2025-11-03T09:30:00Z"}, []string{"2025-11-02T08:30:00Z", "2025-11-02T09:30:00Z"}},
+		{"*/30 * * * *", "America/Los_Angeles", "2025-11-02T07:50:00Z",
+			[]string{"2025-11-02T08:00:00Z", "2025-11-02T08:30:00Z", "2025-11-02T09:00:00Z", "2025-11-02T09:30:00Z"},
+			[]string{"2025-11-02T08:00:00Z", "2025-11-02T08:30:00Z", "2025-11-02T09:00:00Z", "2025-11-02T09:30:00Z"}},
+		{"0 1 4 11 *", "America/Sao_Paulo", "2018-11-04T02:00:00Z", []string{"2018-11-04T03:00:00Z"}, []string{"2018-11-04T03:00:00Z"}},
+		{"0 0 4 11 *", "America/Sao_Paulo", "2018-11-04T02:00:00Z", []string{"2018-11-04T03:00:00Z"}, []string{"2019-11-04T03:00:00Z"}},
+		{"30 1 * * *", "Europe/London", "2026-10-24T12:00:00Z",
+			[]string{"2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}, []string{"2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z"}},
+	}
+	agree := 0
+	for _, row := range rows {
+		got := runs(t, Schedule{Name: "s", Cron: row.cron, TimeZone: row.zone}, row.from, len(row.pinned))
+		assert.Equal(t, row.pinned, got, "%s in %s from %s", row.cron, row.zone, row.from)
+		if slices.Equal(row.want, got) {
+			agree++
+		} else {
+			t.Logf("N18 rule differs: %s in %s from %s: want %v, robfig/cron v3.0.1 %v", row.cron, row.zone, row.from, row.want, got)
+		}
+	}
+	t.Logf("robfig/cron v3.0.1 meets the N18 rule in %d of %d rows", agree, len(rows))
+	_, err := ParseSchedules([]byte(`{"schedules": [{"name": "a", "cron": "0 9 * * *", "time_zone": "Mars/Olympus", "job_type": "t", "queue": "q"}]}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `scheduler: schedule 0 ("a"): time_zone "Mars/Olympus": unknown time zone Mars/Olympus`)
+}
+
+// A failure backs off 1 s, doubling, up to RenewInterval (a standby looks that often
+// anyway, and a tick waits no longer after a transient failure); an item that is not the
+// scheduler's, which only a person fixes, up to 1 min.
+func TestBackoff(t *testing.T) {
+	s := newTestScheduler(t, Schedule{Name: "a", Cron: "@daily", JobType: "t", Queue: "q"}, time.Minute)
+	s.config.RenewInterval = 5 * time.Second
+	transient, bad := errors.New("throttled"), fmt.Errorf("reading: %w", ErrMalformedItem)
+	var got, gotBad []time.Duration
+	for failures := 1; failures <= 8; failures++ {
+		got = append(got, s.backoff(failures, transient))
+		gotBad = append(gotBad, s.backoff(failures, bad))
+	}
+	second := time.Second
+	assert.Equal(t, []time.Duration{second, 2 * second, 4 * second, 5 * second, 5 * second, 5 * second, 5 * second, 5 * second}, got)
+	assert.Equal(t, []time.Duration{second, 2 * second, 4 * second, 8 * second, 16 * second, 32 * second, time.Minute, time.Minute}, gotBad)
 }

@@ -34,12 +34,9 @@ const (
 	DefaultLeaseName = "scheduler"
 	// DefaultLeaseDuration is how long a lease lasts without renewal.
 	DefaultLeaseDuration = 15 * time.Second
-	// DefaultMissedAfter is how late a tick may be and still count as on time.
+	// DefaultMissedAfter is the grace period: how late a tick may be and still count as
+	// on time (at least LeaseDuration + RenewInterval).
 	DefaultMissedAfter = time.Minute
-	// DefaultUniquePending is how long an unconfirmed send holds a tick's unique key.
-	DefaultUniquePending = time.Minute
-	// DefaultUniqueFor is how long a tick's unique key stays taken on a standard queue.
-	DefaultUniqueFor = 24 * time.Hour
 	// retryInterval is the pause after a failed DynamoDB or SQS call.
 	retryInterval = time.Second
 )
@@ -47,8 +44,8 @@ const (
 // Config configures a [Scheduler].
 type Config struct {
 	// Table is the DynamoDB table (string partition key "id", for example the
-	// idempotency table) holding the lease, each schedule's last tick and the ticks'
-	// unique keys. Required.
+	// idempotency table) holding the lease and each schedule's state (its last tick).
+	// Required.
 	Table string
 	// LeaseName names the lease: replicas with the same name and table elect one
 	// leader. If empty, DefaultLeaseName.
@@ -63,15 +60,14 @@ type Config struct {
 	// looks at it at most; if zero, LeaseDuration/3. It must be less than half of
 	// LeaseDuration, so one failed renewal is retried before the lease lapses.
 	RenewInterval time.Duration
-	// MissedAfter is how late a tick may be enqueued as an ordinary tick; a tick later
-	// than this (no leader ran at its time) is missed, and its schedule's CatchUp
-	// decides. If zero, DefaultMissedAfter (1 min).
+	// MissedAfter is the grace period: how late a tick may be enqueued and still be on
+	// time, whatever its schedule's CatchUp. A tick later than this is missed, and so is
+	// a tick that fell due while no replica led unless it is the last one due before the
+	// next leader took over; the schedule's CatchUp decides what becomes of missed ticks.
+	// It must be at least LeaseDuration + RenewInterval, the longest a takeover after a
+	// leader's crash takes, so a crash loses no tick. If zero, DefaultMissedAfter (1 min)
+	// or LeaseDuration + RenewInterval when that is longer.
 	MissedAfter time.Duration
-	// UniquePending is how long a tick's unique key stays reserved by a send not
-	// confirmed (a leader that died during SendMessage); the next leader sends the tick
-	// after that. Longer than any pause a replica may survive keeps a paused leader's
-	// late SendMessage from duplicating the tick. If zero, DefaultUniquePending (1 min).
-	UniquePending time.Duration
 	// Observer, if not nil, is told about leadership and ticks.
 	Observer Observer
 	// Logger receives the scheduler's logs; if nil, slog.Default().
@@ -95,10 +91,7 @@ func (c Config) withDefaults() Config {
 		c.RenewInterval = c.LeaseDuration / 3
 	}
 	if c.MissedAfter == 0 {
-		c.MissedAfter = DefaultMissedAfter
-	}
-	if c.UniquePending == 0 {
-		c.UniquePending = DefaultUniquePending
+		c.MissedAfter = max(DefaultMissedAfter, c.LeaseDuration+c.RenewInterval)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -117,8 +110,9 @@ func (c Config) validate() error {
 	if c.RenewInterval <= 0 || 2*c.RenewInterval >= c.LeaseDuration {
 		errs = append(errs, fmt.Errorf("scheduler: Config.RenewInterval %s must be positive and less than half of LeaseDuration %s", c.RenewInterval, c.LeaseDuration))
 	}
-	if c.MissedAfter < 0 || c.UniquePending < time.Second {
-		errs = append(errs, errors.New("scheduler: Config.MissedAfter must not be negative and Config.UniquePending must be at least 1s"))
+	if c.MissedAfter < c.LeaseDuration+c.RenewInterval {
+		errs = append(errs, fmt.Errorf("scheduler: Config.MissedAfter %s is below LeaseDuration + RenewInterval (%s): a tick due while a crashed leader's lease lapses would be missed",
+			c.MissedAfter, c.LeaseDuration+c.RenewInterval))
 	}
 	return errors.Join(errs...)
 }
@@ -144,12 +138,17 @@ type Scheduler struct {
 	done    chan struct{} // closed when both goroutines have returned
 }
 
-// compiled is a schedule with its timetable and resolved queue URL.
+// compiled is a schedule with its timetable and resolved queue URL, and the ticker's
+// backoff after failed passes (only the ticker goroutine touches those).
 type compiled struct {
 	Schedule
 	table    timetable
 	offset   time.Duration // the jitter offset
 	queueURL string
+
+	failures int       // failed passes in a row
+	moved    int       // passes in a row that found the state changed under the cache
+	retryAt  time.Time // no pass before this
 }
 
 // New returns a scheduler for schedules. It checks config and the schedules (see
@@ -170,11 +169,7 @@ func New(sqsClient API, dynamo DynamoDBAPI, config Config, schedules []Schedule)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	jobs, err := producer.New(sqsClient, producer.Config{
-		Unique:        producer.NewDynamoDBUniqueStore(dynamo, config.Table),
-		UniquePending: config.UniquePending,
-		UniqueWait:    config.RenewInterval,
-	})
+	jobs, err := producer.New(sqsClient, producer.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

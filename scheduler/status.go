@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -12,6 +13,9 @@ type Status struct {
 	// Expiry has passed has no leader now (LeaderAlive false).
 	Leader      *Lease `json:"leader"`
 	LeaderAlive bool   `json:"leader_alive"`
+	// LeaseProblem says what is wrong with a lease item that is not a lease (see
+	// ErrMalformedItem): no replica takes it until it is fixed or deleted.
+	LeaseProblem string `json:"lease_problem,omitempty"`
 	// Schedules are the schedules' states, in the order given.
 	Schedules []ScheduleStatus `json:"schedules"`
 }
@@ -25,15 +29,21 @@ type ScheduleStatus struct {
 	MessageID        string    `json:"message_id,omitempty"`
 	EnqueuedAt       time.Time `json:"enqueued_at,omitzero"`
 	// ClaimedTick is the id of a tick claimed but not yet recorded as sent (a send in
-	// progress, or a leader that died during it: the next leader sends it).
+	// progress, or a leader that died during it: the next leader sends it again),
+	// claimed for a send Sends times.
 	ClaimedTick string `json:"claimed_tick,omitempty"`
+	Sends       int    `json:"sends,omitempty"`
+	// Problem says what is wrong with a state item that is not the scheduler's (see
+	// ErrMalformedItem): the schedule does not tick until it is fixed or deleted.
+	Problem string `json:"problem,omitempty"`
 	// Through is the time up to which ticks are done (enqueued, or skipped as missed).
 	Through time.Time `json:"through,omitzero"`
 }
 
 // ReadStatus reads the lease named leaseName (if empty, DefaultLeaseName) and the state
 // of each schedule from table, with strongly consistent reads, judging the lease's expiry
-// by now. Errors: the GetItem calls' errors.
+// by now. A malformed item is reported in LeaseProblem or the schedule's Problem.
+// Errors: the GetItem calls' errors.
 func ReadStatus(ctx context.Context, client DynamoDBAPI, table, leaseName string, schedules []Schedule, now time.Time) (Status, error) {
 	if leaseName == "" {
 		leaseName = DefaultLeaseName
@@ -41,26 +51,30 @@ func ReadStatus(ctx context.Context, client DynamoDBAPI, table, leaseName string
 	st := &store{client: client, table: table, lease: leaseName}
 	var status Status
 	lease, found, err := st.readLease(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrMalformedItem):
+		status.LeaseProblem = err.Error()
+	case err != nil:
 		return Status{}, err
-	}
-	if found {
+	case found:
 		status.Leader = &lease
 		status.LeaderAlive = lease.Expiry.After(now)
 	}
 	for _, schedule := range schedules {
 		state, found, err := st.readState(ctx, schedule.Name)
-		if err != nil {
-			return Status{}, err
-		}
 		entry := ScheduleStatus{Name: schedule.Name}
-		if found {
+		switch {
+		case errors.Is(err, ErrMalformedItem):
+			entry.Problem = err.Error()
+		case err != nil:
+			return Status{}, err
+		case found:
 			entry.Through = state.tick
 			switch {
 			case state.sent && state.tickID != "":
 				entry.LastEnqueuedTick, entry.MessageID, entry.EnqueuedAt = state.tickID, state.messageID, state.enqueued
 			case !state.sent:
-				entry.ClaimedTick = state.tickID
+				entry.ClaimedTick, entry.Sends = state.tickID, state.sends
 			}
 		}
 		status.Schedules = append(status.Schedules, entry)

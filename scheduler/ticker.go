@@ -3,20 +3,32 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// maxTicksPerPass bounds the ticks one pass walks through for a schedule (a schedule
-// every second after a long time without a leader); the next pass goes on from there.
-const maxTicksPerPass = 1 << 20
+// A schedule whose pass failed backs off (Scheduler.backoff) up to maxRetryInterval for
+// a malformed item. A state item that changed under the leader is read again at once,
+// at most maxMoved times in a row.
+const (
+	maxRetryInterval = time.Minute
+	maxMoved         = 2
+)
+
+// term is what the ticker knows during one leader term (one fencing token).
+type term struct {
+	token   int64
+	states  map[string]*tickState // the schedules' state items, read at the term's start
+	started map[string]bool       // schedules whose first pass of the term went through
+}
 
 // runTicker enqueues due ticks while this replica holds the lease, until stop.
 func (s *Scheduler) runTicker(ctx context.Context) {
-	var token int64
-	var states map[string]*tickState // this term's cached state items
+	var tm *term
 	for {
 		changed := s.lead.changes()
 		lease, ok := s.lead.current(time.Now())
@@ -26,15 +38,15 @@ func (s *Scheduler) runTicker(ctx context.Context) {
 			}
 			continue
 		}
-		if lease.Token != token {
-			token, states = lease.Token, map[string]*tickState{} // a new term reads the states again
+		if tm == nil || lease.Token != tm.token { // a new term reads the states again
+			tm = &term{token: lease.Token, states: map[string]*tickState{}, started: map[string]bool{}}
 		}
 		next := time.Now().Add(s.config.RenewInterval)
 		for i := range s.schedules {
 			if s.stopped() {
 				return
 			}
-			next = minTime(next, s.tickSchedule(ctx, lease, &s.schedules[i], states))
+			next = minTime(next, s.tickSchedule(ctx, lease, &s.schedules[i], tm))
 		}
 		if !s.wait(time.Until(next), changed) {
 			return
@@ -43,44 +55,67 @@ func (s *Scheduler) runTicker(ctx context.Context) {
 }
 
 // tickSchedule enqueues the schedule's due ticks and returns when to come back.
-func (s *Scheduler) tickSchedule(ctx context.Context, lease Lease, sc *compiled, states map[string]*tickState) time.Time {
-	retry := time.Now().Add(retryInterval)
-	state, err := s.loadState(ctx, lease, sc.Name, states)
+func (s *Scheduler) tickSchedule(ctx context.Context, lease Lease, sc *compiled, tm *term) time.Time {
+	if time.Now().Before(sc.retryAt) {
+		return sc.retryAt // backing off after a failure
+	}
+	state, err := s.loadState(ctx, lease, sc.Name, tm)
 	if err != nil {
-		s.emit(ctx, Event{Kind: EventTickFailed, Token: lease.Token, Schedule: sc.Name, Err: err})
-		return retry
+		return s.failed(ctx, lease, sc, tm, Event{Schedule: sc.Name}, err)
 	}
-	if state == nil {
-		return time.Now() // the state moved; read it again now
-	}
-	if !state.sent && state.tickID != "" { // claimed by an earlier term (or this one) and not recorded as sent
-		if !s.enqueue(ctx, lease, sc, states, state.tick) {
-			return retry
+	resent := !state.sent
+	if resent { // claimed before (by this term, an earlier one or a replica that died) and not recorded
+		if err := s.enqueue(ctx, lease, sc, tm, state.tick, state.tickID); err != nil {
+			return s.failed(ctx, lease, sc, tm, s.tickEvent(lease, sc, state.tick, state.tickID), err)
 		}
 	}
-	due, skip := s.dueTicks(sc, states[sc.Name].tick, time.Now())
-	if skip.count > 0 {
-		if !s.skip(ctx, lease, sc, states, skip) {
-			return retry
+	now := time.Now()
+	p := s.planTicks(sc, tm.states[sc.Name].tick, now, lease.Acquired)
+	if p.missed > 0 {
+		s.logger.Warn("scheduler: missed ticks", "schedule", sc.Name, "missed", p.missed, "enqueued", p.caughtUp,
+			"skipped", p.skipped, "policy", sc.policy(), "first", p.firstMissed, "late", p.late.Round(time.Millisecond))
+	}
+	if p.skipped > 0 {
+		skippedState, err := s.store.skip(ctx, lease, sc.Name, *tm.states[sc.Name], p.lastSkipped, time.Now())
+		if err != nil {
+			return s.failed(ctx, lease, sc, tm, Event{Schedule: sc.Name}, err)
+		}
+		tm.states[sc.Name] = &skippedState
+		s.emit(ctx, Event{
+			Kind: EventTicksSkipped, Token: lease.Token, Schedule: sc.Name, TickID: TickID(sc.Name, p.firstMissed),
+			Tick: p.firstMissed, Skipped: p.skipped, LastSkipped: p.lastSkipped, Queue: sc.queueURL,
+		})
+	}
+	for _, tick := range p.enqueue {
+		id := TickID(sc.Name, tick)
+		if err := s.enqueue(ctx, lease, sc, tm, tick, id); err != nil {
+			return s.failed(ctx, lease, sc, tm, s.tickEvent(lease, sc, tick, id), err)
+		}
+		if tick.Equal(p.handoff) {
+			s.logger.Info("scheduler: tick enqueued late (leader handoff)", "schedule", sc.Name, "tick_id", id,
+				"late", time.Since(tick.Add(sc.offset)).Round(100*time.Millisecond), "token", lease.Token)
 		}
 	}
-	for _, tick := range due {
-		if !s.enqueue(ctx, lease, sc, states, tick) {
-			return retry
+	if !tm.started[sc.Name] && !resent && len(p.enqueue) == 0 && sc.startDue(tm.states[sc.Name], now) {
+		at := maxTime(now, tm.states[sc.Name].tick.Add(time.Millisecond)) // after the state's "done through"
+		id := StartTickID(sc.Name, at)
+		if err := s.enqueue(ctx, lease, sc, tm, at, id); err != nil {
+			return s.failed(ctx, lease, sc, tm, s.tickEvent(lease, sc, at, id), err)
 		}
+		s.logger.Info("scheduler: start tick enqueued (run on start: the last tick is older than one interval)", "schedule", sc.Name, "tick_id", id)
 	}
-	if state := states[sc.Name]; state != nil {
-		if next := sc.table.next(state.tick); !next.IsZero() {
-			return next.Add(sc.offset)
-		}
+	tm.started[sc.Name] = true
+	sc.failures, sc.moved = 0, 0
+	if next := sc.table.next(tm.states[sc.Name].tick); !next.IsZero() {
+		return next.Add(sc.offset)
 	}
 	return time.Now().Add(s.config.RenewInterval)
 }
 
-// loadState returns the schedule's cached state, reading it (or writing its baseline:
-// ticks start after now) when this term has not yet. nil, nil when it moved meanwhile.
-func (s *Scheduler) loadState(ctx context.Context, lease Lease, name string, states map[string]*tickState) (*tickState, error) {
-	if state := states[name]; state != nil {
+// loadState returns the schedule's state as this term knows it, reading it (or writing
+// its baseline: ticks start after now) at the term's first pass.
+func (s *Scheduler) loadState(ctx context.Context, lease Lease, name string, tm *term) (*tickState, error) {
+	if state := tm.states[name]; state != nil {
 		return state, nil
 	}
 	state, found, err := s.store.readState(ctx, name)
@@ -89,150 +124,100 @@ func (s *Scheduler) loadState(ctx context.Context, lease Lease, name string, sta
 	}
 	if !found {
 		now := time.Now()
-		state, err = s.store.initState(ctx, lease, name, now, now)
-		switch {
-		case errors.Is(err, errStateMoved):
-			return nil, nil
-		case errors.Is(err, ErrFenced):
-			s.loseLeadership(ctx, lease, "fenced", err)
-			return nil, err
-		case err != nil:
+		if state, err = s.store.initState(ctx, lease, name, now, now); err != nil {
 			return nil, err
 		}
 	}
-	states[name] = &state
+	tm.states[name] = &state
 	return &state, nil
 }
 
-// skipped is a run of missed ticks beyond the schedule's CatchUp.
-type skipped struct {
-	count       int
-	first, last time.Time
-}
-
-// dueTicks returns the ticks after last whose time (plus the schedule's jitter) has come
-// by now: the on-time ones, and of the missed ones (later than MissedAfter) the CatchUp
-// most recent; the older missed ticks are returned as skipped.
-func (s *Scheduler) dueTicks(sc *compiled, last, now time.Time) ([]time.Time, skipped) {
-	offset := sc.offset
-	var late, onTime []time.Time
-	var skip skipped
-	tick := last
-	for range maxTicksPerPass {
-		tick = sc.table.next(tick)
-		if tick.IsZero() || tick.Add(offset).After(now) {
-			break
-		}
-		if now.Sub(tick.Add(offset)) <= s.config.MissedAfter {
-			onTime = append(onTime, tick)
-			continue
-		}
-		late = append(late, tick)
-		if len(late) > sc.CatchUp {
-			if skip.count == 0 {
-				skip.first = late[0]
-			}
-			skip.count++
-			skip.last = late[0]
-			late = late[1:]
-		}
-	}
-	return append(late, onTime...), skip
-}
-
-// skip records the skipped ticks as passed (fenced on the lease) and says so.
-func (s *Scheduler) skip(ctx context.Context, lease Lease, sc *compiled, states map[string]*tickState, skip skipped) bool {
-	state, err := s.store.skip(ctx, lease, sc.Name, skip.last, time.Now())
-	if !s.stored(ctx, lease, sc, states, err) {
-		return false
-	}
-	states[sc.Name] = &state
-	s.logger.Warn("scheduler: missed ticks skipped", "schedule", sc.Name, "skipped", skip.count, "first", skip.first, "last", skip.last)
-	s.emit(ctx, Event{
-		Kind: EventTicksSkipped, Token: lease.Token, Schedule: sc.Name, TickID: TickID(sc.Name, skip.first),
-		Tick: skip.first, Skipped: skip.count, LastSkipped: skip.last, Queue: sc.queueURL,
-	})
-	return true
-}
-
-// stored handles the error of a fenced write: false (after saying why) unless nil.
-func (s *Scheduler) stored(ctx context.Context, lease Lease, sc *compiled, states map[string]*tickState, err error) bool {
+// failed handles a pass's error and returns when to come back: a fenced write ends the
+// term; a state that changed under the cached copy is read again (at once, up to
+// maxMoved times in a row); anything else is logged and told to the observer, and the
+// schedule backs off.
+func (s *Scheduler) failed(ctx context.Context, lease Lease, sc *compiled, tm *term, ev Event, err error) time.Time {
+	now := time.Now()
 	switch {
-	case err == nil:
-		return true
 	case errors.Is(err, ErrFenced):
 		s.loseLeadership(ctx, lease, "fenced", err)
+		return now
+	case errors.Is(err, errNotLeading):
+		return now
 	case errors.Is(err, errStateMoved):
-		delete(states, sc.Name) // read it again
-	default:
-		s.emit(ctx, Event{Kind: EventTickFailed, Token: lease.Token, Schedule: sc.Name, Err: err})
-	}
-	return false
-}
-
-// enqueue claims tick under the lease, sends its message with the tick id as unique
-// key (deduplication id on FIFO queues) and idempotency key, and records it as sent. A
-// tick this replica sent but could not record is only recorded.
-func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, states map[string]*tickState, tick time.Time) bool {
-	now := time.Now()
-	if _, ok := s.lead.current(now); !ok {
-		return false
-	}
-	id := TickID(sc.Name, tick)
-	tickEvent := Event{Token: lease.Token, Schedule: sc.Name, TickID: id, Tick: tick, Queue: sc.queueURL}
-	claimed := states[sc.Name]
-	if claimed == nil || claimed.sent || !claimed.tick.Equal(tick) || claimed.sentID == "" {
-		state, err := s.store.claim(ctx, lease, sc.Name, tick, now)
-		if !s.stored(ctx, lease, sc, states, err) {
-			return false
+		delete(tm.states, sc.Name)
+		if sc.moved++; sc.moved <= maxMoved {
+			return now
 		}
-		claimed = &state
-		states[sc.Name] = claimed
-		s.emit(ctx, with(tickEvent, EventTickClaimed))
-		if !s.send(ctx, sc, claimed, tickEvent) {
-			return false
-		}
+		err = errors.New("scheduler: the schedule's state item keeps changing under the leader (another writer?)")
 	}
-	sent, err := s.store.markSent(ctx, sc.Name, *claimed, claimed.sentID, time.Now())
-	if err != nil {
-		if errors.Is(err, errStateMoved) {
-			delete(states, sc.Name) // read it again
-		} else {
-			ev := with(tickEvent, EventTickFailed)
-			ev.Err = err
-			s.emit(ctx, ev)
-		}
-		return false
+	sc.failures++
+	delay := s.backoff(sc.failures, err)
+	sc.retryAt = now.Add(delay)
+	level := slog.LevelWarn
+	if errors.Is(err, ErrMalformedItem) {
+		level = slog.LevelError
+		delete(tm.states, sc.Name) // read it again after the backoff
 	}
-	states[sc.Name] = &sent
-	ev := with(tickEvent, claimed.sentKind)
-	ev.MessageID = claimed.sentID
+	s.logger.Log(ctx, level, "scheduler: tick failed; retrying", "schedule", sc.Name, "tick_id", ev.TickID,
+		"failures", sc.failures, "retry_in", delay, "error", err)
+	ev.Kind, ev.Token, ev.Err = EventTickFailed, lease.Token, err
 	s.emit(ctx, ev)
-	return true
+	return sc.retryAt
 }
 
-// send sends the claimed tick's message and notes its message id in claimed: the new
-// message's (EventTickEnqueued), or the first send's when the unique key was taken
-// (EventTickDeduplicated). False after a failure, which is retried.
-func (s *Scheduler) send(ctx context.Context, sc *compiled, claimed *tickState, tickEvent Event) bool {
-	sendCtx, cancel := context.WithTimeout(ctx, s.config.LeaseDuration+s.config.RenewInterval)
-	messageID, err := s.producer.Send(sendCtx, sc.queueURL, sc.job(claimed.tickID))
-	cancel()
-	kind := EventTickEnqueued
-	if duplicate, ok := errors.AsType[*producer.DuplicateJobError](err); ok && !duplicate.Pending {
-		kind, messageID, err = EventTickDeduplicated, duplicate.MessageID, nil
+// errNotLeading stops a pass whose lease ran out locally (the keeper decides the rest).
+var errNotLeading = errors.New("scheduler: the lease ran out before the tick was claimed")
+
+// enqueue sends the tick at tick (id) and records it: it claims the tick under the
+// lease (or claims again the tick claimed before and not recorded: a resend), sends it
+// with the tick id as idempotency key (and FIFO deduplication id), and records the
+// send. A tick this replica sent but could not record is only recorded.
+func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, tm *term, tick time.Time, id string) error {
+	if _, ok := s.lead.current(time.Now()); !ok {
+		return errNotLeading
 	}
-	if errors.Is(err, producer.ErrUniqueNotConfirmed) {
-		err = nil // sent; the unique key holds it until UniquePending, our record after that
+	ev := s.tickEvent(lease, sc, tick, id)
+	state := tm.states[sc.Name]
+	if !state.sent && (state.tickID != id || !state.tick.Equal(tick)) {
+		return fmt.Errorf("scheduler: tick %s is claimed and not recorded; it comes before %s", state.tickID, id)
 	}
+	if state.sent || state.sentID == "" {
+		var claimed tickState
+		var err error
+		if state.sent {
+			claimed, err = s.store.claim(ctx, lease, sc.Name, tick, id, time.Now())
+		} else {
+			claimed, err = s.store.reclaim(ctx, lease, sc.Name, *state, time.Now())
+		}
+		if err != nil {
+			return err
+		}
+		state = &claimed
+		tm.states[sc.Name] = state
+		ev.Attempt = state.sends
+		s.emit(ctx, with(ev, EventTickClaimed))
+		sendCtx, cancel := context.WithTimeout(ctx, s.config.LeaseDuration+s.config.RenewInterval)
+		messageID, err := s.producer.Send(sendCtx, sc.queueURL, sc.job(id))
+		cancel()
+		if err != nil {
+			return err // the claimed tick is sent again: it may have reached the queue
+		}
+		state.sentID = messageID
+	}
+	recorded, err := s.store.markSent(ctx, sc.Name, *state, state.sentID, time.Now())
 	if err != nil {
-		ev := with(tickEvent, EventTickFailed)
-		ev.Err = err
-		s.emit(ctx, ev)
-		return false
+		return err
 	}
-	claimed.sentID, claimed.sentKind = messageID, kind
-	return true
+	tm.states[sc.Name] = &recorded
+	ev.Attempt, ev.MessageID = recorded.sends, recorded.messageID
+	s.emit(ctx, with(ev, EventTickEnqueued))
+	return nil
+}
+
+// tickEvent is the event of the schedule's tick, without its kind.
+func (s *Scheduler) tickEvent(lease Lease, sc *compiled, tick time.Time, id string) Event {
+	return Event{Token: lease.Token, Schedule: sc.Name, TickID: id, Tick: tick, Queue: sc.queueURL}
 }
 
 func with(ev Event, kind EventKind) Event {
@@ -240,22 +225,13 @@ func with(ev Event, kind EventKind) Event {
 	return ev
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // job is the message of the schedule's tick id: the job type and payload, the tick id as
-// idempotency key and unique key (the deduplication id on FIFO queues, whose message
-// group is GroupID or the schedule's name).
+// idempotency key, and on FIFO queues as deduplication id (the message group is GroupID
+// or the schedule's name).
 func (sc *compiled) job(id string) producer.Job {
-	job := producer.Job{
-		Type: sc.JobType, Body: sc.body(),
-		IdempotencyKey: id, UniqueKey: id, UniqueFor: DefaultUniqueFor,
-	}
+	job := producer.Job{Type: sc.JobType, Body: sc.body(), IdempotencyKey: id}
 	if sqsx.IsFIFOName(sc.queueURL) {
+		job.DeduplicationID = id
 		job.GroupID = sc.GroupID
 		if job.GroupID == "" {
 			job.GroupID = sc.Name

@@ -14,23 +14,25 @@ import (
 
 // schedulesView is the output of `schedules`.
 type schedulesView struct {
-	Table       string             `json:"table"`
-	LeaseName   string             `json:"lease_name"`
-	Leader      *scheduler.Lease   `json:"leader"`
-	LeaderAlive bool               `json:"leader_alive"`
-	Schedules   []scheduleViewItem `json:"schedules"`
+	Table        string             `json:"table"`
+	LeaseName    string             `json:"lease_name"`
+	Leader       *scheduler.Lease   `json:"leader"`
+	LeaderAlive  bool               `json:"leader_alive"`
+	LeaseProblem string             `json:"lease_problem,omitempty"`
+	Schedules    []scheduleViewItem `json:"schedules"`
 }
 
 // scheduleViewItem is one schedule: its definition, next runs and last tick.
 type scheduleViewItem struct {
-	Name     string      `json:"name"`
-	Cron     string      `json:"cron"`
-	TimeZone string      `json:"time_zone"`
-	JobType  string      `json:"job_type"`
-	Queue    string      `json:"queue"`
-	CatchUp  int         `json:"catch_up"`
-	Jitter   string      `json:"jitter,omitempty"`
-	NextRuns []time.Time `json:"next_runs"`
+	Name       string      `json:"name"`
+	Cron       string      `json:"cron"`
+	TimeZone   string      `json:"time_zone"`
+	JobType    string      `json:"job_type"`
+	Queue      string      `json:"queue"`
+	CatchUp    int         `json:"catch_up"`
+	Jitter     string      `json:"jitter,omitempty"`
+	RunOnStart bool        `json:"run_on_start,omitempty"`
+	NextRuns   []time.Time `json:"next_runs"`
 	scheduler.ScheduleStatus
 }
 
@@ -44,8 +46,10 @@ func newSchedulesCommand(a *app) *cobra.Command {
 eventbridge-schedules Terraform module read) with their next runs (scheduled times in UTC,
 before the schedule's jitter), and from the scheduler's DynamoDB table the last tick each
 has enqueued (its id, message id and time), a tick claimed but not yet recorded as sent,
-and the replica holding the leader lease with its fencing token and expiry. The table is
-read with strongly consistent reads; nothing is written.`,
+and the replica holding the leader lease with its fencing token and expiry. An item under
+the scheduler's ids that the scheduler did not write (a malformed lease or state item,
+which stops the scheduler or that schedule) is shown with what is wrong with it. The
+table is read with strongly consistent reads; nothing is written.`,
 		Example: `  sqsworker schedules --file schedules.json --table jobs-idempotency
   sqsworker schedules --file schedules.json --table jobs-idempotency --next 5 -o json`,
 		Args: exactArgs(0),
@@ -70,7 +74,7 @@ read with strongly consistent reads; nothing is written.`,
 			if err != nil {
 				return err
 			}
-			view := schedulesView{Table: table, LeaseName: leaseName, Leader: status.Leader, LeaderAlive: status.LeaderAlive}
+			view := schedulesView{Table: table, LeaseName: leaseName, Leader: status.Leader, LeaderAlive: status.LeaderAlive, LeaseProblem: status.LeaseProblem}
 			for i, schedule := range schedules {
 				runs, err := schedule.NextRuns(now, next)
 				if err != nil {
@@ -78,7 +82,7 @@ read with strongly consistent reads; nothing is written.`,
 				}
 				item := scheduleViewItem{
 					Name: schedule.Name, Cron: schedule.Cron, TimeZone: schedule.TimeZone, JobType: schedule.JobType,
-					Queue: schedule.Queue, CatchUp: schedule.CatchUp, NextRuns: runs, ScheduleStatus: status.Schedules[i],
+					Queue: schedule.Queue, CatchUp: schedule.CatchUp, RunOnStart: schedule.RunOnStart, NextRuns: runs, ScheduleStatus: status.Schedules[i],
 				}
 				if item.TimeZone == "" {
 					item.TimeZone = "UTC"
@@ -103,6 +107,8 @@ read with strongly consistent reads; nothing is written.`,
 
 func (a *app) printSchedules(view schedulesView, now time.Time) error {
 	switch {
+	case view.LeaseProblem != "":
+		fmt.Fprintf(a.stdout, "Leader: none (the lease item is not a lease, so no replica takes it: %s)\n\n", view.LeaseProblem)
 	case view.Leader == nil:
 		fmt.Fprintf(a.stdout, "Leader: none (no replica has taken lease %q in %s)\n\n", view.LeaseName, view.Table)
 	case view.LeaderAlive:
@@ -120,8 +126,10 @@ func (a *app) printSchedules(view schedulesView, now time.Time) error {
 		}
 		last := s.LastEnqueuedTick
 		switch {
+		case s.Problem != "":
+			last = "the state item is not the scheduler's, the schedule does not tick: " + s.Problem
 		case s.ClaimedTick != "":
-			last = s.ClaimedTick + " (claimed, not yet recorded as sent)"
+			last = fmt.Sprintf("%s (claimed, not yet recorded as sent; send %d)", s.ClaimedTick, s.Sends)
 		case last == "":
 			last = "-"
 		}

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/scheduler"
 )
@@ -86,4 +90,46 @@ func must[T any](value T, err error) T {
 		panic(err)
 	}
 	return value
+}
+
+// Items under the scheduler's ids that it did not write (an idempotency record where the
+// lease belongs, a state item whose tick time is a string) are shown as such, with what
+// is wrong, in text and JSON, instead of as a leader with no name and token 0 and a last
+// tick in the year 1.
+func TestCLISchedulesShowsMalformedItems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
+	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
+	table := testenv.NewTable(t, dynamo)
+	file := filepath.Join(t.TempDir(), "schedules.json")
+	definitions := fmt.Sprintf(`{"schedules": [{"name": "nightly", "cron": "0 2 * * *", "job_type": "report", "queue": %q}]}`, queue.URL)
+	if err := os.WriteFile(file, []byte(definitions), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range []map[string]dynamodbtypes.AttributeValue{
+		{"id": &dynamodbtypes.AttributeValueMemberS{Value: "scheduler#lease#scheduler"}, "status": &dynamodbtypes.AttributeValueMemberS{Value: "COMPLETED"}},
+		{"id": &dynamodbtypes.AttributeValueMemberS{Value: "scheduler#schedule#nightly"}, "tick_ms": &dynamodbtypes.AttributeValueMemberS{Value: "yesterday"},
+			"sent": &dynamodbtypes.AttributeValueMemberBOOL{Value: true}, "token": &dynamodbtypes.AttributeValueMemberN{Value: "1"}},
+	} {
+		if _, err := dynamo.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := want(t, exitOK, "schedules", "--file", file, "--table", table)
+	for _, text := range []string{
+		`Leader: none (the lease item is not a lease, so no replica takes it: scheduler: malformed item "scheduler#lease#scheduler"`,
+		"attribute owner is missing",
+		`the state item is not the scheduler's, the schedule does not tick: scheduler: malformed item "scheduler#schedule#nightly"`,
+		"attribute tick_ms is not a number",
+	} {
+		if !strings.Contains(r.stdout, text) {
+			t.Errorf("text output lacks %q:\n%s", text, r.stdout)
+		}
+	}
+	view := decode[schedulesView](t, want(t, exitOK, "schedules", "--file", file, "--table", table, "-o", "json"))
+	if view.Leader != nil || !strings.Contains(view.LeaseProblem, "attribute owner is missing") ||
+		len(view.Schedules) != 1 || !strings.Contains(view.Schedules[0].Problem, "attribute tick_ms is not a number") || !view.Schedules[0].Through.IsZero() {
+		t.Fatalf("JSON view = %+v", view)
+	}
 }

@@ -25,6 +25,10 @@ type Rule struct {
 	// Operations lists the operation names the rule matches ("ReceiveMessage",
 	// "PutItem"); empty matches every call.
 	Operations []string
+	// RequestContains, if not empty, limits the rule to calls whose request body
+	// contains this text (for example `#message = :message`: one UpdateItem among
+	// others).
+	RequestContains string
 	// Fraction is the share of matching calls faulted, 0 to 1, spread evenly and
 	// deterministically: the n-th matching call is faulted when ⌊n·Fraction⌋ grows.
 	Fraction float64
@@ -91,7 +95,7 @@ func New(t testing.TB, target string) *Proxy {
 }
 
 // SetRules replaces the rules (none: forward everything); each call is matched against
-// the first rule that names its operation.
+// the first rule that names its operation (and whose RequestContains it contains).
 func (p *Proxy) SetRules(rules ...Rule) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -109,11 +113,14 @@ func (p *Proxy) Calls() []Call {
 }
 
 // decide picks the rule that faults this call, if any, and logs the call.
-func (p *Proxy) decide(operation string, attempt int) *Rule {
+func (p *Proxy) decide(operation string, attempt int, body []byte) *Rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, rule := range p.rules {
 		if len(rule.Operations) > 0 && !contains(rule.Operations, operation) {
+			continue
+		}
+		if rule.RequestContains != "" && !bytes.Contains(body, []byte(rule.RequestContains)) {
 			continue
 		}
 		rule.matched++
@@ -142,7 +149,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	rule := p.decide(call.Operation, call.Attempt)
+	rule := p.decide(call.Operation, call.Attempt, body)
 	if rule != nil && rule.Delay > 0 {
 		timer := time.NewTimer(rule.Delay)
 		select {

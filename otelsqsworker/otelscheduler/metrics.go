@@ -26,10 +26,10 @@ const (
 
 // The values of KeyTickOutcome.
 const (
-	TickEnqueued     = "enqueued"
-	TickDeduplicated = "deduplicated"
-	TickSkipped      = "skipped"
-	TickFailed       = "failed"
+	TickEnqueued = "enqueued"
+	TickResent   = "resent"
+	TickSkipped  = "skipped"
+	TickFailed   = "failed"
 )
 
 // Config configures [NewMetrics].
@@ -43,11 +43,13 @@ type Config struct {
 // names, from the OpenTelemetry Prometheus exporter, in brackets):
 //
 //   - sqsworker.scheduler.ticks {tick} [sqsworker_scheduler_ticks_total]: ticks by
-//     schedule and outcome: "enqueued" (the tick's message was sent), "deduplicated"
-//     (it had been sent already: nothing was sent), "skipped" (missed beyond the
-//     schedule's CatchUp; a scheduler.EventTicksSkipped adds its Skipped count) and
-//     "failed" (claiming, sending or recording failed; the tick is tried again while
-//     the replica leads, so one tick can fail more than once);
+//     schedule and outcome: "enqueued" (the tick's message was sent once and the send
+//     recorded), "resent" (recorded after more than one send: an earlier send failed or
+//     was not recorded, so a copy may be on the queue too, which the consumer's
+//     idempotency record absorbs), "skipped" (missed beyond the schedule's CatchUp; a
+//     scheduler.EventTicksSkipped adds its Skipped count) and "failed" (a pass of the
+//     schedule failed; it is tried again while the replica leads, so one tick can fail
+//     more than once). Every tick is counted once as enqueued, resent or skipped;
 //   - sqsworker.scheduler.tick.delay (s) histogram [sqsworker_scheduler_tick_delay_seconds]:
 //     when an enqueued tick's message was sent minus the tick's scheduled time, by
 //     schedule (a schedule's Jitter shows here);
@@ -109,14 +111,16 @@ func (m *Metrics) ObserveScheduler(ctx context.Context, ev scheduler.Event) {
 		m.leader.Add(ctx, -1)
 		m.lost.Add(ctx, 1, metric.WithAttributes(otelsqsworker.KeyReason.String(ev.Reason)))
 	case scheduler.EventTickEnqueued:
-		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, TickEnqueued)...)
+		outcome := TickEnqueued
+		if ev.Attempt > 1 {
+			outcome = TickResent
+		}
+		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, outcome)...)
 		if !ev.Tick.IsZero() {
 			m.delay.Record(ctx, max(ev.Time.Sub(ev.Tick), 0).Seconds(), m.delayOptions(ev.Schedule)...)
 		}
-	case scheduler.EventTickDeduplicated:
-		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, TickDeduplicated)...)
 	case scheduler.EventTicksSkipped:
-		m.ticks.Add(ctx, int64(ev.Skipped), m.tickOptions(ev.Schedule, TickSkipped)...)
+		m.ticks.Add(ctx, ev.Skipped, m.tickOptions(ev.Schedule, TickSkipped)...)
 	case scheduler.EventTickFailed:
 		m.ticks.Add(ctx, 1, m.tickOptions(ev.Schedule, TickFailed)...)
 	}

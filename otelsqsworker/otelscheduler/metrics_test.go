@@ -14,7 +14,7 @@ import (
 	"github.com/sqsworker/sqsworker/scheduler"
 )
 
-// TestMetrics feeds two terms of a replica (ticks enqueued, deduplicated, skipped and
+// TestMetrics feeds two terms of a replica (ticks enqueued, resent, skipped and
 // failed in the first, lost to a fence; regained, then released at shutdown) and reads
 // exactly those counts, delays and leadership after each.
 func TestMetrics(t *testing.T) {
@@ -29,7 +29,7 @@ func TestMetrics(t *testing.T) {
 		{Kind: scheduler.EventTickEnqueued, Schedule: "report", Tick: tick, Time: tick.Add(200 * time.Millisecond)},
 		{Kind: scheduler.EventTickEnqueued, Schedule: "report", Tick: tick.Add(time.Minute), Time: tick.Add(time.Minute + 300*time.Millisecond)},
 		{Kind: scheduler.EventTickEnqueued, Schedule: "cleanup", Tick: tick, Time: tick.Add(2 * time.Second)},
-		{Kind: scheduler.EventTickDeduplicated, Schedule: "report", Tick: tick},
+		{Kind: scheduler.EventTickEnqueued, Schedule: "report", Tick: tick.Add(2 * time.Minute), Time: tick.Add(2*time.Minute + 500*time.Millisecond), Attempt: 2},
 		{Kind: scheduler.EventTicksSkipped, Schedule: "report", Tick: tick, Skipped: 5},
 		{Kind: scheduler.EventTickFailed, Schedule: "cleanup", Tick: tick, Err: errors.New("throttled")},
 		{Kind: scheduler.EventLeadershipLost, Token: 1, Reason: "fenced"},
@@ -38,15 +38,15 @@ func TestMetrics(t *testing.T) {
 		metrics.ObserveScheduler(ctx, ev)
 	}
 	want := map[string]float64{
-		"sqsworker.scheduler.ticks{sqsworker.schedule=report,sqsworker.tick.outcome=enqueued}":     2,
-		"sqsworker.scheduler.ticks{sqsworker.schedule=report,sqsworker.tick.outcome=deduplicated}": 1,
-		"sqsworker.scheduler.ticks{sqsworker.schedule=report,sqsworker.tick.outcome=skipped}":      5,
-		"sqsworker.scheduler.ticks{sqsworker.schedule=cleanup,sqsworker.tick.outcome=enqueued}":    1,
-		"sqsworker.scheduler.ticks{sqsworker.schedule=cleanup,sqsworker.tick.outcome=failed}":      1,
-		"sqsworker.scheduler.tick.delay.count{sqsworker.schedule=report}":                          2,
-		"sqsworker.scheduler.tick.delay.sum{sqsworker.schedule=report}":                            0.5,
-		"sqsworker.scheduler.tick.delay.count{sqsworker.schedule=cleanup}":                         1,
-		"sqsworker.scheduler.tick.delay.sum{sqsworker.schedule=cleanup}":                           2,
+		"sqsworker.scheduler.ticks{sqsworker.schedule=report,sqsworker.tick.outcome=enqueued}":  2,
+		"sqsworker.scheduler.ticks{sqsworker.schedule=report,sqsworker.tick.outcome=resent}":    1,
+		"sqsworker.scheduler.ticks{sqsworker.schedule=report,sqsworker.tick.outcome=skipped}":   5,
+		"sqsworker.scheduler.ticks{sqsworker.schedule=cleanup,sqsworker.tick.outcome=enqueued}": 1,
+		"sqsworker.scheduler.ticks{sqsworker.schedule=cleanup,sqsworker.tick.outcome=failed}":   1,
+		"sqsworker.scheduler.tick.delay.count{sqsworker.schedule=report}":                       3,
+		"sqsworker.scheduler.tick.delay.sum{sqsworker.schedule=report}":                         1,
+		"sqsworker.scheduler.tick.delay.count{sqsworker.schedule=cleanup}":                      1,
+		"sqsworker.scheduler.tick.delay.sum{sqsworker.schedule=cleanup}":                        2,
 		"sqsworker.scheduler.leader{}":                                 1,
 		"sqsworker.scheduler.leadership.gained{}":                      2,
 		"sqsworker.scheduler.leadership.lost{sqsworker.reason=fenced}": 1,

@@ -1,8 +1,9 @@
-// Command replica is one scheduler replica for the scheduler's process tests: it runs
-// scheduler.Run on the schedules of a definition file and prints each scheduler event as
-// one JSON line on stdout (logs go to stderr).
+// Command replica is one scheduler replica for the scheduler's process tests: it starts
+// a scheduler on the schedules of a definition file, prints a "started" line and then
+// each scheduler event as one JSON line on stdout (logs go to stderr), and shuts down
+// at SIGTERM or SIGINT.
 //
-// Usage: replica -schedules FILE -table TABLE -owner NAME [-lease 3s] [-renew 1s] [-missed-after 1s]
+// Usage: replica -schedules FILE -table TABLE -owner NAME [-lease 3s] [-renew 1s] [-missed-after 0]
 // AWS settings come from the standard variables (eval "$(localstack/env)").
 package main
 
@@ -13,7 +14,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -31,7 +34,8 @@ type Line struct {
 	Schedule  string    `json:"schedule,omitempty"`
 	TickID    string    `json:"tick_id,omitempty"`
 	MessageID string    `json:"message_id,omitempty"`
-	Skipped   int       `json:"skipped,omitempty"`
+	Skipped   int64     `json:"skipped,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
 	Time      time.Time `json:"time"`
 	Err       string    `json:"err,omitempty"`
@@ -50,7 +54,7 @@ func run() error {
 	owner := flag.String("owner", "", "replica name in the lease")
 	lease := flag.Duration("lease", 3*time.Second, "lease duration")
 	renew := flag.Duration("renew", time.Second, "renew interval")
-	missedAfter := flag.Duration("missed-after", time.Second, "how late a tick counts as missed")
+	missedAfter := flag.Duration("missed-after", 0, "the grace period (scheduler.Config.MissedAfter; 0: its default)")
 	flag.Parse()
 	schedules, err := scheduler.ReadSchedules(*file)
 	if err != nil {
@@ -64,9 +68,13 @@ func run() error {
 	var mu sync.Mutex
 	encoder := json.NewEncoder(os.Stdout)
 	observer := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
+		kind := ev.Kind.String()
+		if ev.Kind == 0 {
+			kind = "started"
+		}
 		line := Line{
-			Kind: ev.Kind.String(), Owner: ev.Owner, Token: ev.Token, Schedule: ev.Schedule,
-			TickID: ev.TickID, MessageID: ev.MessageID, Skipped: ev.Skipped, Reason: ev.Reason, Time: ev.Time,
+			Kind: kind, Owner: ev.Owner, Token: ev.Token, Schedule: ev.Schedule,
+			TickID: ev.TickID, MessageID: ev.MessageID, Skipped: ev.Skipped, Attempt: ev.Attempt, Reason: ev.Reason, Time: ev.Time,
 		}
 		if ev.Err != nil {
 			line.Err = ev.Err.Error()
@@ -82,5 +90,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return s.Run(ctx)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	observer.ObserveScheduler(ctx, scheduler.Event{Kind: 0, Owner: *owner, Time: time.Now().UTC()}) // the "started" line
+	<-signals
+	return s.Shutdown(ctx)
 }
