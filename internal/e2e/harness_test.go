@@ -21,6 +21,7 @@ import (
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/table"
 )
 
 func TestMain(m *testing.M) {
@@ -94,11 +95,15 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // record reads an idempotency record's raw attributes (nil when there is none).
-func record(t *testing.T, client *dynamodb.Client, table, key string) map[string]dynamodbtypes.AttributeValue {
+// record reads the idempotency record of key (a key without a prefix, as the
+// middleware stores it: in the table's idempotency namespace).
+func record(t *testing.T, client *dynamodb.Client, tableName, key string) map[string]dynamodbtypes.AttributeValue {
 	t.Helper()
+	stored, err := idempotency.StoredKey("", key)
+	require.NoError(t, err)
 	output, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName:      aws.String(table),
-		Key:            map[string]dynamodbtypes.AttributeValue{"id": &dynamodbtypes.AttributeValueMemberS{Value: key}},
+		TableName:      aws.String(tableName),
+		Key:            map[string]dynamodbtypes.AttributeValue{table.PartitionKey: &dynamodbtypes.AttributeValueMemberS{Value: stored}},
 		ConsistentRead: aws.Bool(true),
 	})
 	require.NoError(t, err)
