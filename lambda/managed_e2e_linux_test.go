@@ -21,9 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
-	"github.com/sqsworker/sqsworker/internal/rie"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // This file is Linux only: Lambda runs on Linux, and the harness needs Linux namespaces.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestEmulatorPermanentFailureAtTheSizeLimitDeadLettersAfterOneCall (issue 9): a message

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // fakeWithMaxReceiveCount is newFakeAPI with the redrive policy's maxReceiveCount set.

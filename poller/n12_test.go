@@ -2,7 +2,7 @@ package poller
 
 // CASES.md N12 (second set): the SDK's client-side retry quota must not starve
 // heartbeats and deletes during a throttling burst. LocalStack + moto + two fault
-// proxies (internal/faultproxy).
+// proxies (internal/testing/faultproxy).
 //
 // Scaled down to run in about 20 s (the full size takes over 2 minutes): VT 6 s
 // instead of 30 s, heartbeat every 2 s instead of 10 s, 150 short messages of 500 ms
@@ -31,8 +31,8 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 func TestEmulatorN12RetryQuotaDoesNotStarveHeartbeatsAndDeletes(t *testing.T) {

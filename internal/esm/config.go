@@ -1,6 +1,6 @@
 // Package esm plays the Lambda service's SQS event source mapping against a local queue:
 // it long-polls the queue, forms batches, invokes a function endpoint (the Runtime
-// Interface Emulator's Invoke API, see internal/rie), deletes the records that succeeded
+// Interface Emulator's Invoke API, see internal/testing/rie), deletes the records that succeeded
 // and leaves the others to come back after their visibility timeout, as AWS does.
 //
 //	mapping, err := esm.New(ctx, sqsClient, esm.Config{

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestMalformedResponseThroughRIE is C02's LocalStack lane: a function in the Runtime

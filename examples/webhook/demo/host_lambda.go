@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
 )
 
 // functionPackage is the worker's main package, built as the function's bootstrap.
@@ -28,7 +28,7 @@ const functionPackage = "github.com/sqsworker/sqsworker/examples/webhook"
 var errCrashed = errors.New("demo: the execution environment crashed")
 
 // lambdaHost runs the worker as a Lambda function: the same main package built as a
-// provided.al2023 bootstrap (-tags lambda.norpc, by internal/rie), in options.Functions
+// provided.al2023 bootstrap (-tags lambda.norpc, by internal/testing/rie), in options.Functions
 // Runtime Interface Emulators, one execution environment each, serving one invocation at
 // a time. A local SQS event source mapping (internal/esm) feeds them, with
 // options.BatchSize records per invocation, ReportBatchItemFailures, and a maximum

@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
 )
 
 // FunctionPackage is the test function's main package.

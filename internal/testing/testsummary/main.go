@@ -10,7 +10,7 @@
 // input held no test event, so `set -o pipefail; go test -json ./... | testsummary` keeps
 // make's exit status. Only the standard library is used.
 //
-// Usage: go test -json ./... | go run ./internal/tools/testsummary
+// Usage: go test -json ./... | go run ./internal/testing/testsummary
 package main
 
 import (

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestFractionIsDeterministicAndLogged: with Fraction 0.3, calls 4, 7 and 10 of ten
