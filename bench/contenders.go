@@ -26,6 +26,7 @@ import (
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // runEnv is what a contender gets for one run.
@@ -107,8 +108,8 @@ func runCeiling(ctx context.Context, env runEnv) (func(), error) {
 			for ctx.Err() == nil {
 				output, err := env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 					QueueUrl:            aws.String(env.queueURL),
-					MaxNumberOfMessages: sqsx.MaxBatchEntries,
-					WaitTimeSeconds:     sqsx.WaitSeconds(sqsx.MaxWaitTime),
+					MaxNumberOfMessages: sqsinfo.MaxBatchEntries,
+					WaitTimeSeconds:     sqsx.WaitSeconds(sqsinfo.MaxWaitTime),
 				})
 				if err != nil || len(output.Messages) == 0 {
 					continue

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // A filtered move moves exactly the matching messages and leaves the rest; a dry run
@@ -246,7 +246,7 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 			multi := false
 			r4Sends := 0
 			for i, request := range recorder.requests {
-				if request.entries > sqsx.MaxBatchEntries || request.bytes > maxSize {
+				if request.entries > sqsinfo.MaxBatchEntries || request.bytes > maxSize {
 					t.Fatalf("request %d: %d entries, %d bytes; limits are 10 and %d", i, request.entries, request.bytes, maxSize)
 				}
 				multi = multi || request.entries > 1

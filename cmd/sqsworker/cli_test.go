@@ -23,8 +23,8 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // binary is the sqsworker command built once for all tests.
@@ -210,7 +210,7 @@ func TestCLISendStatsPeek(t *testing.T) {
 // deadLetter puts a message in queueURL's DLQ the way a host does (failure attributes).
 func deadLetter(t *testing.T, client *sqs.Client, queueURL, id, body, reason string) {
 	t.Helper()
-	queue, err := sqsx.LoadQueue(context.Background(), client, queueURL)
+	queue, err := sqsinfo.LoadQueue(context.Background(), client, queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}

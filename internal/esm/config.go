@@ -39,7 +39,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults and AWS limits for [Config].
@@ -48,13 +48,13 @@ const (
 	DefaultBatchSize = 10
 	// MaxBatchSizeWithoutWindow is the largest batch size without a batching window
 	// (one receive's worth).
-	MaxBatchSizeWithoutWindow = sqsx.MaxBatchEntries
+	MaxBatchSizeWithoutWindow = sqsinfo.MaxBatchEntries
 	// MaxBatchSize is the largest batch size with a batching window (standard queues).
 	MaxBatchSize = 10000
 	// MaxBatchingWindow is the longest batching window AWS accepts.
 	MaxBatchingWindow = 300 * time.Second
 	// DefaultWaitTime is the long-poll wait of each receive (SQS's maximum).
-	DefaultWaitTime = sqsx.MaxWaitTime
+	DefaultWaitTime = sqsinfo.MaxWaitTime
 	// MaxInvokePayload is Lambda's synchronous invocation payload limit; a batch stops
 	// growing before its event would exceed it.
 	MaxInvokePayload = 6 * 1024 * 1024

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // SQSAPI is the part of the SQS client the mapping uses. *sqs.Client satisfies it.
@@ -85,7 +86,7 @@ func New(ctx context.Context, client SQSAPI, cfg Config) (*Mapping, error) {
 		return nil, fmt.Errorf("esm: reading the ARN of %s: %w", cfg.QueueURL, err)
 	}
 	arn := output.Attributes[string(types.QueueAttributeNameQueueArn)]
-	parsed, err := sqsx.ParseQueueARN(arn)
+	parsed, err := sqsinfo.ParseQueueARN(arn)
 	if err != nil {
 		return nil, fmt.Errorf("esm: queue %s: %w", cfg.QueueURL, err)
 	}
@@ -171,7 +172,7 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 		}
 		output, err := m.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(m.cfg.QueueURL),
-			MaxNumberOfMessages:         int32(min(sqsx.MaxBatchEntries, m.cfg.BatchSize-len(messages))),
+			MaxNumberOfMessages:         int32(min(sqsinfo.MaxBatchEntries, m.cfg.BatchSize-len(messages))),
 			WaitTimeSeconds:             sqsx.WaitSeconds(wait.Truncate(time.Second)),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},

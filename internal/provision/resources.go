@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // ResourcesFile is the resources file's path relative to the module root.
@@ -154,10 +154,10 @@ func (r *Resources) Validate() error {
 		if queue.FIFO != strings.HasSuffix(queue.Name, ".fifo") {
 			add("%s: a queue name ends in .fifo exactly when fifo is true", what)
 		}
-		inRange(what+": visibility_timeout_seconds", queue.VisibilityTimeoutSeconds, 0, int(sqsx.MaxVisibilityTimeout/time.Second))
-		inRange(what+": message_retention_seconds", queue.MessageRetentionSeconds, int(sqsx.MinRetention/time.Second), int(sqsx.MaxRetention/time.Second))
-		inRange(what+": receive_wait_time_seconds", queue.ReceiveWaitTimeSeconds, 0, int(sqsx.MaxWaitTime/time.Second))
-		inRange(what+": maximum_message_size", queue.MaximumMessageSize, sqsx.MinMaximumMessageSize, sqsx.MaxMessageBytes)
+		inRange(what+": visibility_timeout_seconds", queue.VisibilityTimeoutSeconds, 0, int(sqsinfo.MaxVisibilityTimeout/time.Second))
+		inRange(what+": message_retention_seconds", queue.MessageRetentionSeconds, int(sqsinfo.MinRetention/time.Second), int(sqsinfo.MaxRetention/time.Second))
+		inRange(what+": receive_wait_time_seconds", queue.ReceiveWaitTimeSeconds, 0, int(sqsinfo.MaxWaitTime/time.Second))
+		inRange(what+": maximum_message_size", queue.MaximumMessageSize, sqsinfo.MinMaximumMessageSize, sqsinfo.MaxMessageBytes)
 		if dlq := queue.DeadLetterQueue; dlq != nil {
 			unique(dlq.Name)
 			if dlq.Name == "" {
@@ -169,7 +169,7 @@ func (r *Resources) Validate() error {
 			if queue.MaxReceiveCount < 1 || queue.MaxReceiveCount > 1000 {
 				add("%s: max_receive_count is %d, outside 1..1000", what, queue.MaxReceiveCount)
 			}
-			inRange(what+": dead_letter_queue.message_retention_seconds", dlq.MessageRetentionSeconds, int(sqsx.MinRetention/time.Second), int(sqsx.MaxRetention/time.Second))
+			inRange(what+": dead_letter_queue.message_retention_seconds", dlq.MessageRetentionSeconds, int(sqsinfo.MinRetention/time.Second), int(sqsinfo.MaxRetention/time.Second))
 		} else if queue.MaxReceiveCount != 0 {
 			add("%s: max_receive_count is set but there is no dead_letter_queue", what)
 		}

@@ -22,9 +22,9 @@ import (
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // options sets the size and timing of a demo run. defaultOptions is what `make demo` runs.
@@ -442,7 +442,7 @@ func (d *demoRun) waitSettled(ctx context.Context) error {
 		if err := d.h.check(); err != nil {
 			return false, err
 		}
-		source, err := sqsx.QueueDepth(d.waitCtx, d.sqsClient, d.queue.URL)
+		source, err := sqsinfo.QueueDepth(d.waitCtx, d.sqsClient, d.queue.URL)
 		if err != nil {
 			return false, fmt.Errorf("demo: reading the counts of %s: %w", d.queue.URL, err)
 		}
@@ -450,7 +450,7 @@ func (d *demoRun) waitSettled(ctx context.Context) error {
 			settledPolls = 0
 			return false, nil
 		}
-		deadLetters, err := sqsx.QueueDepth(d.waitCtx, d.sqsClient, d.queue.DeadLetterQueueURL)
+		deadLetters, err := sqsinfo.QueueDepth(d.waitCtx, d.sqsClient, d.queue.DeadLetterQueueURL)
 		if err != nil {
 			return false, fmt.Errorf("demo: reading the counts of %s: %w", d.queue.DeadLetterQueueURL, err)
 		}
@@ -591,7 +591,7 @@ const readDeadLettersTimeout = time.Minute
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *plan) (deadLetters, error) {
 	dead := deadLetters{keys: map[string]bool{}, reasons: map[string]int{}, byKey: map[string][]string{}}
 	entries := map[string]map[string]int{} // key → outbox entry id → dead-letter messages
-	depth, err := sqsx.QueueDepth(ctx, client, url)
+	depth, err := sqsinfo.QueueDepth(ctx, client, url)
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the counts of %s: %w", url, err)
 	}
@@ -599,7 +599,7 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 	// Every message the queue counts, and any more a receive still finds; an empty long
 	// poll short of the count is not the end (the emulator can return one under load).
 	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
-		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 2 * time.Minute, Patience: readDeadLettersTimeout,
+		MaxMessages: expected + sqsinfo.MaxBatchEntries, VisibilityTimeout: 2 * time.Minute, Patience: readDeadLettersTimeout,
 	})
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the dead-letter queue: %w", err)

@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -260,7 +260,7 @@ const ReceiveTimeout = 30 * time.Second
 func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, want int, timeout time.Duration) []sqstypes.Message {
 	t.Helper()
 	if input.MaxNumberOfMessages == 0 {
-		input.MaxNumberOfMessages = sqsx.MaxBatchEntries
+		input.MaxNumberOfMessages = sqsinfo.MaxBatchEntries
 	}
 	if input.WaitTimeSeconds == 0 {
 		input.WaitTimeSeconds = 1
@@ -319,7 +319,7 @@ func RequireFIFOGroupBlocking(t testing.TB, client *sqs.Client) {
 	}
 	var handles []string
 	for deadline := time.Now().Add(10 * time.Second); len(handles) < 2 && time.Now().Before(deadline); {
-		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsx.MaxBatchEntries, WaitTimeSeconds: 1, VisibilityTimeout: 30})
+		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsinfo.MaxBatchEntries, WaitTimeSeconds: 1, VisibilityTimeout: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func RequireFIFOGroupBlocking(t testing.TB, client *sqs.Client) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsx.MaxBatchEntries, WaitTimeSeconds: 1})
+	output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsinfo.MaxBatchEntries, WaitTimeSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,9 @@ import (
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // screenshotsVariable names a directory (make ui-screenshots: docs/) where the browser
@@ -107,7 +107,7 @@ type seeded struct {
 func seedDeadLetters(t *testing.T, client *sqs.Client, queue testenv.Queue) seeded {
 	t.Helper()
 	ctx := context.Background()
-	loaded, err := sqsx.LoadQueue(ctx, client, queue.URL)
+	loaded, err := sqsinfo.LoadQueue(ctx, client, queue.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

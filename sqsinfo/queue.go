@@ -1,4 +1,4 @@
-package sqsx
+package sqsinfo
 
 import (
 	"context"
@@ -29,9 +29,11 @@ type RedrivePolicy struct {
 	MaxReceiveCount     int    `json:"maxReceiveCount"`
 }
 
-// Queue is what the hosts need to know about a source queue, read once at start.
+// Queue is what a worker needs to know about a source queue, read once at start.
 type Queue struct {
+	// URL is the queue's URL, as given to [LoadQueue].
 	URL string
+	// ARN is the queue's ARN (its QueueArn attribute).
 	ARN string
 	// FIFO is true for a FIFO queue (name ending in ".fifo").
 	FIFO bool
@@ -49,14 +51,14 @@ type Queue struct {
 
 // LoadQueue reads queueURL's attributes (GetQueueAttributes) and, when it has a redrive
 // policy, resolves the dead-letter queue's URL (GetQueueUrl with the name and account
-// from its ARN). Errors from SQS are returned wrapped, prefixed "sqsx: ".
+// from its ARN). Errors from SQS are returned wrapped, prefixed "sqsinfo: ".
 func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Queue, error) {
 	output, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqsx: reading attributes of queue %s: %w", queueURL, err)
+		return nil, fmt.Errorf("sqsinfo: reading attributes of queue %s: %w", queueURL, err)
 	}
 	attributes := output.Attributes
 	queue := &Queue{
@@ -67,14 +69,14 @@ func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Q
 	if value := attributes[string(types.QueueAttributeNameVisibilityTimeout)]; value != "" {
 		seconds, err := strconv.Atoi(value)
 		if err != nil {
-			return nil, fmt.Errorf("sqsx: queue %s: VisibilityTimeout %q is not a number", queueURL, value)
+			return nil, fmt.Errorf("sqsinfo: queue %s: VisibilityTimeout %q is not a number", queueURL, value)
 		}
 		queue.VisibilityTimeout = time.Duration(seconds) * time.Second
 	}
 	if value := attributes[string(types.QueueAttributeNameMaximumMessageSize)]; value != "" {
 		size, err := strconv.Atoi(value)
 		if err != nil {
-			return nil, fmt.Errorf("sqsx: queue %s: MaximumMessageSize %q is not a number", queueURL, value)
+			return nil, fmt.Errorf("sqsinfo: queue %s: MaximumMessageSize %q is not a number", queueURL, value)
 		}
 		queue.MaximumMessageSize = size
 	}
@@ -84,11 +86,11 @@ func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Q
 	}
 	queue.RedrivePolicy, err = parseRedrivePolicy(policy)
 	if err != nil {
-		return nil, fmt.Errorf("sqsx: queue %s: %w", queueURL, err)
+		return nil, fmt.Errorf("sqsinfo: queue %s: %w", queueURL, err)
 	}
 	dlq, err := ParseQueueARN(queue.RedrivePolicy.DeadLetterTargetARN)
 	if err != nil {
-		return nil, fmt.Errorf("sqsx: queue %s: redrive policy: %w", queueURL, err)
+		return nil, fmt.Errorf("sqsinfo: queue %s: redrive policy: %w", queueURL, err)
 	}
 	name, account := dlq.Name, dlq.Account
 	urlOutput, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{
@@ -96,7 +98,7 @@ func LoadQueue(ctx context.Context, api QueueAttributesAPI, queueURL string) (*Q
 		QueueOwnerAWSAccountId: aws.String(account),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqsx: resolving dead-letter queue %s of %s: %w", name, queueURL, err)
+		return nil, fmt.Errorf("sqsinfo: resolving dead-letter queue %s of %s: %w", name, queueURL, err)
 	}
 	queue.DeadLetterQueueURL = aws.ToString(urlOutput.QueueUrl)
 	queue.DeadLetterQueueFIFO = IsFIFOName(name)

@@ -1,4 +1,4 @@
-package sqsx
+package sqsinfo
 
 import (
 	"context"
@@ -21,11 +21,11 @@ type QueueARN struct {
 func ParseQueueARN(arn string) (QueueARN, error) {
 	parts := strings.Split(arn, ":")
 	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
-		return QueueARN{}, fmt.Errorf("sqsx: %q is not an SQS queue ARN", arn)
+		return QueueARN{}, fmt.Errorf("sqsinfo: %q is not an SQS queue ARN", arn)
 	}
 	parsed := QueueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}
 	if parsed.Partition == "" || parsed.Region == "" || parsed.Account == "" || parsed.Name == "" || strings.Contains(parsed.Name, "/") {
-		return QueueARN{}, fmt.Errorf("sqsx: %q is not an SQS queue ARN", arn)
+		return QueueARN{}, fmt.Errorf("sqsinfo: %q is not an SQS queue ARN", arn)
 	}
 	return parsed, nil
 }
@@ -69,7 +69,7 @@ var ErrQueueNotFound = errors.New("queue does not exist")
 // an error matching [ErrQueueNotFound].
 func ResolveQueueURL(ctx context.Context, api QueueURLAPI, ref string) (string, error) {
 	if ref == "" {
-		return "", errors.New("sqsx: empty queue name")
+		return "", errors.New("sqsinfo: empty queue name")
 	}
 	if strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "http://") {
 		return ref, nil
