@@ -16,7 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/redrive"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 	"github.com/sqsworker/sqsworker/table"
 )

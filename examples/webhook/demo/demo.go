@@ -21,8 +21,9 @@ import (
 
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/internal/testing/resourcesfile"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/redrive"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
@@ -321,7 +322,7 @@ func (d *demoRun) prepare(ctx context.Context) error {
 	}
 	d.resources = o.Resources
 	if d.resources == nil {
-		if d.resources, err = provision.LoadFile(filepath.Join(d.root, provision.ResourcesFile)); err != nil {
+		if d.resources, err = provision.LoadFile(filepath.Join(d.root, resourcesfile.Path)); err != nil {
 			return err
 		}
 	}
@@ -353,15 +354,15 @@ func (d *demoRun) prepare(ctx context.Context) error {
 // nested in it, so from its tests the nearest go.mod is not the root.
 func repositoryRoot(dir string) (string, error) {
 	for {
-		root, err := provision.ModuleRoot(dir)
+		root, err := resourcesfile.ModuleRoot(dir)
 		if err != nil {
 			return "", err
 		}
-		if _, err := os.Stat(filepath.Join(root, provision.ResourcesFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(root, resourcesfile.Path)); err == nil {
 			return root, nil
 		}
 		if dir = filepath.Dir(root); dir == root {
-			return "", fmt.Errorf("demo: no module root with %s at or above %s", provision.ResourcesFile, root)
+			return "", fmt.Errorf("demo: no module root with %s at or above %s", resourcesfile.Path, root)
 		}
 	}
 }

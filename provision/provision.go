@@ -1,16 +1,24 @@
-// Package provision creates the queues and tables named in localstack/resources.json on
-// the local emulator (or any account the default AWS configuration points at), so the
-// demo and the tests use the same names and settings as Terraform's examples.
+// Package provision creates, idempotently, the SQS queues and DynamoDB tables a sqsworker
+// deployment uses: a queue with its dead-letter queue and redrive policy (dead-letter queue
+// first, then the source queue naming it with maxReceiveCount), and a table with a string
+// partition key, billed on demand, with TTL on the attribute it names. `sqsworker create queue` and `sqsworker
+// create table` are built on it; the demo, the soak, the bench and the tests use it on the
+// local emulator. For production accounts, the Terraform modules in infra/terraform are the
+// supported definition (they create the same resources and check more of their inputs).
 //
 // Provisioning is idempotent: an existing queue is reused and its attributes are set to
-// the file's values; an existing table is reused when its key matches. With
+// the given values; an existing table is reused when its key matches. With
 // Options.Reset, every queue is purged and every table emptied, so a run starts clean:
 //
-//	resources, err := provision.Load() // walks up to go.mod, reads localstack/resources.json
+//	resources, err := provision.LoadFile("resources.json") // or build a Resources value
 //	if err != nil { return err }
 //	result, err := provision.Apply(ctx, sqsClient, dynamoClient, resources, provision.Options{Reset: true})
 //	if err != nil { return err }
 //	queueURL := result.Queue("webhook-deliveries").URL
+//
+// See "Configuring a dead-letter queue" and "Amazon SQS queue attributes" (CreateQueue,
+// SetQueueAttributes) in the Amazon SQS Developer Guide, and CreateTable and
+// UpdateTimeToLive in the DynamoDB API Reference.
 package provision
 
 import (
@@ -72,15 +80,19 @@ type Options struct {
 
 // Result names what [Apply] provisioned.
 type Result struct {
+	// Queues are the provisioned queues, in the order of Resources.Queues.
 	Queues []QueueResult
+	// Tables are the provisioned tables, in the order of Resources.Tables.
 	Tables []TableResult
 }
 
 // QueueResult is one provisioned queue (and its dead-letter queue, if any).
 type QueueResult struct {
-	Name               string
-	URL                string
-	ARN                string
+	// Name, URL and ARN are the source queue's.
+	Name string
+	URL  string
+	ARN  string
+	// DeadLetterQueueURL and DeadLetterQueueARN are its dead-letter queue's, or "".
 	DeadLetterQueueURL string
 	DeadLetterQueueARN string
 	// Created is true when the source queue did not exist before.
@@ -89,6 +101,7 @@ type QueueResult struct {
 
 // TableResult is one provisioned table.
 type TableResult struct {
+	// Name is the table's name.
 	Name string
 	// Created is true when the table did not exist before.
 	Created bool

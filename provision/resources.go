@@ -5,18 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
-// ResourcesFile is the resources file's path relative to the module root.
-const ResourcesFile = "localstack/resources.json"
-
-// Resources is the content of localstack/resources.json: the queues and tables that the
-// demo and the local emulator tests use.
+// Resources is what [Apply] provisions: queues (each with its dead-letter queue and
+// redrive policy) and DynamoDB tables. It is also the format of a resources file
+// ([LoadFile]), as JSON: this repository's localstack/resources.json, for one, names the
+// queues and tables of the demo and the local emulator tests.
 type Resources struct {
 	Queues []Queue `json:"queues"`
 	Tables []Table `json:"tables"`
@@ -46,54 +44,21 @@ type Queue struct {
 
 // DeadLetterQueue is a source queue's dead-letter queue.
 type DeadLetterQueue struct {
-	Name                    string `json:"name"`
-	MessageRetentionSeconds int    `json:"message_retention_seconds"`
+	// Name is the dead-letter queue's name; it ends in ".fifo" exactly when the source's does.
+	Name string `json:"name"`
+	// MessageRetentionSeconds is its MessageRetentionPeriod attribute (60 to 1209600);
+	// zero leaves the SQS default (4 days).
+	MessageRetentionSeconds int `json:"message_retention_seconds"`
 }
 
 // Table is one DynamoDB table with a string partition key, billed on demand.
 type Table struct {
+	// Name is the table's name.
 	Name string `json:"name"`
 	// PartitionKey is the name of the string (S) hash key.
 	PartitionKey string `json:"partition_key"`
 	// TTLAttribute, if set, is the attribute DynamoDB's TTL reads (epoch seconds).
 	TTLAttribute string `json:"ttl_attribute"`
-}
-
-// ModuleRoot returns the nearest directory at or above dir that holds a go.mod file.
-func ModuleRoot(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("provision: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("provision: no go.mod found in the working directory or above it")
-		}
-		dir = parent
-	}
-}
-
-// FindResourcesFile returns the path of localstack/resources.json in the module that
-// holds the working directory.
-func FindResourcesFile() (string, error) {
-	root, err := ModuleRoot(".")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, ResourcesFile), nil
-}
-
-// Load reads the module's localstack/resources.json (see [FindResourcesFile]).
-func Load() (*Resources, error) {
-	path, err := FindResourcesFile()
-	if err != nil {
-		return nil, err
-	}
-	return LoadFile(path)
 }
 
 // LoadFile reads and validates a resources file. Unknown fields are rejected, so a typo
