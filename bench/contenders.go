@@ -206,7 +206,7 @@ func ensureNode(nodeDir string, logs io.Writer) (map[string]string, error) {
 	return versions, nil
 }
 
-// lambdaPath is the Lambda contender: `sqsworker esm` (internal/esm) invoking the
+// lambdaPath is the Lambda contender: `sqsworker esm` (lambda/localesm) invoking the
 // examples/lambdatest bootstrap (lambda.NewBatchHandler) in Runtime Interface
 // Emulators (the pinned aws-lambda-rie), one per execution environment:
 // concurrency/10 environments with batch size 10, the adapter running 10 records at a

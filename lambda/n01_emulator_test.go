@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // TestN01OnTheEmulatorThroughTheEventSourceMapping is CASES.md N01's second lane: the
@@ -68,11 +68,11 @@ func TestN01OnTheEmulatorThroughTheEventSourceMapping(t *testing.T) {
 	}))
 	t.Cleanup(function.Close)
 
-	var batches []esm.Batch
-	mapping, err := esm.New(context.Background(), client, esm.Config{
+	var batches []localesm.Batch
+	mapping, err := localesm.New(context.Background(), client, localesm.Config{
 		QueueURL: queue.URL, FunctionURLs: []string{function.URL}, BatchSize: 10, BatchingWindow: 2 * time.Second,
 		ReportBatchItemFailures: true, WaitTime: time.Second, MaximumConcurrency: 1,
-		OnBatch: func(batch esm.Batch) {
+		OnBatch: func(batch localesm.Batch) {
 			mu.Lock()
 			batches = append(batches, batch)
 			mu.Unlock()

@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // TestN02FIFOThroughTheEventSourceMapping is CASES.md N02's emulator lane: q.fifo with
@@ -75,10 +75,10 @@ func TestN02FIFOThroughTheEventSourceMapping(t *testing.T) {
 	}))
 	t.Cleanup(function.Close)
 	var responses [][]string // per invocation with g1 records: the g1 bodies reported failed
-	mapping, err := esm.New(context.Background(), client, esm.Config{
+	mapping, err := localesm.New(context.Background(), client, localesm.Config{
 		QueueURL: queue.URL, FunctionURLs: []string{function.URL}, BatchSize: 10, ReportBatchItemFailures: true,
 		WaitTime: time.Second, MaximumConcurrency: 1,
-		OnBatch: func(batch esm.Batch) {
+		OnBatch: func(batch localesm.Batch) {
 			bodies := map[string]string{}
 			hasG1 := false
 			for _, record := range batch.Event.Records {

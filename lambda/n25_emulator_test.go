@@ -26,11 +26,11 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/claimcheck"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
 	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // order is the job of the N25 tests.
@@ -181,7 +181,7 @@ func TestN25PerRecordProblemsAreTheRecordsOutcomes(t *testing.T) {
 			queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3})
 			fn := startN25Function(t, faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), lambda.WithDeadLetterSend(send))
 			ids := sendN25(t, client, queue.URL, fn.bucket)
-			_, batches := esmtest.Run(t, client, esm.Config{
+			_, batches := esmtest.Run(t, client, localesm.Config{
 				QueueURL: queue.URL, FunctionURLs: []string{fn.url}, BatchSize: 10, BatchingWindow: time.Second,
 				ReportBatchItemFailures: true, MaximumConcurrency: 1,
 			})
@@ -256,7 +256,7 @@ func TestN25InfrastructureFaultFailsTheInvocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, batches := esmtest.Run(t, client, esm.Config{
+	_, batches := esmtest.Run(t, client, localesm.Config{
 		QueueURL: queue.URL, FunctionURLs: []string{fn.url}, BatchSize: 10, BatchingWindow: time.Second,
 		ReportBatchItemFailures: true, MaximumConcurrency: 1,
 	})

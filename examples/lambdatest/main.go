@@ -1,5 +1,5 @@
 // Command lambdatest is the tiny Lambda function the end-to-end tests run in the Runtime
-// Interface Emulator (internal/testing/rie) behind the local event source mapping (internal/esm).
+// Interface Emulator (internal/testing/rie) behind the local event source mapping (lambda/localesm).
 // Its behaviour comes from environment variables:
 //
 //	LAMBDATEST_MODE                   "adapter" (default): lambda.NewBatchHandler with the job

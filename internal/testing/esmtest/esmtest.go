@@ -4,7 +4,7 @@
 //	h := esmtest.Start(t, client, esmtest.Options{
 //		QueueURL: queue.URL,
 //		Env:      []string{"LAMBDATEST_BACKOFF_BASE=1s"},
-//		Mapping:  esm.Config{BatchSize: 3, ReportBatchItemFailures: true},
+//		Mapping:  localesm.Config{BatchSize: 3, ReportBatchItemFailures: true},
 //	})
 //	testenv.Eventually(t, 20*time.Second, "m2 handled three times", func() bool { return len(h.Calls(t, "A-2")) == 3 })
 package esmtest
@@ -24,8 +24,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/testing/rie"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // FunctionPackage is the test function's main package.
@@ -42,7 +42,7 @@ type Options struct {
 	// Timeout is the function timeout; if zero, 10 s.
 	Timeout time.Duration
 	// Mapping configures the event source mapping; QueueURL and FunctionURLs are filled in.
-	Mapping esm.Config
+	Mapping localesm.Config
 }
 
 // Entry is one line of the test function's call log.
@@ -60,12 +60,12 @@ func (e Entry) Time() time.Time { return time.UnixMilli(e.UnixMilli) }
 // Harness is a running setup. Everything stops when the test ends.
 type Harness struct {
 	// Mapping is the running event source mapping.
-	Mapping *esm.Mapping
+	Mapping *localesm.Mapping
 	// Functions are the emulators, one per execution environment.
 	Functions []*rie.Function
 
 	logPath string
-	batches func() []esm.Batch
+	batches func() []localesm.Batch
 }
 
 // Start builds the test function, starts its emulators and the mapping.
@@ -100,7 +100,7 @@ const HarnessWaitTime = time.Second
 // stops it when the test ends. The returned function lists the batches so far. Unless
 // set, cfg.WaitTime is HarnessWaitTime and cfg.Logger writes to the test's log (shown
 // when the test fails).
-func Run(t testing.TB, client esm.SQSAPI, cfg esm.Config) (*esm.Mapping, func() []esm.Batch) {
+func Run(t testing.TB, client localesm.SQSAPI, cfg localesm.Config) (*localesm.Mapping, func() []localesm.Batch) {
 	t.Helper()
 	if cfg.WaitTime == 0 {
 		cfg.WaitTime = HarnessWaitTime
@@ -109,9 +109,9 @@ func Run(t testing.TB, client esm.SQSAPI, cfg esm.Config) (*esm.Mapping, func() 
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
 	var mu sync.Mutex
-	var batches []esm.Batch
+	var batches []localesm.Batch
 	onBatch := cfg.OnBatch
-	cfg.OnBatch = func(batch esm.Batch) {
+	cfg.OnBatch = func(batch localesm.Batch) {
 		if onBatch != nil {
 			onBatch(batch)
 		}
@@ -120,7 +120,7 @@ func Run(t testing.TB, client esm.SQSAPI, cfg esm.Config) (*esm.Mapping, func() 
 		batches = append(batches, batch)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mapping, err := esm.New(ctx, client, cfg)
+	mapping, err := localesm.New(ctx, client, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func Run(t testing.TB, client esm.SQSAPI, cfg esm.Config) (*esm.Mapping, func() 
 		cancel()
 		<-done
 	})
-	return mapping, func() []esm.Batch {
+	return mapping, func() []localesm.Batch {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(batches)
@@ -142,7 +142,7 @@ func Run(t testing.TB, client esm.SQSAPI, cfg esm.Config) (*esm.Mapping, func() 
 }
 
 // Batches returns the invocations so far.
-func (h *Harness) Batches() []esm.Batch { return h.batches() }
+func (h *Harness) Batches() []localesm.Batch { return h.batches() }
 
 // Entries returns the test function's call log so far.
 func (h *Harness) Entries(t testing.TB) []Entry {
@@ -208,7 +208,7 @@ func Send(t testing.TB, client *sqs.Client, queueURL string, bodies ...string) [
 }
 
 // SortedIDs returns the message ids of the batch's records, sorted.
-func SortedIDs(batch esm.Batch) []string {
+func SortedIDs(batch localesm.Batch) []string {
 	ids := make([]string, 0, len(batch.Event.Records))
 	for _, record := range batch.Event.Records {
 		ids = append(ids, record.MessageId)

@@ -75,7 +75,7 @@ func TestFunctionError(t *testing.T) {
 		t.Fatalf("HTTP %d %s; want 200 with an errorType body", response.StatusCode, response.Body)
 	}
 	if header := response.Header.Get("X-Amz-Function-Error"); header != "" {
-		t.Errorf("X-Amz-Function-Error = %q; the pinned RIE sends none, update internal/esm and this test", header)
+		t.Errorf("X-Amz-Function-Error = %q; the pinned RIE sends none, update lambda/localesm and this test", header)
 	}
 }
 

@@ -1,13 +1,13 @@
-package esm_test
+package localesm_test
 
 import (
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // TestMalformedResponseThroughRIE is C02's LocalStack lane: a function in the Runtime
@@ -22,7 +22,7 @@ func TestMalformedResponseThroughRIE(t *testing.T) {
 	h := esmtest.Start(t, client, esmtest.Options{
 		QueueURL: queue.URL,
 		Env:      []string{"LAMBDATEST_MODE=stub", `LAMBDATEST_STUB_RESPONSE={"batchItemFailures":[{"itemIdentifier":""}]}`},
-		Mapping:  esm.Config{BatchSize: 2, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
+		Mapping:  localesm.Config{BatchSize: 2, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 	})
 	testenv.Eventually(t, 20*time.Second, "a second delivery of both messages", func() bool {
 		seen := 0
@@ -58,7 +58,7 @@ func TestMappingWithoutReportBatchItemFailures(t *testing.T) {
 	h := esmtest.Start(t, client, esmtest.Options{
 		QueueURL: queue.URL,
 		Env:      []string{"LAMBDATEST_BACKOFF_BASE=1s"},
-		Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: false},
+		Mapping:  localesm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: false},
 	})
 	testenv.Eventually(t, 20*time.Second, "all three records deleted", func() bool {
 		visible, inFlight := testenv.Counts(t, client, queue.URL)

@@ -1,4 +1,4 @@
-package esm
+package localesm
 
 import (
 	"github.com/aws/aws-lambda-go/events"

@@ -1,4 +1,4 @@
-package esm
+package localesm
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 // that did not complete); ErrMalformedResponse one caused by a response that breaks the
 // partial batch response rules.
 var (
-	ErrFunction          = errors.New("esm: function error")
-	ErrMalformedResponse = errors.New("esm: malformed partial batch response")
+	ErrFunction          = errors.New("localesm: function error")
+	ErrMalformedResponse = errors.New("localesm: malformed partial batch response")
 )
 
 const (

@@ -1,9 +1,12 @@
-// Package esm plays the Lambda service's SQS event source mapping against a local queue:
-// it long-polls the queue, forms batches, invokes a function endpoint (the Runtime
-// Interface Emulator's Invoke API, see internal/testing/rie), deletes the records that succeeded
-// and leaves the others to come back after their visibility timeout, as AWS does.
+// Package localesm plays the Lambda service's SQS event source mapping against a queue, for
+// running a Lambda function locally before it is deployed (`sqsworker esm` is built on it):
+// it long-polls the queue, forms batches, invokes a function endpoint (the Invoke API of a
+// Lambda Runtime Interface Emulator, `go tool aws-lambda-rie ./bootstrap` for one), deletes
+// the records that succeeded and leaves the others to come back after their visibility
+// timeout, as AWS does. It is a stand-in for the mapping AWS runs, not a client of AWS's
+// event source mapping API.
 //
-//	mapping, err := esm.New(ctx, sqsClient, esm.Config{
+//	mapping, err := localesm.New(ctx, sqsClient, localesm.Config{
 //		QueueURL:                queueURL,
 //		FunctionURLs:            []string{fn.URL},
 //		BatchSize:               10,
@@ -25,12 +28,15 @@
 //     "ItemIdentifier").
 //
 // Without ReportBatchItemFailures the response body is ignored: any invocation without a
-// function error deletes the whole batch, failed records included (C01 (b)).
+// function error deletes the whole batch, failed records included, so a handler's failed
+// records are lost unless the mapping reports batch item failures.
 //
 // Maximum concurrency works as AWS's does since January 2023: a batch is received only
 // when an invocation slot is free, so a busy function never costs a message a receive.
 // Each function URL is one execution environment serving one invocation at a time.
-package esm
+//
+// Errors are prefixed "localesm: "; [Config.Validate] reports every problem at once.
+package localesm
 
 import (
 	"errors"
@@ -118,30 +124,30 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	var problems []error
 	if c.QueueURL == "" {
-		problems = append(problems, errors.New("esm: QueueURL is required"))
+		problems = append(problems, errors.New("localesm: QueueURL is required"))
 	}
 	if len(c.FunctionURLs) == 0 {
-		problems = append(problems, errors.New("esm: at least one function URL is required"))
+		problems = append(problems, errors.New("localesm: at least one function URL is required"))
 	}
 	for _, url := range c.FunctionURLs {
 		if url == "" {
-			problems = append(problems, errors.New("esm: empty function URL"))
+			problems = append(problems, errors.New("localesm: empty function URL"))
 		}
 	}
 	switch {
 	case c.BatchSize < 1 || c.BatchSize > MaxBatchSize:
-		problems = append(problems, fmt.Errorf("esm: BatchSize %d is outside 1 to %d", c.BatchSize, MaxBatchSize))
+		problems = append(problems, fmt.Errorf("localesm: BatchSize %d is outside 1 to %d", c.BatchSize, MaxBatchSize))
 	case c.BatchSize > MaxBatchSizeWithoutWindow && c.BatchingWindow == 0:
-		problems = append(problems, fmt.Errorf("esm: BatchSize %d needs a BatchingWindow (more than %d records per batch)", c.BatchSize, MaxBatchSizeWithoutWindow))
+		problems = append(problems, fmt.Errorf("localesm: BatchSize %d needs a BatchingWindow (more than %d records per batch)", c.BatchSize, MaxBatchSizeWithoutWindow))
 	}
 	if c.BatchingWindow < 0 || c.BatchingWindow > MaxBatchingWindow {
-		problems = append(problems, fmt.Errorf("esm: BatchingWindow %s is outside 0 to %s", c.BatchingWindow, MaxBatchingWindow))
+		problems = append(problems, fmt.Errorf("localesm: BatchingWindow %s is outside 0 to %s", c.BatchingWindow, MaxBatchingWindow))
 	}
 	if c.MaximumConcurrency < 1 || c.MaximumConcurrency > 1000 {
-		problems = append(problems, fmt.Errorf("esm: MaximumConcurrency %d is outside 1 to 1000", c.MaximumConcurrency))
+		problems = append(problems, fmt.Errorf("localesm: MaximumConcurrency %d is outside 1 to 1000", c.MaximumConcurrency))
 	}
 	if c.WaitTime < 0 || c.WaitTime > DefaultWaitTime || c.WaitTime%time.Second != 0 {
-		problems = append(problems, fmt.Errorf("esm: WaitTime %s is not whole seconds from 0 to 20 s", c.WaitTime))
+		problems = append(problems, fmt.Errorf("localesm: WaitTime %s is not whole seconds from 0 to 20 s", c.WaitTime))
 	}
 	return errors.Join(problems...)
 }

@@ -1,4 +1,4 @@
-package esm
+package localesm
 
 import (
 	"bytes"
@@ -83,12 +83,12 @@ func New(ctx context.Context, client SQSAPI, cfg Config) (*Mapping, error) {
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("esm: reading the ARN of %s: %w", cfg.QueueURL, err)
+		return nil, fmt.Errorf("localesm: reading the ARN of %s: %w", cfg.QueueURL, err)
 	}
 	arn := output.Attributes[string(types.QueueAttributeNameQueueArn)]
 	parsed, err := sqsinfo.ParseQueueARN(arn)
 	if err != nil {
-		return nil, fmt.Errorf("esm: queue %s: %w", cfg.QueueURL, err)
+		return nil, fmt.Errorf("localesm: queue %s: %w", cfg.QueueURL, err)
 	}
 	return &Mapping{client: client, cfg: cfg, queueARN: arn, region: parsed.Region}, nil
 }
@@ -115,7 +115,7 @@ func (m *Mapping) Run(ctx context.Context) error {
 	for _, url := range m.cfg.FunctionURLs {
 		endpoints <- url
 	}
-	m.cfg.Logger.Info("esm: mapping started", "queue", m.cfg.QueueURL, "batch_size", m.cfg.BatchSize,
+	m.cfg.Logger.Info("localesm: mapping started", "queue", m.cfg.QueueURL, "batch_size", m.cfg.BatchSize,
 		"batching_window", m.cfg.BatchingWindow, "maximum_concurrency", m.cfg.MaximumConcurrency,
 		"report_batch_item_failures", m.cfg.ReportBatchItemFailures, "function_urls", m.cfg.FunctionURLs)
 	var wg sync.WaitGroup
@@ -145,7 +145,7 @@ func (m *Mapping) poll(ctx context.Context, endpoints chan string) {
 			if ctx.Err() != nil {
 				return
 			}
-			m.cfg.Logger.Error("esm: receive failed", "queue", m.cfg.QueueURL, "error", err)
+			m.cfg.Logger.Error("localesm: receive failed", "queue", m.cfg.QueueURL, "error", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -179,7 +179,7 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 		})
 		if err != nil {
 			if len(messages) > 0 && ctx.Err() == nil {
-				m.cfg.Logger.Error("esm: receive failed; invoking with what was gathered", "error", err)
+				m.cfg.Logger.Error("localesm: receive failed; invoking with what was gathered", "error", err)
 				return messages, nil
 			}
 			return messages, err
@@ -225,7 +225,7 @@ func (m *Mapping) invoke(ctx context.Context, endpoint string, messages []types.
 	}
 	payload, err := json.Marshal(batch.Event)
 	if err != nil {
-		panic(fmt.Sprintf("esm: encoding the event: %v", err)) // events.SQSEvent always encodes
+		panic(fmt.Sprintf("localesm: encoding the event: %v", err)) // events.SQSEvent always encodes
 	}
 	m.invocations.Add(1)
 	batch.Start = time.Now()
@@ -240,7 +240,7 @@ func (m *Mapping) invoke(ctx context.Context, endpoint string, messages []types.
 		batch.Err = err
 		failed = messageIDs(batch.Event)
 		m.failedBatches.Add(1)
-		m.cfg.Logger.Warn("esm: whole batch failed; records stay for a retry", "queue", m.cfg.QueueURL,
+		m.cfg.Logger.Warn("localesm: whole batch failed; records stay for a retry", "queue", m.cfg.QueueURL,
 			"records", len(messages), "error", err)
 	}
 	batch.Failed = failed
@@ -251,7 +251,7 @@ func (m *Mapping) invoke(ctx context.Context, endpoint string, messages []types.
 	batch.Deleted, batch.DeleteErr = m.deleteExcept(settle, messages, failed)
 	cancelSettle()
 	m.deleted.Add(int64(len(batch.Deleted)))
-	m.cfg.Logger.Info("esm: batch done", "queue", m.cfg.QueueURL, "records", len(messages),
+	m.cfg.Logger.Info("localesm: batch done", "queue", m.cfg.QueueURL, "records", len(messages),
 		"deleted", len(batch.Deleted), "retried", len(failed), "duration", batch.End.Sub(batch.Start))
 	if m.cfg.OnBatch != nil {
 		m.cfg.OnBatch(batch)
@@ -305,14 +305,14 @@ func (m *Mapping) deleteExcept(ctx context.Context, messages []types.Message, ke
 			case attempt == 1 && sqsx.Retryable(result.Err):
 				retry = append(retry, message)
 			default:
-				problems = append(problems, fmt.Errorf("esm: deleting %s: %w", aws.ToString(message.MessageId), result.Err))
+				problems = append(problems, fmt.Errorf("localesm: deleting %s: %w", aws.ToString(message.MessageId), result.Err))
 			}
 		}
 		pending = retry
 	}
 	err := errors.Join(problems...)
 	if err != nil {
-		m.cfg.Logger.Error("esm: deleting records failed", "queue", m.cfg.QueueURL, "error", err)
+		m.cfg.Logger.Error("localesm: deleting records failed", "queue", m.cfg.QueueURL, "error", err)
 	}
 	return deleted, err
 }

@@ -1,4 +1,4 @@
-package esm_test
+package localesm_test
 
 import (
 	"encoding/json"
@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/sqsworker/sqsworker/internal/esm"
 	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
 	"github.com/sqsworker/sqsworker/internal/testing/rie"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 func TestMain(m *testing.M) { os.Exit(rie.Main(m)) }
@@ -62,7 +62,7 @@ func TestPartialResponse(t *testing.T) {
 		}
 		return `{"batchItemFailures":[]}`
 	})
-	_, batches := esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{fn.server.URL}, BatchSize: 3,
+	_, batches := esmtest.Run(t, client, localesm.Config{QueueURL: queue.URL, FunctionURLs: []string{fn.server.URL}, BatchSize: 3,
 		BatchingWindow: time.Second, ReportBatchItemFailures: true, WaitTime: time.Second})
 	testenv.Eventually(t, 15*time.Second, "two invocations", func() bool { return len(batches()) >= 2 })
 	first, second := batches()[0], batches()[1]
@@ -89,7 +89,7 @@ func TestWholeBatchFailure(t *testing.T) {
 		}
 		return `{}`
 	})
-	_, batches := esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{fn.server.URL}, BatchSize: 2,
+	_, batches := esmtest.Run(t, client, localesm.Config{QueueURL: queue.URL, FunctionURLs: []string{fn.server.URL}, BatchSize: 2,
 		BatchingWindow: time.Second, ReportBatchItemFailures: true, WaitTime: time.Second})
 	testenv.Eventually(t, 15*time.Second, "both records deleted", func() bool {
 		deleted := 0
@@ -124,7 +124,7 @@ func TestMaximumConcurrency(t *testing.T) {
 	esmtest.Send(t, client, queue.URL, bodies...)
 	fn := newStub(t, 200*time.Millisecond, func(events.SQSEvent, int32) string { return `{"batchItemFailures":[]}` })
 	url := fn.server.URL
-	_, batches := esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{url, url + "/", url + "/a", url + "/b"},
+	_, batches := esmtest.Run(t, client, localesm.Config{QueueURL: queue.URL, FunctionURLs: []string{url, url + "/", url + "/a", url + "/b"},
 		BatchSize: 2, MaximumConcurrency: 2, ReportBatchItemFailures: true, WaitTime: time.Second})
 	testenv.Eventually(t, 20*time.Second, "20 records deleted", func() bool {
 		deleted := 0
@@ -144,7 +144,7 @@ func TestBatchingWindow(t *testing.T) {
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	fn := newStub(t, 0, func(events.SQSEvent, int32) string { return `{}` })
-	_, batches := esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{fn.server.URL}, BatchSize: 10,
+	_, batches := esmtest.Run(t, client, localesm.Config{QueueURL: queue.URL, FunctionURLs: []string{fn.server.URL}, BatchSize: 10,
 		BatchingWindow: 2 * time.Second, ReportBatchItemFailures: true, WaitTime: time.Second})
 	esmtest.Send(t, client, queue.URL, `{"key":"w-1"}`)
 	time.Sleep(500 * time.Millisecond) // the next records arrive while the window is open
