@@ -91,10 +91,11 @@ demo: up-emulator
 	$(if $(filter postgres,$(DEMO_STORE)),localstack/postgres-up)
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
-## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere)
+## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere), and the module boundary check (no published module imports another module's internal/)
 vet:
 	$(GO) vet work
 	GOOS=windows $(GO) vet work
+	GO=$(GO) scripts/check-module-imports
 
 ## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
 tidy:
