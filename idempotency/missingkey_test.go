@@ -13,11 +13,11 @@ import (
 	"github.com/sqsworker/sqsworker/idempotency"
 )
 
-// TestN03MissingKey is scenario N03 (unit + moto): a key expression that selects
+// TestMissingKeyIsNeverHashedAsNull is scenario N03 (unit + moto): a key expression that selects
 // nothing must never be hashed as null, so keyless messages never share a record. Keys
 // body.orderId and the composite [body.tenant, body.orderId]; modes fail (the default)
 // and bypass (KeyOptional).
-func TestN03MissingKey(t *testing.T) {
+func TestMissingKeyIsNeverHashedAsNull(t *testing.T) {
 	t.Parallel()
 	bodies := map[string]string{
 		"m1": `{"orderId":"O-1","amount":5}`,

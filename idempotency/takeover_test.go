@@ -86,7 +86,7 @@ func checkProxyLog(t *testing.T, p *faultProxy) {
 	}
 }
 
-// TestN05TakeoverOnAStaleView is scenario N05 on moto with the fault proxy: a takeover
+// TestTakeoverOnAStaleView is scenario N05 on moto with the fault proxy: a takeover
 // must never act on a stale or incomplete view of the record.
 //
 // Design note: a claim is one conditional PutItem whose condition DynamoDB evaluates on
@@ -97,7 +97,7 @@ func checkProxyLog(t *testing.T, p *faultProxy) {
 // happen. The scenario's "condition names lease" is therefore checked as "no PutItem
 // without a condition, every update and delete conditioned on the lease"; naming the
 // lease in the claim would cost a second write per takeover and add no safety.
-func TestN05TakeoverOnAStaleView(t *testing.T) {
+func TestTakeoverOnAStaleView(t *testing.T) {
 	t.Parallel()
 
 	// (a) IN_PROGRESS without in_progress_expiry: locked until expiration, one receive.

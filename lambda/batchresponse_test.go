@@ -30,12 +30,12 @@ func n0Record(id, body, group string) events.SQSMessage {
 	return events.SQSMessage{MessageId: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: attributes, EventSourceARN: arn, EventSource: "aws:sqs"}
 }
 
-// TestN01EveryRecordNotConfirmedIsReported is CASES.md N01, unit lane: a 10 s deadline,
+// TestEveryRecordNotConfirmedIsReported is CASES.md N01, unit lane: a 10 s deadline,
 // concurrency 2, deadline margin 1.5 s; r1 succeeds, r2 fails, r3 panics, r4 returns
 // ctx.Err() when cancelled, r5 ignores its context, r6 is queued behind r4 and r5. At
 // 8.5 s the handlers' contexts end; r5 is abandoned after at most 0.75 s; the response
 // comes before 9.5 s and lists every record but r1.
-func TestN01EveryRecordNotConfirmedIsReported(t *testing.T) {
+func TestEveryRecordNotConfirmedIsReported(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))
@@ -99,10 +99,10 @@ func TestN01EveryRecordNotConfirmedIsReported(t *testing.T) {
 	}
 }
 
-// TestN01DetachedWorkIsASuccess pins the remaining gap N01 names: only the handler's
+// TestDetachedWorkIsASuccess pins the remaining gap N01 names: only the handler's
 // return value is observed, so a handler that starts a goroutine and returns nil at once
 // is reported as a success whatever the goroutine does later.
-func TestN01DetachedWorkIsASuccess(t *testing.T) {
+func TestDetachedWorkIsASuccess(t *testing.T) {
 	t.Parallel()
 	done := make(chan struct{})
 	handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
@@ -116,10 +116,10 @@ func TestN01DetachedWorkIsASuccess(t *testing.T) {
 	}
 }
 
-// TestN02NoFailedGroupStateCarriesOver is CASES.md N02, unit lane: one adapter built
+// TestNoFailedGroupStateCarriesOver is CASES.md N02, unit lane: one adapter built
 // once handles two invocations in one process; a1 fails on attempt 1 only. In invocation
 // 2 the handler is called for a1 and the response is {"batchItemFailures":[]}.
-func TestN02NoFailedGroupStateCarriesOver(t *testing.T) {
+func TestNoFailedGroupStateCarriesOver(t *testing.T) {
 	t.Parallel()
 	var calls []string
 	handler := sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
@@ -147,11 +147,11 @@ func TestN02NoFailedGroupStateCarriesOver(t *testing.T) {
 	}
 }
 
-// TestN02PoisonHeadSkipsItsGroupOnEveryReceive is N02's poison variant, unit lane: with
+// TestPoisonHeadSkipsItsGroupOnEveryReceive is N02's poison variant, unit lane: with
 // a1 always failing, every invocation calls the handler for a1 once, lists a1, a2 and a3,
 // and logs a2 and a3 as skipped behind the failed head, not as handler failures. (The
 // queue's maxReceiveCount is 5, so none of the three receives is a1's last.)
-func TestN02PoisonHeadSkipsItsGroupOnEveryReceive(t *testing.T) {
+func TestPoisonHeadSkipsItsGroupOnEveryReceive(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))

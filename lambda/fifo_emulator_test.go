@@ -23,13 +23,13 @@ import (
 	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
-// TestN02FIFOThroughTheEventSourceMapping is CASES.md N02's emulator lane: q.fifo with
+// TestFIFOThroughTheEventSourceMapping is CASES.md N02's emulator lane: q.fifo with
 // VT=5s and MRC=3; g1 holds a1, a2, a3 and g2 b1; a1 fails on attempts 1 and 2. One
 // adapter, built once, serves every invocation. The g1 call log is exactly a1(fail),
 // a1(fail), a1, a2, a3; b1 is handled once; the responses for g1 are [a1,a2,a3],
 // [a1,a2,a3], []; a2 and a3 are handled at receive count 3; the dead-letter queue stays
 // empty. It runs only where a FIFO group is blocked while its head is in flight.
-func TestN02FIFOThroughTheEventSourceMapping(t *testing.T) {
+func TestFIFOThroughTheEventSourceMapping(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	testenv.RequireFIFOGroupBlocking(t, client)

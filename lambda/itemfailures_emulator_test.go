@@ -22,12 +22,12 @@ import (
 	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
-// TestN01OnTheEmulatorThroughTheEventSourceMapping is CASES.md N01's second lane: the
+// TestUnconfirmedRecordsComeBackThroughTheEventSourceMapping is CASES.md N01's second lane: the
 // same six records on a queue with VT=65s and MRC=3, through the local event source
 // mapping on LocalStack, the adapter served in-process with a 10 s function timeout.
 // After the first invocation only r1 is deleted; r2..r6 are delivered again with
 // ApproximateReceiveCount=2.
-func TestN01OnTheEmulatorThroughTheEventSourceMapping(t *testing.T) {
+func TestUnconfirmedRecordsComeBackThroughTheEventSourceMapping(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 65 * time.Second, MaxReceiveCount: 3})

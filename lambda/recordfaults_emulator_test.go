@@ -160,7 +160,7 @@ func names(ids map[string]string, messageIDs []string) []string {
 	return out
 }
 
-// TestN25PerRecordProblemsAreTheRecordsOutcomes is CASES.md N25's first invocation,
+// TestPerRecordProblemsAreTheRecordsOutcomes is CASES.md N25's first invocation,
 // through the local event source mapping on the emulators, maxReceiveCount 3: a
 // truncated body, an unknown job type and a claim-check pointer to a missing key are
 // each their record's outcome, not the invocation's. The invocation returns no error;
@@ -168,7 +168,7 @@ func names(ids map[string]string, messageIDs []string) []string {
 // r2, r3, r4 are in the dead-letter queue after one receive with their reasons; with it
 // off, r2..r5 are in batchItemFailures and r2, r3, r4 reach the dead-letter queue after
 // 3 receives (the redrive policy). Their job function never runs; r1 and r6 run once.
-func TestN25PerRecordProblemsAreTheRecordsOutcomes(t *testing.T) {
+func TestPerRecordProblemsAreTheRecordsOutcomes(t *testing.T) {
 	t.Parallel()
 	for _, send := range []bool{true, false} {
 		name := "dead-letter send on"
@@ -230,13 +230,13 @@ func TestN25PerRecordProblemsAreTheRecordsOutcomes(t *testing.T) {
 	}
 }
 
-// TestN25InfrastructureFaultFailsTheInvocation is CASES.md N25's second invocation: the
+// TestInfrastructureFaultFailsTheInvocation is CASES.md N25's second invocation: the
 // idempotency table answers AccessDeniedException to every record (the fault proxy in
 // front of moto). After the first 2 records fail with it the adapter starts no more: the
 // other 4 never reach the table, and the invocation fails as a whole with an error that
 // names the fault, so the event source mapping deletes nothing. The 2 failed records get
 // their backoff; the 4 others keep their visibility.
-func TestN25InfrastructureFaultFailsTheInvocation(t *testing.T) {
+func TestInfrastructureFaultFailsTheInvocation(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 5})

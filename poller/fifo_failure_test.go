@@ -132,13 +132,13 @@ func callsOf(calls []handlerCall, prefix string) []string {
 	return out
 }
 
-// TestN09FIFOFailureReleasesTheRestWithTheRetry is CASES.md N09 on LocalStack: a2 fails
+// TestFIFOFailureReleasesTheRestWithTheRetry is CASES.md N09 on LocalStack: a2 fails
 // on attempts 1 and 2. Each failure is one visibility call that sets a2 to the 2 s
 // backoff and releases the rest of g1 held with it; released messages are never
 // extended again; g1 goes a1, a2, a2, a2, a3, a4, a5 in seconds, not in multiples of the
 // 300 s visibility timeout; g2 is handled once each; nothing reaches the dead-letter
 // queue.
-func TestN09FIFOFailureReleasesTheRestWithTheRetry(t *testing.T) {
+func TestFIFOFailureReleasesTheRestWithTheRetry(t *testing.T) {
 	t.Parallel()
 	testenv.RequireFIFOGroupBlocking(t, testenv.SQS(t))
 	start := time.Now()
@@ -202,13 +202,13 @@ func TestN09FIFOFailureReleasesTheRestWithTheRetry(t *testing.T) {
 	}
 }
 
-// TestN09PoisonHeadStallsItsGroupForSeconds is N09's poison variant: a2 always fails. It
+// TestPoisonHeadStallsItsGroupForSeconds is N09's poison variant: a2 always fails. It
 // is handled exactly 5 times (maxReceiveCount), a3..a5 not at all while it blocks the
 // group, and after its 5th and last attempt the worker sends it to q-dlq.fifo
 // (RetriesExhausted), in seconds, not 5 × 300 s. The group then goes on: a3..a5 may
 // start at once, but only after a2's last attempt. Where they end up depends on the
 // queue (see N02); the test logs it.
-func TestN09PoisonHeadStallsItsGroupForSeconds(t *testing.T) {
+func TestPoisonHeadStallsItsGroupForSeconds(t *testing.T) {
 	t.Parallel()
 	testenv.RequireFIFOGroupBlocking(t, testenv.SQS(t))
 	start := time.Now()

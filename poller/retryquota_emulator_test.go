@@ -35,7 +35,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
-func TestEmulatorN12RetryQuotaDoesNotStarveHeartbeatsAndDeletes(t *testing.T) {
+func TestEmulatorRetryQuotaDoesNotStarveHeartbeatsAndDeletes(t *testing.T) {
 	t.Parallel()
 	const (
 		shortCount = 150

@@ -123,7 +123,8 @@ func (m *Mover) Run(ctx context.Context) (result *Result, err error) {
 	if _, err := loadQueue(ctx, m.api, m.config.Source); err != nil {
 		return r.result, err
 	}
-	// The destination is checked before anything is received (CASES.md N11 (d)).
+	// The destination is checked before anything is received: a missing destination
+	// costs no message a receive.
 	if r.dest, err = loadQueue(ctx, m.api, m.config.Destination); err != nil {
 		if errors.Is(err, ErrQueueNotFound) {
 			return r.result, DestinationMissing(m.config.Destination, err)

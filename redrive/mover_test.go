@@ -188,7 +188,7 @@ func TestMoverCrashBetweenSendAndDelete(t *testing.T) {
 // C17: large messages are packed by count and bytes, attributes counted, limit read from
 // the destination; a per-entry failure is retried alone; nothing lost, duplicated or
 // deleted early.
-func TestMoverC17BatchByteLimit(t *testing.T) {
+func TestMoverBatchByteLimit(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -305,7 +305,7 @@ func TestMoverTooLargeStays(t *testing.T) {
 
 // C18: a FIFO redrive within the deduplication window uses a new deduplication id,
 // keeps the group, and warns that the order changed; the old id would be dropped.
-func TestMoverC18FIFODeduplication(t *testing.T) {
+func TestMoverFIFODeduplication(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := testenv.SQS(t)

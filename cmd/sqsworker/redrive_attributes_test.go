@@ -185,9 +185,9 @@ func receiveCount(t *testing.T, message types.Message) int {
 	return count
 }
 
-// TestN11DeadLetterMovesKeepAttributesAndCounts is CASES.md N11 on the SQS emulator
+// TestDeadLetterMovesKeepAttributesAndCounts is CASES.md N11 on the SQS emulator
 // (LocalStack or ElasticMQ: make test, make test-elasticmq), through the CLI.
-func TestN11DeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
+func TestDeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
 	t.Parallel()
 
 	// (a) dlq list: d1's attributes byte for byte, its source queue from
@@ -295,7 +295,7 @@ func TestN11DeadLetterMovesKeepAttributesAndCounts(t *testing.T) {
 	// (c) a client-side filtered move: only d1, with x-redrive-count=1 (and the move's
 	// x-redrive-move-id); d2 stays in
 	// q-dlq, visible at once. (That the DLQ copy is deleted only after SendMessageBatch
-	// confirmed its entry is TestMoverC17BatchByteLimit's recorder check.)
+	// confirmed its entry is TestMoverBatchByteLimit's recorder check.)
 	t.Run("c filtered move", func(t *testing.T) {
 		t.Parallel()
 		s := newN11(t)

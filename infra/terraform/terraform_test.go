@@ -800,7 +800,7 @@ func TestValidations(t *testing.T) {
 // CASES.md C19: function timeout 120 s, queue visibility 60 s, maxReceiveCount 2, reserved
 // concurrency 1, batching window 10 s fail with exactly three named errors; the corrected
 // settings pass.
-func TestC19LambdaInputsFailWithThreeNamedErrors(t *testing.T) {
+func TestLambdaInputsFailWithThreeNamedErrors(t *testing.T) {
 	module := loadModule(t, "lambda-consumer")
 	failures := module.validate(t, merged(baseValues["lambda-consumer"], map[string]any{
 		"timeout":                            120,

@@ -24,7 +24,7 @@ import (
 // C06, ECS variant: the worker is SIGKILLed mid-handler while it holds the idempotency
 // lease (the per-message handler deadline). The next delivery, after the visibility
 // timeout, finds the lease expired, takes the record over and runs.
-func TestC06KilledWorkersLeaseIsTakenOver(t *testing.T) {
+func TestKilledWorkersLeaseIsTakenOver(t *testing.T) {
 	t.Parallel()
 	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
 	// Scaled from the case (timeout 10 s, visibility 60 s) to keep the suite fast: the
@@ -60,7 +60,7 @@ func TestC06KilledWorkersLeaseIsTakenOver(t *testing.T) {
 
 // C10: a duplicate delivery while the original still runs is deferred by the lease time
 // left (not failed, not deleted); after the lease ends the next delivery takes over.
-func TestC10DuplicateWhileOriginalRunsIsDeferred(t *testing.T) {
+func TestDuplicateWhileOriginalRunsIsDeferred(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
@@ -161,7 +161,7 @@ func (a *deleteAuditor) statuses() []string {
 // C12, idempotency part: every delete of m3's first delivery fails (200 with a per-entry
 // InternalError) until its receipt handle expires; m3 comes back, and the idempotency
 // layer skips the handler.
-func TestC12UndeletedMessageReturnsAndIsSkipped(t *testing.T) {
+func TestUndeletedMessageReturnsAndIsSkipped(t *testing.T) {
 	t.Parallel()
 	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
 	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{VisibilityTimeout: 5 * time.Second, MaxReceiveCount: 5})
@@ -261,7 +261,7 @@ func (f *failingDeletes) failedEntries() int {
 // C15 with idempotency: at the drain deadline the slow handler's context is cancelled,
 // the middleware releases its record (a delete conditioned on the lease) and the poller
 // releases the message (visibility 0), so another worker runs it within seconds.
-func TestC15DrainReleasesRecordAndMessage(t *testing.T) {
+func TestDrainReleasesRecordAndMessage(t *testing.T) {
 	t.Parallel()
 	sqsClient, dynamoClient := testenv.SQS(t), testenv.DynamoDB(t)
 	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{VisibilityTimeout: 300 * time.Second, MaxReceiveCount: 5})

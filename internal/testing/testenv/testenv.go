@@ -302,7 +302,7 @@ func Receive(t testing.TB, client *sqs.Client, input sqs.ReceiveMessageInput, wa
 	return messages
 }
 
-// RequireFIFOGroupBlocking is the N10 probe the FIFO scenarios (CASES.md N02, N09) run
+// RequireFIFOGroupBlocking is the probe the FIFO message group tests of both hosts run
 // behind: after a group's head is rescheduled (5 s) and the message behind it released
 // (0) in one call, SQS hands out nothing of the group until the head is visible again
 // (AWS: a FIFO group's messages are not returned while an earlier one is in flight). On
