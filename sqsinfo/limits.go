@@ -13,7 +13,9 @@ const (
 	MaxBatchEntries = 10
 	// MaxMessageBytes is the largest message SQS accepts, and the largest value of a
 	// queue's MaximumMessageSize attribute: 1 MiB (1,048,576 bytes) since August 2025,
-	// 256 KiB before. Size as counted by [MessageSize].
+	// 256 KiB before. A message's size is its body's bytes plus, for each message
+	// attribute, the bytes of its name, data type and value ("Amazon SQS message
+	// attributes" in the Developer Guide).
 	MaxMessageBytes = 1 << 20
 	// MaxBatchBytes is the most one SendMessageBatch request may carry in total, the sum
 	// of its entries' sizes: 1 MiB (API Reference, SendMessageBatch: "The maximum allowed
