@@ -32,14 +32,14 @@ up-emulator:
 down:
 	localstack/down
 
-# go test -json goes through internal/tools/testsummary: it prints the output of failed
+# go test -json goes through internal/testing/testsummary: it prints the output of failed
 # tests, one ok/FAIL line per package, one SKIP line per skipped test with its message and
 # last "N passed, N failed[, N skipped]"; with
 # pipefail its exit status (1 on any failure) is make's.
 TESTSUMMARY = bin/testsummary
 
-$(TESTSUMMARY): $(wildcard internal/tools/testsummary/*.go)
-	$(GO) build -o $@ ./internal/tools/testsummary
+$(TESTSUMMARY): $(wildcard internal/testing/testsummary/*.go)
+	$(GO) build -o $@ ./internal/testing/testsummary
 
 ## test: start the emulator when needed, then run every test (unit and emulator)
 # `work` is every package of every module in go.work (./... would stop at the nested go.mod
@@ -50,15 +50,15 @@ test: up $(TESTSUMMARY)
 # test-stress repeats the suite to find flaky tests (issue 9), then prints
 # "test-stress: P of N runs passed" and fails unless all did:
 #   1. unit level: every test that needs no emulator, $(STRESS_UNIT_FLAGS). A test is an
-#      emulator test exactly when it asks internal/testenv for a client; with
+#      emulator test exactly when it asks internal/testing/testenv for a client; with
 #      SQSWORKER_TEST_UNIT_ONLY=1 (and no endpoints) those skip, so no list is kept.
-#   2. emulator packages (those whose tests import internal/testenv, from go list), run
+#   2. emulator packages (those whose tests import internal/testing/testenv, from go list), run
 #      STRESS_RUNS times in a row with GOTESTFLAGS, as make test runs them.
 STRESS_UNIT_COUNT ?= 200
 STRESS_RUNS ?= 5
 STRESS_UNIT_FLAGS ?= -race -count=$(STRESS_UNIT_COUNT) -timeout 120m
 EMULATOR_PKGS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' work \
-	| awk '/ github.com\/sqsworker\/sqsworker\/internal\/testenv( |$$)/ {print $$1}'
+	| awk '/ github.com\/sqsworker\/sqsworker\/internal\/testing\/testenv( |$$)/ {print $$1}'
 
 ## test-stress: unit tests -race -count=STRESS_UNIT_COUNT (200), emulator packages STRESS_RUNS (5) times; prints how many runs passed
 test-stress: up $(TESTSUMMARY)
@@ -91,10 +91,11 @@ demo: up-emulator
 	$(if $(filter postgres,$(DEMO_STORE)),localstack/postgres-up)
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
-## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere)
+## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere), and the module boundary check (no published module imports another module's internal/)
 vet:
 	$(GO) vet work
 	GOOS=windows $(GO) vet work
+	GO=$(GO) scripts/check-module-imports
 
 ## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
 tidy:

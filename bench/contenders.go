@@ -26,6 +26,7 @@ import (
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // runEnv is what a contender gets for one run.
@@ -107,8 +108,8 @@ func runCeiling(ctx context.Context, env runEnv) (func(), error) {
 			for ctx.Err() == nil {
 				output, err := env.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 					QueueUrl:            aws.String(env.queueURL),
-					MaxNumberOfMessages: sqsx.MaxBatchEntries,
-					WaitTimeSeconds:     sqsx.WaitSeconds(sqsx.MaxWaitTime),
+					MaxNumberOfMessages: sqsinfo.MaxBatchEntries,
+					WaitTimeSeconds:     sqsx.WaitSeconds(sqsinfo.MaxWaitTime),
 				})
 				if err != nil || len(output.Messages) == 0 {
 					continue
@@ -205,7 +206,7 @@ func ensureNode(nodeDir string, logs io.Writer) (map[string]string, error) {
 	return versions, nil
 }
 
-// lambdaPath is the Lambda contender: `sqsworker esm` (internal/esm) invoking the
+// lambdaPath is the Lambda contender: `sqsworker esm` (lambda/localesm) invoking the
 // examples/lambdatest bootstrap (lambda.NewBatchHandler) in Runtime Interface
 // Emulators (the pinned aws-lambda-rie), one per execution environment:
 // concurrency/10 environments with batch size 10, the adapter running 10 records at a

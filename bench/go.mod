@@ -1,3 +1,5 @@
+// Module kind: development (never fetched by users; may import the root module's internal
+// packages; scripts/check-module-imports).
 module github.com/sqsworker/sqsworker/bench
 
 go 1.26.6

@@ -58,8 +58,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/sqsworker/sqsworker/internal/load"
-	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/internal/testing/load"
+	"github.com/sqsworker/sqsworker/provision"
 )
 
 type options struct {

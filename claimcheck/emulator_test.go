@@ -29,10 +29,10 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/claimcheck"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/redrive"
@@ -378,7 +378,7 @@ func TestMissingPayloadIsDeadLetteredAfterOneReceiveOnEmulator(t *testing.T) {
 }
 
 // lambdaFunction serves the Lambda host's batch handler as an Invoke endpoint for the
-// local event source mapping (internal/esm), in process: the same handler a function
+// local event source mapping (lambda/localesm), in process: the same handler a function
 // binary would run, without the Runtime Interface Emulator.
 func lambdaFunction(t *testing.T, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) string {
 	t.Helper()
@@ -421,7 +421,7 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 		return nil
 	}), newResolver(t, s3client, claimcheck.ResolverConfig{Allow: []claimcheck.Location{store.Location()}, Cleaner: cleaner}).Middleware())
 	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithObserver(cleaner)))
-	esmtest.Run(t, client, esm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
+	esmtest.Run(t, client, localesm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
 
 	testenv.Eventually(t, patience, "both records deleted by the mapping", func() bool {
 		visible, inFlight := testenv.Counts(t, client, queue.URL)

@@ -18,14 +18,14 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/claimcheck"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/poller"
 )
 
 // deniedS3 is a reverse proxy in front of moto's S3 that answers the first `times`
 // GetObject calls with S3's 403 AccessDenied error document (what S3 answers a role
 // without s3:GetObject, or without s3:ListBucket for a missing key), and forwards every
-// other call. internal/faultproxy speaks the JSON protocols (X-Amz-Target); S3 is REST
+// other call. internal/testing/faultproxy speaks the JSON protocols (X-Amz-Target); S3 is REST
 // and XML.
 type deniedS3 struct {
 	times, denied, gets atomic.Int64

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // S3's limits on keys.
@@ -106,8 +107,8 @@ func NewStore(client S3API, config Config) (*Store, error) {
 	if config.Bucket == "" {
 		problems = append(problems, errors.New("claimcheck: Config.Bucket is empty"))
 	}
-	if config.Threshold < 0 || config.Threshold > sqsx.MaxMessageBytes {
-		problems = append(problems, fmt.Errorf("claimcheck: Config.Threshold %d is outside 0..%d (SQS's largest MaximumMessageSize)", config.Threshold, sqsx.MaxMessageBytes))
+	if config.Threshold < 0 || config.Threshold > sqsinfo.MaxMessageBytes {
+		problems = append(problems, fmt.Errorf("claimcheck: Config.Threshold %d is outside 0..%d (SQS's largest MaximumMessageSize)", config.Threshold, sqsinfo.MaxMessageBytes))
 	}
 	if len(config.KeyPrefix) > maxKeyLength-derivedKeyLength {
 		problems = append(problems, fmt.Errorf("claimcheck: Config.KeyPrefix is %d bytes; at most %d leave room for the key's own part in S3's %d", len(config.KeyPrefix), maxKeyLength-derivedKeyLength, maxKeyLength))
@@ -166,7 +167,7 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 	if shared {
 		added = 2
 	}
-	if len(attributes)+added > sqsx.MaxMessageAttributes {
+	if len(attributes)+added > sqsinfo.MaxMessageAttributes {
 		return "", nil, fmt.Errorf("%w: the message has %d and the pointer adds %d", ErrTooManyAttributes, len(attributes), added)
 	}
 	pointer := Pointer{Bucket: s.config.Bucket, Key: s.config.KeyPrefix + objectName(body, attributes)}
@@ -182,8 +183,8 @@ func (s *Store) Offload(ctx context.Context, queueURL string, body string, attri
 		offloaded[AttributePayloadShared] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("1")}
 	}
 	pointerBody := pointer.Body()
-	if pointerSize := messageSize(pointerBody, offloaded); pointerSize > sqsx.MaxMessageBytes {
-		return "", nil, fmt.Errorf("%w: %d bytes with the pointer, limit %d", ErrPointerTooLarge, pointerSize, sqsx.MaxMessageBytes)
+	if pointerSize := messageSize(pointerBody, offloaded); pointerSize > sqsinfo.MaxMessageBytes {
+		return "", nil, fmt.Errorf("%w: %d bytes with the pointer, limit %d", ErrPointerTooLarge, pointerSize, sqsinfo.MaxMessageBytes)
 	}
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(pointer.Bucket),

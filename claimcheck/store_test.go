@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 func stringAttribute(value string) types.MessageAttributeValue {
@@ -22,7 +22,7 @@ func stringAttribute(value string) types.MessageAttributeValue {
 }
 
 func TestNewStoreReportsEveryBadSetting(t *testing.T) {
-	_, err := NewStore(nil, Config{Threshold: sqsx.MaxMessageBytes + 1, KeyPrefix: strings.Repeat("p", 961)})
+	_, err := NewStore(nil, Config{Threshold: sqsinfo.MaxMessageBytes + 1, KeyPrefix: strings.Repeat("p", 961)})
 	require.Error(t, err)
 	for _, want := range []string{"nil S3 client", "Config.Bucket is empty", "Config.Threshold 1048577", "Config.KeyPrefix is 961 bytes"} {
 		assert.Contains(t, err.Error(), want)
@@ -114,7 +114,7 @@ func TestOffloadStoresTheBodyAndSendsThePointer(t *testing.T) {
 	client := newFakeS3()
 	store, err := NewStore(client, Config{Bucket: "payloads", KeyPrefix: "jobs/"})
 	require.NoError(t, err)
-	body := strings.Repeat("x", sqsx.MaxMessageBytes+1)
+	body := strings.Repeat("x", sqsinfo.MaxMessageBytes+1)
 	attributes := map[string]types.MessageAttributeValue{"job-type": stringAttribute("resize")}
 
 	newBody, newAttributes, err := store.Offload(context.Background(), "https://sqs.example/q", body, attributes)
@@ -205,7 +205,7 @@ func TestOffloadRefusals(t *testing.T) {
 		assert.ErrorIs(t, err, ErrTooManyAttributes)
 	})
 	t.Run("attributes alone too large", func(t *testing.T) {
-		attributes := map[string]types.MessageAttributeValue{"big": stringAttribute(strings.Repeat("v", sqsx.MaxMessageBytes))}
+		attributes := map[string]types.MessageAttributeValue{"big": stringAttribute(strings.Repeat("v", sqsinfo.MaxMessageBytes))}
 		_, _, err := store.Offload(context.Background(), "q", "body", attributes)
 		assert.ErrorIs(t, err, ErrPointerTooLarge)
 	})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestAbandonedHandlersCostOnlyTheirOwnGoroutine (moto, real time): ten handlers that

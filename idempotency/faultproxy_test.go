@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // proxyCall is one request the fault proxy forwarded: its DynamoDB operation
@@ -26,7 +26,7 @@ type proxyCall struct {
 
 // faultProxy is an HTTP proxy between a DynamoDB client and the emulator. It logs every
 // call and holds a request that hold matches until the returned channel is closed.
-// Kept in this package's tests (a shared internal/faultproxy may replace it).
+// Kept in this package's tests (a shared internal/testing/faultproxy may replace it).
 type faultProxy struct {
 	server *httptest.Server
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestDuplicateSettlesSoonAfterTheOriginalCompletes (moto, real time): a duplicate

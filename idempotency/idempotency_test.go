@@ -13,7 +13,7 @@ import (
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/idempotency/idempotencytest"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // flow is a middleware on a MemoryStore with a fake clock and a counting handler.

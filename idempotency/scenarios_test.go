@@ -2,7 +2,7 @@ package idempotency_test
 
 // Scenarios from CASES.md run through the middleware against DynamoDB on the emulator
 // (moto), with a counting handler. Expiry is driven by a fake clock except in
-// TestC06LeaseExpiryTakeoverRealTime, which waits for a short real lease by polling.
+// TestLeaseExpiryTakeoverRealTime, which waits for a short real lease by polling.
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestDuplicateSendsOneEffect: concurrent and repeated deliveries of one key cause
@@ -114,12 +114,12 @@ func awaitStart(t *testing.T, started <-chan struct{}, result <-chan error) {
 	}
 }
 
-// TestC06LeaseExpiryTakeover: attempt 1 claims with a 10 s budget and is killed before
+// TestLeaseExpiryTakeover: attempt 1 claims with a 10 s budget and is killed before
 // committing; while its lease lasts a retry is deferred for exactly the lease left;
 // after the lease ends, the next attempt takes the record over with the conditional
 // write, runs and completes. When the killed attempt finally unwinds, its lease-
 // conditioned delete cannot touch the new record.
-func TestC06LeaseExpiryTakeover(t *testing.T) {
+func TestLeaseExpiryTakeover(t *testing.T) {
 	t.Parallel()
 	table := newEmulatorTable(t)
 	clock := newFakeClock(start)
@@ -180,11 +180,11 @@ func TestC06LeaseExpiryTakeover(t *testing.T) {
 	}
 }
 
-// TestC06LeaseExpiryTakeoverRealTime is C06 on the wall clock: a lease (400 ms, or 20
+// TestLeaseExpiryTakeoverRealTime is C06 on the wall clock: a lease (400 ms, or 20
 // DynamoDB round trips measured first if longer) from a
 // real context deadline, the first attempt abandoned (never returns until the end),
 // retries polled until the takeover runs.
-func TestC06LeaseExpiryTakeoverRealTime(t *testing.T) {
+func TestLeaseExpiryTakeoverRealTime(t *testing.T) {
 	t.Parallel()
 	table := newEmulatorTable(t)
 	var effects effects
@@ -246,10 +246,10 @@ func TestC06LeaseExpiryTakeoverRealTime(t *testing.T) {
 	}
 }
 
-// TestC07NoClaimWithoutTime: with the deadline exactly now or 500 ms past, nothing is
+// TestNoClaimWithoutTime: with the deadline exactly now or 500 ms past, nothing is
 // written and the attempt fails (retryable); no IN_PROGRESS item ever lacks
 // in_progress_expiry; an immediate second attempt with a normal budget runs.
-func TestC07NoClaimWithoutTime(t *testing.T) {
+func TestNoClaimWithoutTime(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
@@ -306,11 +306,11 @@ func TestC07NoClaimWithoutTime(t *testing.T) {
 	}
 }
 
-// TestC08RejectedDuplicatesNeverTouchTheRecord: d2 and d3 arrive while d1 runs and are
+// TestRejectedDuplicatesNeverTouchTheRecord: d2 and d3 arrive while d1 runs and are
 // deferred, leaving the item byte-for-byte unchanged and sending no update or delete;
 // after d1 completes their retries get the stored result without running; d4 with a
 // different amount is a payload mismatch and the completed record keeps its hash.
-func TestC08RejectedDuplicatesNeverTouchTheRecord(t *testing.T) {
+func TestRejectedDuplicatesNeverTouchTheRecord(t *testing.T) {
 	t.Parallel()
 	table := newEmulatorTable(t)
 	clock := newFakeClock(start)
@@ -398,11 +398,11 @@ func TestC08RejectedDuplicatesNeverTouchTheRecord(t *testing.T) {
 	}
 }
 
-// TestC09PayloadValidatedOnEveryPath: m2 reuses m1's key with another amount while m1 is
+// TestPayloadValidatedOnEveryPath: m2 reuses m1's key with another amount while m1 is
 // COMPLETED or still IN_PROGRESS, with the ALL_OLD fast path on and off. In all four
 // combinations m2's handler is not called and the outcome is a dead-letter with reason
 // IdempotencyPayloadMismatch; the stored amount stays 100.
-func TestC09PayloadValidatedOnEveryPath(t *testing.T) {
+func TestPayloadValidatedOnEveryPath(t *testing.T) {
 	t.Parallel()
 	for _, state := range []string{"Completed", "InProgress"} {
 		for _, fastPath := range []bool{true, false} {

@@ -4,6 +4,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // toMessage translates one record of the event into the neutral message handlers see.
@@ -31,11 +32,11 @@ func toMessage(record *events.SQSMessage, queueURL string) *sqsworker.Message {
 	return message
 }
 
-// queueURLFromARN derives a queue's URL from its ARN ([sqsx.QueueARN.URL]). It returns
+// queueURLFromARN derives a queue's URL from its ARN ([sqsinfo.QueueARN.URL]). It returns
 // "" for anything else; SQS calls for such a record then fail and are logged, and the
 // record is still reported failed.
 func queueURLFromARN(arn string) string {
-	parsed, err := sqsx.ParseQueueARN(arn)
+	parsed, err := sqsinfo.ParseQueueARN(arn)
 	if err != nil {
 		return ""
 	}
@@ -45,7 +46,7 @@ func queueURLFromARN(arn string) string {
 // isFIFO reports whether the batch comes from a FIFO queue.
 func isFIFO(records []events.SQSMessage) bool {
 	for i := range records {
-		if sqsx.IsFIFOName(records[i].EventSourceARN) || records[i].Attributes["MessageGroupId"] != "" {
+		if sqsinfo.IsFIFOName(records[i].EventSourceARN) || records[i].Attributes["MessageGroupId"] != "" {
 			return true
 		}
 	}

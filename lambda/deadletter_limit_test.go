@@ -15,8 +15,9 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // TestPermanentFailureAtTheSizeLimitIsDeadLettered (issue 9): on the Lambda host, a
@@ -29,9 +30,9 @@ func TestPermanentFailureAtTheSizeLimitIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := testenv.SQS(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 3, MaximumMessageSize: sqsx.DefaultMaximumMessageSize})
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 3, MaximumMessageSize: sqsinfo.DefaultMaximumMessageSize})
 	own := map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}
-	body := strings.Repeat("b", sqsx.DefaultMaximumMessageSize-sqsx.MessageSize(&sqsworker.Message{MessageAttributes: own}))
+	body := strings.Repeat("b", sqsinfo.DefaultMaximumMessageSize-sqsx.MessageSize(&sqsworker.Message{MessageAttributes: own}))
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:          aws.String(queue.URL),
 		MessageBody:       aws.String(body),

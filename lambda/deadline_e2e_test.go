@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // TestE2ESettlingEndsBeforeTheDeadline: the function (3 s timeout, the default 2 s
@@ -33,7 +33,7 @@ func TestE2ESettlingEndsBeforeTheDeadline(t *testing.T) {
 		QueueURL: queue.URL,
 		Timeout:  timeout,
 		Env:      []string{"AWS_ENDPOINT_URL_SQS=" + proxy.URL}, // the function's SQS calls only; the mapping's go direct
-		Mapping:  esm.Config{BatchSize: 1, ReportBatchItemFailures: true},
+		Mapping:  localesm.Config{BatchSize: 1, ReportBatchItemFailures: true},
 	})
 	testenv.Eventually(t, 60*time.Second, "the warm-up invocation", func() bool { return len(h.Batches()) > 0 })
 	if warmUp := h.Batches()[0]; warmUp.Err != nil || len(warmUp.Deleted) != 1 {

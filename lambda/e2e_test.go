@@ -1,7 +1,7 @@
 package lambda_test
 
 // End-to-end tests: the adapter runs in examples/lambdatest, a real bootstrap in the
-// Runtime Interface Emulator, invoked by the local event source mapping (internal/esm)
+// Runtime Interface Emulator, invoked by the local event source mapping (lambda/localesm)
 // against the emulated SQS (localstack/up).
 
 import (
@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
-	"github.com/sqsworker/sqsworker/internal/rie"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 func TestMain(m *testing.M) { os.Exit(rie.Main(m)) }
@@ -65,7 +65,7 @@ func failureAttributes(message types.Message) map[string]string {
 }
 
 // batchReceiveCount is the receive count of the batch's records (they share one here).
-func batchReceiveCount(batch esm.Batch) string {
+func batchReceiveCount(batch localesm.Batch) string {
 	if len(batch.Event.Records) == 0 {
 		return ""
 	}
@@ -93,7 +93,7 @@ func TestE2EPoisonMessage(t *testing.T) {
 	h := esmtest.Start(t, client, esmtest.Options{
 		QueueURL: queue.URL,
 		Env:      []string{"LAMBDATEST_BACKOFF_BASE=1s", "LAMBDATEST_BACKOFF_CAP=1s"},
-		Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
+		Mapping:  localesm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 	})
 	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
 	want := map[string]string{
@@ -134,7 +134,7 @@ func TestE2EWithoutReportBatchItemFailures(t *testing.T) {
 	h := esmtest.Start(t, client, esmtest.Options{
 		QueueURL: queue.URL,
 		Env:      []string{"LAMBDATEST_BACKOFF_BASE=1s", "LAMBDATEST_BACKOFF_CAP=1s", "LAMBDATEST_REPORT_BATCH_ITEM_FAILURES=false"},
-		Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: false},
+		Mapping:  localesm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: false},
 	})
 	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
 	if got := failureAttributes(dead[0]); got[sqsworker.AttributeFailureMessageID] != sent[1] || got[sqsworker.AttributeFailureReason] != sqsworker.ReasonRetriesExhausted {
@@ -179,7 +179,7 @@ func TestE2EEntireBatchFails(t *testing.T) {
 			h := esmtest.Start(t, client, esmtest.Options{
 				QueueURL: queue.URL,
 				Env:      env,
-				Mapping:  esm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
+				Mapping:  localesm.Config{BatchSize: 3, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 			})
 			for _, dead := range deadLetters(t, client, queue.DeadLetterQueueURL, 3) {
 				if reason := failureAttributes(dead)[sqsworker.AttributeFailureReason]; reason != sqsworker.ReasonRetriesExhausted {
@@ -225,7 +225,7 @@ func TestE2EPermanentError(t *testing.T) {
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
 	sent := esmtest.Send(t, client, queue.URL, `{"key":"P-1","permanent":true}`)
-	h := esmtest.Start(t, client, esmtest.Options{QueueURL: queue.URL, Mapping: esm.Config{ReportBatchItemFailures: true}})
+	h := esmtest.Start(t, client, esmtest.Options{QueueURL: queue.URL, Mapping: localesm.Config{ReportBatchItemFailures: true}})
 	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
 	attributes := map[string]string{}
 	for name, value := range dead[0].MessageAttributes {
@@ -264,7 +264,7 @@ func TestE2EBackoff(t *testing.T) {
 	h := esmtest.Start(t, client, esmtest.Options{
 		QueueURL: queue.URL,
 		Env:      []string{"LAMBDATEST_BACKOFF_BASE=1s", "LAMBDATEST_BACKOFF_CAP=1m"},
-		Mapping:  esm.Config{BatchSize: 1, ReportBatchItemFailures: true},
+		Mapping:  localesm.Config{BatchSize: 1, ReportBatchItemFailures: true},
 	})
 	testenv.Eventually(t, 30*time.Second, "three attempts", func() bool { return len(h.Calls(t, "B-1")) == 3 })
 	calls := h.Calls(t, "B-1")
@@ -290,7 +290,7 @@ func TestE2EDuplicates(t *testing.T) {
 		QueueURL: queue.URL,
 		Timeout:  4 * time.Second, // the lease, and so the deferral of the duplicate, ends with it
 		Env:      []string{"LAMBDATEST_IDEMPOTENCY_TABLE=" + table, "LAMBDATEST_BACKOFF_BASE=1s"},
-		Mapping:  esm.Config{BatchSize: 2, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
+		Mapping:  localesm.Config{BatchSize: 2, BatchingWindow: 300 * time.Millisecond, ReportBatchItemFailures: true},
 	})
 	// The queue's counts are approximate and can read 0 right after the sends: wait for
 	// the effect first, then for the queue to drain (the duplicate settled).
@@ -321,7 +321,7 @@ func TestE2EBurst(t *testing.T) {
 		QueueURL:  queue.URL,
 		Functions: 2,
 		Env:       []string{"LAMBDATEST_CONCURRENCY=2"},
-		Mapping:   esm.Config{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
+		Mapping:   localesm.Config{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
 	})
 	drained(t, client, queue.URL, 60*time.Second)
 	for i := range 50 {

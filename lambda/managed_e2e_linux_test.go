@@ -20,10 +20,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/esm/esmtest"
-	"github.com/sqsworker/sqsworker/internal/rie"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/esmtest"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // This file is Linux only: Lambda runs on Linux, and the harness needs Linux namespaces.
@@ -238,7 +238,7 @@ func TestE2EManagedInstances(t *testing.T) {
 	}
 	fn := startManagedFunction(t, 8, 10*time.Second,
 		"LAMBDATEST_BACKOFF_BASE=1s", "LAMBDATEST_BACKOFF_CAP=1s", "LAMBDATEST_IDEMPOTENCY_TABLE="+table)
-	_, batches := esmtest.Run(t, client, esm.Config{
+	_, batches := esmtest.Run(t, client, localesm.Config{
 		QueueURL:                queue.URL,
 		FunctionURLs:            slices.Repeat([]string{fn.url}, 8), // eight invocations at once, all to one environment
 		BatchSize:               3,

@@ -15,6 +15,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // sqsCalls is the adapter's SQS side: a client made on first use, and the queues'
@@ -36,7 +37,7 @@ type sqsCalls struct {
 // the same time. done is closed when queue and err are set.
 type queueLoad struct {
 	done  chan struct{}
-	queue *sqsx.Queue
+	queue *sqsinfo.Queue
 	err   error
 }
 
@@ -63,7 +64,7 @@ func (c *sqsCalls) sqsClient(ctx context.Context) (SQSAPI, error) {
 // queue returns the queue's description (with its dead-letter queue), loading it on
 // first use. Concurrent invocations share one load; each waits at most until its own ctx
 // ends. A failure is not cached: the next call loads again.
-func (c *sqsCalls) queue(ctx context.Context, client SQSAPI, url string) (*sqsx.Queue, error) {
+func (c *sqsCalls) queue(ctx context.Context, client SQSAPI, url string) (*sqsinfo.Queue, error) {
 	if url == "" {
 		return nil, errors.New("lambda: no queue URL for the record's eventSourceARN")
 	}
@@ -88,7 +89,7 @@ func (c *sqsCalls) queue(ctx context.Context, client SQSAPI, url string) (*sqsx.
 func (c *sqsCalls) loadQueue(ctx context.Context, client SQSAPI, url string, load *queueLoad) {
 	ctx, cancel := context.WithTimeout(ctx, queueLoadTimeout)
 	defer cancel()
-	queue, err := sqsx.LoadQueue(ctx, client, url)
+	queue, err := sqsinfo.LoadQueue(ctx, client, url)
 	c.queuesMu.Lock()
 	load.queue, load.err = queue, err
 	if err != nil {
@@ -155,7 +156,7 @@ func (c *sqsCalls) byQueue(ctx context.Context, records []*record, operation str
 // policy and dead-letter queue from the cached description.
 type deadLetter struct{ calls *sqsCalls }
 
-func (d deadLetter) Queue(ctx context.Context, message *sqsworker.Message) (*sqsx.Queue, error) {
+func (d deadLetter) Queue(ctx context.Context, message *sqsworker.Message) (*sqsinfo.Queue, error) {
 	client, err := d.calls.sqsClient(ctx)
 	if err != nil {
 		return nil, err

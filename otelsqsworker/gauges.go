@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // DefaultGaugeInterval is QueueGaugesConfig.Interval when zero: each queue's attributes
@@ -22,7 +22,7 @@ const DefaultGaugeInterval = 15 * time.Second
 
 // QueueAttributesAPI is the part of the SQS client [QueueGauges] uses. *sqs.Client
 // satisfies it.
-type QueueAttributesAPI = sqsx.QueueAttributesAPI
+type QueueAttributesAPI = sqsinfo.QueueAttributesAPI
 
 // QueueGaugesConfig configures [NewQueueGauges].
 type QueueGaugesConfig struct {
@@ -148,14 +148,14 @@ func (g *QueueGauges) read(ctx context.Context) {
 	defer cancel()
 	for _, q := range g.queues {
 		if !q.loaded {
-			queue, err := sqsx.LoadQueue(ctx, g.cfg.Client, q.url)
+			queue, err := sqsinfo.LoadQueue(ctx, g.cfg.Client, q.url)
 			if err != nil {
 				g.logger.Warn("otelsqsworker: reading queue attributes failed", "queue", q.url, "error", err)
 				continue
 			}
 			q.loaded, q.deadLetterURL = true, queue.DeadLetterQueueURL
 		}
-		depth, err := sqsx.QueueDepth(ctx, g.cfg.Client, q.url)
+		depth, err := sqsinfo.QueueDepth(ctx, g.cfg.Client, q.url)
 		if err != nil {
 			g.logger.Warn("otelsqsworker: reading queue depth failed", "queue", q.url, "error", err)
 		} else {
@@ -167,7 +167,7 @@ func (g *QueueGauges) read(ctx context.Context) {
 		if q.deadLetterURL == "" {
 			continue
 		}
-		deadLetter, err := sqsx.QueueDepth(ctx, g.cfg.Client, q.deadLetterURL)
+		deadLetter, err := sqsinfo.QueueDepth(ctx, g.cfg.Client, q.deadLetterURL)
 		if err != nil {
 			g.logger.Warn("otelsqsworker: reading dead-letter queue depth failed", "queue", q.deadLetterURL, "error", err)
 			continue

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // AttributeOutboxID is the message attribute that carries an entry's id. The consumer
@@ -68,7 +68,7 @@ const MaxDelay = math.MaxInt32 * time.Second
 
 // Ordered reports whether e's message group must be published in order: its queue is
 // FIFO and it has a group. A failed ordered entry parks its group.
-func (e Entry) Ordered() bool { return e.GroupID != "" && sqsx.IsFIFOName(e.QueueURL) }
+func (e Entry) Ordered() bool { return e.GroupID != "" && sqsinfo.IsFIFOName(e.QueueURL) }
 
 // ParkedGroup is a FIFO message group whose earliest unpublished entry failed: no
 // later entry of the group is sent (SQS would deliver them out of order otherwise)
@@ -122,7 +122,7 @@ func newEntry(queueURL string, job producer.Job, now time.Time) (Entry, error) {
 	if queueURL == "" {
 		errs = append(errs, errors.New("outbox: empty queue URL"))
 	}
-	fifo := sqsx.IsFIFOName(queueURL)
+	fifo := sqsinfo.IsFIFOName(queueURL)
 	if job.UniqueKey != "" || job.DeduplicationID != "" {
 		errs = append(errs, errors.New("outbox: Job.UniqueKey and Job.DeduplicationID are not supported: the entry's id is the deduplication id"))
 	}
@@ -174,7 +174,7 @@ func (e Entry) job() producer.Job {
 		Type: e.Type, Body: e.Body, GroupID: e.GroupID, IdempotencyKey: e.IdempotencyKey,
 		Delay: e.Delay, Attributes: attributes,
 	}
-	if sqsx.IsFIFOName(e.QueueURL) {
+	if sqsinfo.IsFIFOName(e.QueueURL) {
 		job.DeduplicationID = e.ID
 	}
 	return job

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // outcome is what became of one entry handed to [publish].
@@ -115,7 +116,7 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 			inCall[e.GroupID] = true
 		}
 		call = append(call, i)
-		if len(call) == sqsx.MaxBatchEntries {
+		if len(call) == sqsinfo.MaxBatchEntries {
 			flush()
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 const (
@@ -31,7 +32,7 @@ const (
 // concurrency slots keeps in flight at most: one per 10 slots (a full batch each), at
 // least minDeletesInFlight.
 func deletesInFlight(concurrency int) int {
-	return max(minDeletesInFlight, (concurrency+sqsx.MaxBatchEntries-1)/sqsx.MaxBatchEntries)
+	return max(minDeletesInFlight, (concurrency+sqsinfo.MaxBatchEntries-1)/sqsinfo.MaxBatchEntries)
 }
 
 // pendingDelete is one message waiting for, or retrying, its delete.
@@ -182,7 +183,7 @@ func (a *acker) waitForBatch() (all, ok bool) {
 		switch {
 		case ready > 0 && (all || !now.Before(oldest.Add(a.interval))):
 			return true, true
-		case ready >= sqsx.MaxBatchEntries:
+		case ready >= sqsinfo.MaxBatchEntries:
 			return false, true
 		}
 		if ready > 0 {
@@ -337,12 +338,12 @@ func (a *acker) take(all bool) []*pendingDelete {
 	for _, p := range a.pending {
 		if !p.notBefore.After(now) {
 			batch = append(batch, p)
-			if len(batch) == sqsx.MaxBatchEntries {
+			if len(batch) == sqsinfo.MaxBatchEntries {
 				break
 			}
 		}
 	}
-	if len(batch) == 0 || (!all && len(batch) < sqsx.MaxBatchEntries) {
+	if len(batch) == 0 || (!all && len(batch) < sqsinfo.MaxBatchEntries) {
 		return nil
 	}
 	kept := a.pending[:0]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults and limits. The receive defaults are SQS's own maximums.
@@ -16,7 +17,7 @@ const (
 	// defaultConcurrency is Config.Concurrency when zero.
 	defaultConcurrency = 10
 	// defaultMaxMessages is Config.MaxMessages when zero: MaxNumberOfMessages' maximum.
-	defaultMaxMessages = sqsx.MaxBatchEntries
+	defaultMaxMessages = sqsinfo.MaxBatchEntries
 	// maxReceivers bounds Config.Receivers and its default: 10 long polls of up to 10
 	// messages each is 100 messages per round trip, and the SDK's default HTTP transport
 	// keeps 10 idle connections per host, which the receivers share with deletes and
@@ -28,9 +29,9 @@ const (
 	// maxPrefetch bounds Config.Prefetch: one full ReceiveMessage batch (SQS's 10) is
 	// what a receive needs to stop asking for fragments; more held messages would only
 	// wait longer, their visibility clock running.
-	maxPrefetch = sqsx.MaxBatchEntries
+	maxPrefetch = sqsinfo.MaxBatchEntries
 	// defaultWaitTime is Config.WaitTime when zero: the longest long poll.
-	defaultWaitTime = sqsx.MaxWaitTime
+	defaultWaitTime = sqsinfo.MaxWaitTime
 	// httpTimeoutSlack is how much longer than the long poll an HTTP timeout must be.
 	httpTimeoutSlack = 5 * time.Second
 	// defaultHandlerTimeout is Config.HandlerTimeout when zero.
@@ -61,7 +62,7 @@ const (
 	maxDeleteFlushInterval = 5 * time.Second
 	// maxHandlerTimeout: a handler must finish within SQS's 12-hour visibility limit
 	// (counted from the receive), less the safety margin the visibility clamp keeps.
-	maxHandlerTimeout = sqsx.MaxVisibilityTimeout - sqsx.VisibilitySafetyMargin
+	maxHandlerTimeout = sqsinfo.MaxVisibilityTimeout - sqsx.VisibilitySafetyMargin
 )
 
 // MinMaxReceiveCount is the lowest redrive policy maxReceiveCount Start accepts without

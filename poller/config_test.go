@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 var nopHandler = sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil })
@@ -292,7 +292,7 @@ func TestWithQueueDefaultsHeartbeatFromVisibilityTimeout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			queue := &sqsx.Queue{URL: fakeQueueURL, VisibilityTimeout: tc.visibility, RedrivePolicy: &sqsx.RedrivePolicy{MaxReceiveCount: 3}}
+			queue := &sqsinfo.Queue{URL: fakeQueueURL, VisibilityTimeout: tc.visibility, RedrivePolicy: &sqsinfo.RedrivePolicy{MaxReceiveCount: 3}}
 			got, err := tc.config.withQueue(queue)
 			if err != nil {
 				t.Fatalf("withQueue: %v", err)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // validate reports every problem of a defaulted Config that can be seen without the
@@ -26,8 +26,8 @@ func (c Config) validate(client API) error {
 	if c.Concurrency < 1 {
 		add("Config.Concurrency %d is below 1", c.Concurrency)
 	}
-	if c.MaxMessages < 1 || c.MaxMessages > sqsx.MaxBatchEntries {
-		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, sqsx.MaxBatchEntries)
+	if c.MaxMessages < 1 || c.MaxMessages > sqsinfo.MaxBatchEntries {
+		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, sqsinfo.MaxBatchEntries)
 	}
 	switch {
 	case c.Receivers < 1 || c.Receivers > maxReceivers:
@@ -44,7 +44,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.WaitTime < time.Second:
 		add("Config.WaitTime %s is below 1s; short polling is not supported", c.WaitTime)
-	case c.WaitTime > sqsx.MaxWaitTime:
+	case c.WaitTime > sqsinfo.MaxWaitTime:
 		add("Config.WaitTime %s exceeds SQS's maximum WaitTimeSeconds of 20s", c.WaitTime)
 	case c.WaitTime%time.Second != 0:
 		add("Config.WaitTime %s is not a whole number of seconds (SQS WaitTimeSeconds)", c.WaitTime)
@@ -61,7 +61,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.ReceiveVisibility < 0:
 		add("Config.ReceiveVisibility %s is negative", c.ReceiveVisibility)
-	case c.ReceiveVisibility > sqsx.MaxVisibilityTimeout:
+	case c.ReceiveVisibility > sqsinfo.MaxVisibilityTimeout:
 		add("Config.ReceiveVisibility %s exceeds SQS's 12h visibility limit", c.ReceiveVisibility)
 	case c.ReceiveVisibility%time.Second != 0:
 		add("Config.ReceiveVisibility %s is not a whole number of seconds (SQS VisibilityTimeout)", c.ReceiveVisibility)
@@ -72,7 +72,7 @@ func (c Config) validate(client API) error {
 	switch {
 	case c.VisibilityExtension < 0:
 		add("Config.VisibilityExtension %s is negative", c.VisibilityExtension)
-	case c.VisibilityExtension > sqsx.MaxVisibilityTimeout:
+	case c.VisibilityExtension > sqsinfo.MaxVisibilityTimeout:
 		add("Config.VisibilityExtension %s exceeds SQS's 12h visibility limit", c.VisibilityExtension)
 	}
 	if c.HeartbeatInterval > 0 && c.VisibilityExtension > 0 && c.HeartbeatInterval >= c.VisibilityExtension {
@@ -109,7 +109,7 @@ func (c Config) validate(client API) error {
 	if c.HTTPClientTimeout < 0 {
 		add("Config.HTTPClientTimeout %s is negative", c.HTTPClientTimeout)
 	}
-	if c.WaitTime >= time.Second && c.WaitTime <= sqsx.MaxWaitTime {
+	if c.WaitTime >= time.Second && c.WaitTime <= sqsinfo.MaxWaitTime {
 		minimum := c.WaitTime + httpTimeoutSlack
 		timeouts := httpClientTimeouts(client)
 		if c.HTTPClientTimeout > 0 {
@@ -126,7 +126,7 @@ func (c Config) validate(client API) error {
 
 // withQueue fills the settings that default from the queue and reports the problems
 // that depend on it.
-func (c Config) withQueue(queue *sqsx.Queue) (Config, error) {
+func (c Config) withQueue(queue *sqsinfo.Queue) (Config, error) {
 	var problems []error
 	if queue.RedrivePolicy == nil && !c.AllowUnboundedRetries {
 		problems = append(problems, fmt.Errorf("poller: queue %s has no redrive policy, so a message that always fails would be retried forever; add a dead-letter queue or set Config.AllowUnboundedRetries", queue.URL))

@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
-var testQueue = &sqsx.Queue{URL: fakeQueueURL, ARN: fakeQueueARN}
+var testQueue = &sqsinfo.Queue{URL: fakeQueueURL, ARN: fakeQueueARN}
 
 func TestConvertMessage(t *testing.T) {
 	t.Parallel()

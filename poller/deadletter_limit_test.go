@@ -14,7 +14,8 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // TestEmulatorPermanentFailureAtTheSizeLimitDeadLettersAfterOneCall (issue 9): a message
@@ -27,9 +28,9 @@ func TestEmulatorPermanentFailureAtTheSizeLimitDeadLettersAfterOneCall(t *testin
 	t.Parallel()
 	ctx := context.Background()
 	client := testenv.SQS(t)
-	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3, MaximumMessageSize: sqsx.DefaultMaximumMessageSize})
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3, MaximumMessageSize: sqsinfo.DefaultMaximumMessageSize})
 	own := map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}
-	body := strings.Repeat("b", sqsx.DefaultMaximumMessageSize-sqsx.MessageSize(&sqsworker.Message{MessageAttributes: own}))
+	body := strings.Repeat("b", sqsinfo.DefaultMaximumMessageSize-sqsx.MessageSize(&sqsworker.Message{MessageAttributes: own}))
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:          aws.String(queue.URL),
 		MessageBody:       aws.String(body),

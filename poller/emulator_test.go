@@ -1,6 +1,6 @@
 package poller
 
-// Tests against the local SQS emulator (LocalStack; see internal/testenv). Each runs in
+// Tests against the local SQS emulator (LocalStack; see internal/testing/testenv). Each runs in
 // parallel with the others on its own queues.
 
 import (
@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // recordingClient wraps the emulator's client and records the calls that matter to

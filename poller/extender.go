@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // heartbeatRetryDelay is how soon a heartbeat is retried after the whole
@@ -62,7 +63,7 @@ type extender struct {
 
 type extenderParams struct {
 	api         API
-	queue       *sqsx.Queue
+	queue       *sqsinfo.Queue
 	interval    time.Duration
 	extension   time.Duration
 	initial     time.Duration

@@ -1,6 +1,6 @@
 package poller
 
-// Emulator tests with the fault proxy (internal/faultproxy) between the poller's SQS
+// Emulator tests with the fault proxy (internal/testing/faultproxy) between the poller's SQS
 // client and LocalStack.
 
 import (
@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // proxiedSQS returns an SQS client whose calls go through a new fault proxy to the

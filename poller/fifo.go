@@ -94,9 +94,9 @@ func (d *dispatcher) runGroup(id string, g *group) {
 
 // rescheduleWithRest sends the visibility change of a group's message that is not done
 // with (its retry delay; none if it was released already) together with the release of
-// the group's later messages, in one ChangeMessageVisibilityBatch per ten (CASES.md
-// N09): the group moves again as soon as the failed message's delay is over, and no
-// heartbeat extends the released messages.
+// the group's later messages, in one ChangeMessageVisibilityBatch per ten: the group
+// moves again as soon as the failed message's delay is over, and no heartbeat extends
+// the released messages.
 func (d *dispatcher) rescheduleWithRest(head *delivery, rest []*delivery) {
 	changes := rest
 	if head.pending != nil {

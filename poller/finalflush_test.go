@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // TestEmulatorFinalDeleteFlushIsLogged: at shutdown each queue's final delete flush logs

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Priority is how a server with several queues (Config.Queues) shares its Concurrency
@@ -160,9 +160,9 @@ func (c Config) validateQueues(handlerSet bool) error {
 			add("Config.Prefetch %d cannot be combined with %s.Limit.RatePerSecond: a rate-limited queue is polled only for the tokens free, so no message waits received for its rate; set Prefetch to 0", c.Prefetch, name)
 		}
 		switch {
-		case q.ReceiveVisibility < 0 || q.ReceiveVisibility > sqsx.MaxVisibilityTimeout || q.ReceiveVisibility%time.Second != 0:
+		case q.ReceiveVisibility < 0 || q.ReceiveVisibility > sqsinfo.MaxVisibilityTimeout || q.ReceiveVisibility%time.Second != 0:
 			add("%s.ReceiveVisibility %s is not whole seconds from 0 to 12h (SQS VisibilityTimeout)", name, q.ReceiveVisibility)
-		case q.VisibilityExtension < 0 || q.VisibilityExtension > sqsx.MaxVisibilityTimeout:
+		case q.VisibilityExtension < 0 || q.VisibilityExtension > sqsinfo.MaxVisibilityTimeout:
 			add("%s.VisibilityExtension %s is outside 0..12h (SQS's visibility limit)", name, q.VisibilityExtension)
 		case q.HeartbeatInterval < 0:
 			add("%s.HeartbeatInterval %s is negative", name, q.HeartbeatInterval)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 const (
@@ -33,7 +34,7 @@ const (
 // signal, the poll context, the receive-error back-off and the error log limiter.
 type receiver struct {
 	api         API
-	queue       *sqsx.Queue
+	queue       *sqsinfo.Queue
 	lane        *lane
 	maxMessages int
 	loops       int
@@ -61,7 +62,7 @@ type receiver struct {
 
 type receiverParams struct {
 	api         API
-	queue       *sqsx.Queue
+	queue       *sqsinfo.Queue
 	lane        *lane
 	maxMessages int
 	receivers   int
@@ -329,6 +330,6 @@ func (b *receiveBackoff) broadcast() {
 }
 
 // convertMessage translates an SDK message into the neutral message handlers see.
-func convertMessage(in types.Message, queue *sqsx.Queue) *sqsworker.Message {
+func convertMessage(in types.Message, queue *sqsinfo.Queue) *sqsworker.Message {
 	return sqsx.FromSDK(in, queue.URL, queue.ARN)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // serverState is where a Server is in its life: new → active → stopping → closed.
@@ -53,7 +53,7 @@ type Server struct {
 type queueRuntime struct {
 	config   Config // the server's Config as it applies to this queue (Config.forQueue)
 	spec     QueueConfig
-	info     *sqsx.Queue
+	info     *sqsinfo.Queue
 	logger   *slog.Logger
 	lane     *lane
 	receiver *receiver
@@ -116,7 +116,7 @@ func (s *Server) Start(ctx context.Context) error {
 	var queues []*queueRuntime
 	var problems []error
 	for _, spec := range s.config.queueConfigs() {
-		info, err := sqsx.LoadQueue(ctx, s.api, spec.URL)
+		info, err := sqsinfo.LoadQueue(ctx, s.api, spec.URL)
 		if err != nil {
 			problems = append(problems, fmt.Errorf("poller: %w", err))
 			continue
@@ -222,7 +222,7 @@ func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTyp
 	core := settle.New(settle.Config{
 		Host:                  "poller",
 		Backoff:               config.Backoff,
-		DeadLetter:            settle.QueueDeadLetter{API: s.api, Load: func(context.Context, string) (*sqsx.Queue, error) { return queue, nil }},
+		DeadLetter:            settle.QueueDeadLetter{API: s.api, Load: func(context.Context, string) (*sqsinfo.Queue, error) { return queue, nil }},
 		DisableDeadLetterSend: config.DisableDeadLetterSend,
 		ErrorHandler:          config.ErrorHandler,
 		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Result is the outcome of one job of [Producer.SendBatch].
@@ -80,7 +81,7 @@ func (p *Producer) sendBatch(ctx context.Context, queueURL string, messages []*o
 		entries[i] = message.entry()
 	}
 	results := make([]sendResult, len(messages))
-	for i, result := range sqsx.SendMessages(ctx, p.api, queueURL, entries, sqsx.MaxBatchBytes) {
+	for i, result := range sqsx.SendMessages(ctx, p.api, queueURL, entries, sqsinfo.MaxBatchBytes) {
 		entryErr, isEntry := errors.AsType[*sqsx.EntryError](result.Err)
 		switch {
 		case result.Err == nil:
@@ -92,4 +93,13 @@ func (p *Producer) sendBatch(ctx context.Context, queueURL string, messages []*o
 		}
 	}
 	return results
+}
+
+// IsBatchCallError reports whether err, the Err of a [Result] of [Producer.SendBatch], is
+// the failure of a whole SendMessageBatch request (after the SDK's own retries): SQS took
+// none of that request's jobs, so sending them again may succeed. A job SQS refused on its
+// own (a sender fault) or one refused before any call (too large, a duplicate) is not.
+func IsBatchCallError(err error) bool {
+	_, ok := errors.AsType[*sqsx.CallError](err)
+	return ok
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults for [BatcherConfig].
@@ -148,7 +148,7 @@ func (b *Batcher) run() {
 	for {
 		select {
 		case r := <-b.requests:
-			if len(open) > 0 && openBytes+r.message.size > sqsx.MaxBatchBytes {
+			if len(open) > 0 && openBytes+r.message.size > sqsinfo.MaxBatchBytes {
 				flush()
 			}
 			open = append(open, r)
@@ -156,7 +156,7 @@ func (b *Batcher) run() {
 			if len(open) == 1 {
 				timer.Reset(b.window)
 			}
-			if len(open) == sqsx.MaxBatchEntries {
+			if len(open) == sqsinfo.MaxBatchEntries {
 				flush()
 			}
 		case <-timer.C:

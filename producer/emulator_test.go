@@ -1,6 +1,6 @@
 package producer_test
 
-// Tests against the local SQS and DynamoDB emulators (see internal/testenv); each runs in
+// Tests against the local SQS and DynamoDB emulators (see internal/testing/testenv); each runs in
 // parallel with the others on its own queues and tables.
 
 import (
@@ -23,7 +23,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
 )

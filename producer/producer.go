@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // API is the part of the SQS client the producer uses; *sqs.Client satisfies it.
@@ -32,7 +33,7 @@ var _ API = (*sqs.Client)(nil)
 const (
 	// DefaultMaxHop is the longest delay of one send: SQS's DelaySeconds limit of 15
 	// minutes. Longer delays are carried by hops.
-	DefaultMaxHop = sqsx.MaxDelay
+	DefaultMaxHop = sqsinfo.MaxDelay
 	// DefaultUniqueFor is how long a unique job's key stays taken when Job.UniqueFor is zero.
 	DefaultUniqueFor = time.Hour
 	// DefaultUniqueWait is how long a duplicate waits for the first producer's message id.
@@ -159,7 +160,7 @@ func New(api API, config Config) (*Producer, error) {
 	if config.OffloadThreshold < 0 {
 		errs = append(errs, fmt.Errorf("producer: Config.OffloadThreshold is negative (%d)", config.OffloadThreshold))
 	}
-	if config.MaxHop != 0 && (config.MaxHop < time.Second || config.MaxHop > sqsx.MaxDelay) {
+	if config.MaxHop != 0 && (config.MaxHop < time.Second || config.MaxHop > sqsinfo.MaxDelay) {
 		errs = append(errs, fmt.Errorf("producer: Config.MaxHop %s is outside 1s to 15m (SQS's DelaySeconds range)", config.MaxHop))
 	}
 	if config.DueAtHorizon < 0 {
@@ -353,8 +354,8 @@ func (p *Producer) build(ctx context.Context, queueURL string, job Job) (*outMes
 	} else if job.DeduplicationID != "" {
 		return nil, fmt.Errorf("producer: queue %s is a standard queue and takes no DeduplicationID (use UniqueKey)", queueURL)
 	}
-	if len(attributes) > sqsx.MaxMessageAttributes {
-		return nil, fmt.Errorf("producer: the job has %d message attributes (with the producer's own), SQS allows %d", len(attributes), sqsx.MaxMessageAttributes)
+	if len(attributes) > sqsinfo.MaxMessageAttributes {
+		return nil, fmt.Errorf("producer: the job has %d message attributes (with the producer's own), SQS allows %d", len(attributes), sqsinfo.MaxMessageAttributes)
 	}
 	message.attributes = attributes
 	if err := p.fit(ctx, message); err != nil {
@@ -390,8 +391,8 @@ func (p *Producer) fit(ctx context.Context, message *outMessage) error {
 	if message.size > limits.maxSize {
 		return &TooLargeError{QueueURL: message.queueURL, Size: message.size, Limit: limits.maxSize, Offloaded: true}
 	}
-	if len(attributes) > sqsx.MaxMessageAttributes {
-		return fmt.Errorf("producer: the offloaded message has %d message attributes, SQS allows %d", len(attributes), sqsx.MaxMessageAttributes)
+	if len(attributes) > sqsinfo.MaxMessageAttributes {
+		return fmt.Errorf("producer: the offloaded message has %d message attributes, SQS allows %d", len(attributes), sqsinfo.MaxMessageAttributes)
 	}
 	return nil
 }
@@ -444,7 +445,7 @@ func (p *Producer) readLimits(ctx context.Context, queueURL string) (*queueLimit
 	if err != nil {
 		return nil, fmt.Errorf("producer: reading MaximumMessageSize of %s: %w", queueURL, err)
 	}
-	limits := &queueLimits{url: queueURL, fifo: isFIFO(queueURL), maxSize: sqsx.DefaultMaximumMessageSize}
+	limits := &queueLimits{url: queueURL, fifo: isFIFO(queueURL), maxSize: sqsinfo.DefaultMaximumMessageSize}
 	if text, ok := output.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]; ok {
 		size, err := strconv.Atoi(text)
 		if err != nil || size <= 0 {
@@ -500,7 +501,7 @@ func jobBody(job Job) (string, error) {
 // isFIFO reports whether queueURL names a FIFO queue: SQS requires FIFO queue names to
 // end in ".fifo", and no standard queue's name may.
 func isFIFO(queueURL string) bool {
-	return sqsx.IsFIFOName(queueURL)
+	return sqsinfo.IsFIFOName(queueURL)
 }
 
 func stringValue(value string) types.MessageAttributeValue {

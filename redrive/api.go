@@ -9,14 +9,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // MoveTaskAPI is the part of the SQS client that the native move-task functions
 // ([StartMoveTask], [ListMoveTasks], [CancelMoveTask], [WaitMoveTask]) use.
 // *sqs.Client satisfies it.
 type MoveTaskAPI interface {
-	sqsx.QueueAttributesAPI
+	sqsinfo.QueueAttributesAPI
 	StartMessageMoveTask(ctx context.Context, input *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
 	ListMessageMoveTasks(ctx context.Context, input *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
 	CancelMessageMoveTask(ctx context.Context, input *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
@@ -25,7 +25,7 @@ type MoveTaskAPI interface {
 // MoverAPI is the part of the SQS client that [Mover] uses. *sqs.Client satisfies it;
 // tests wrap it to inject faults (a failed batch entry, a crash between send and delete).
 type MoverAPI interface {
-	sqsx.QueueAttributesAPI
+	sqsinfo.QueueAttributesAPI
 	ReceiveMessage(ctx context.Context, input *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessageBatch(ctx context.Context, input *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	DeleteMessageBatch(ctx context.Context, input *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
@@ -34,7 +34,7 @@ type MoverAPI interface {
 
 // InspectAPI is the part of the SQS client that [Peek] uses. *sqs.Client satisfies it.
 type InspectAPI interface {
-	sqsx.QueueAttributesAPI
+	sqsinfo.QueueAttributesAPI
 	ReceiveMessage(ctx context.Context, input *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, input *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
@@ -46,7 +46,7 @@ var (
 )
 
 // ErrQueueNotFound is returned (wrapped) when a queue name, URL or ARN names no queue.
-var ErrQueueNotFound = sqsx.ErrQueueNotFound
+var ErrQueueNotFound = sqsinfo.ErrQueueNotFound
 
 // QueueURL resolves ref to a queue URL. ref is a queue URL (returned as is), a queue ARN
 // ("arn:aws:sqs:REGION:ACCOUNT:NAME", resolved with GetQueueUrl in that account) or a
@@ -54,8 +54,8 @@ var ErrQueueNotFound = sqsx.ErrQueueNotFound
 // exist gives an error matching [ErrQueueNotFound].
 //
 // Deprecated: the CLI's use; it moves to the project's internal SQS layer.
-func QueueURL(ctx context.Context, api sqsx.QueueURLAPI, ref string) (string, error) {
-	url, err := sqsx.ResolveQueueURL(ctx, api, ref)
+func QueueURL(ctx context.Context, api sqsinfo.QueueURLAPI, ref string) (string, error) {
+	url, err := sqsinfo.ResolveQueueURL(ctx, api, ref)
 	if err != nil {
 		return "", prefix(err)
 	}
@@ -63,7 +63,7 @@ func QueueURL(ctx context.Context, api sqsx.QueueURLAPI, ref string) (string, er
 }
 
 // queueARN reads the ARN of the queue at url.
-func queueARN(ctx context.Context, api sqsx.QueueAttributesAPI, url string) (string, error) {
+func queueARN(ctx context.Context, api sqsinfo.QueueAttributesAPI, url string) (string, error) {
 	output, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(url),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
@@ -79,7 +79,7 @@ func queueARN(ctx context.Context, api sqsx.QueueAttributesAPI, url string) (str
 }
 
 // resolveARN resolves ref (a name, URL or ARN) to the queue's ARN.
-func resolveARN(ctx context.Context, api sqsx.QueueAttributesAPI, ref string) (string, error) {
+func resolveARN(ctx context.Context, api sqsinfo.QueueAttributesAPI, ref string) (string, error) {
 	url, err := QueueURL(ctx, api, ref)
 	if err != nil {
 		return "", err
@@ -87,10 +87,10 @@ func resolveARN(ctx context.Context, api sqsx.QueueAttributesAPI, ref string) (s
 	return queueARN(ctx, api, url)
 }
 
-// loadQueue is sqsx.LoadQueue with a not-found error that matches ErrQueueNotFound.
-func loadQueue(ctx context.Context, api sqsx.QueueAttributesAPI, url string) (*sqsx.Queue, error) {
-	queue, err := sqsx.LoadQueue(ctx, api, url)
-	if err != nil && sqsx.IsQueueNotFound(err) {
+// loadQueue is sqsinfo.LoadQueue with a not-found error that matches ErrQueueNotFound.
+func loadQueue(ctx context.Context, api sqsinfo.QueueAttributesAPI, url string) (*sqsinfo.Queue, error) {
+	queue, err := sqsinfo.LoadQueue(ctx, api, url)
+	if err != nil && sqsinfo.IsQueueNotFound(err) {
 		return nil, fmt.Errorf("%w: %s (%w)", ErrQueueNotFound, url, err)
 	}
 	if err != nil {
@@ -100,7 +100,7 @@ func loadQueue(ctx context.Context, api sqsx.QueueAttributesAPI, url string) (*s
 }
 
 func queueError(ref string, err error) error {
-	return prefix(sqsx.QueueError(ref, err))
+	return prefix(sqsinfo.QueueError(ref, err))
 }
 
 // prefix adds the package's prefix to an error that does not match ErrQueueNotFound

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // moveAttributes returns the message attributes to send for raw and the message's size
@@ -40,7 +41,7 @@ func (r *run) setAttribute(attributes map[string]types.MessageAttributeValue, si
 		newSize -= sqsx.AttributeSize(name, aws.ToString(old.DataType), aws.ToString(old.StringValue), old.BinaryValue)
 	}
 	switch {
-	case !present && len(attributes) >= sqsx.MaxMessageAttributes:
+	case !present && len(attributes) >= sqsinfo.MaxMessageAttributes:
 		return size, "the message already has 10 message attributes, the SQS maximum"
 	case newSize > r.maxBytes:
 		return size, "the attribute would make the message larger than the destination's MaximumMessageSize"

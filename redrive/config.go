@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults for [Config].
@@ -160,10 +160,10 @@ func (c *Config) validate() error {
 	}
 	// ReceiveMessage cannot carry a visibility of 0 (the SDK leaves zero out and the
 	// queue's default applies), so the least is 1 s.
-	if c.VisibilityTimeout < time.Second || c.VisibilityTimeout > sqsx.MaxVisibilityTimeout {
+	if c.VisibilityTimeout < time.Second || c.VisibilityTimeout > sqsinfo.MaxVisibilityTimeout {
 		problems = append(problems, fmt.Errorf("redrive: VisibilityTimeout %s is outside 1s to 12h", c.VisibilityTimeout))
 	}
-	if c.WaitTime < 0 || c.WaitTime > sqsx.MaxWaitTime {
+	if c.WaitTime < 0 || c.WaitTime > sqsinfo.MaxWaitTime {
 		problems = append(problems, fmt.Errorf("redrive: WaitTime %s is outside 0 to 20s", c.WaitTime))
 	}
 	if c.SendAttempts < 0 {

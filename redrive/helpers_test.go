@@ -15,9 +15,9 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // body returns a JSON body carrying id, padded with pad bytes of filler.
@@ -337,7 +337,7 @@ func (r *recorder) assertDeletesFollowConfirmedSends(t testing.TB) {
 // permanent failure (settle.SendToDeadLetterQueue), with the failure attributes.
 func deadLetter(t testing.TB, client *sqs.Client, queueURL string, message *sqsworker.Message, reason string) {
 	t.Helper()
-	queue, err := sqsx.LoadQueue(context.Background(), client, queueURL)
+	queue, err := sqsinfo.LoadQueue(context.Background(), client, queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults for [PeekOptions].
@@ -224,7 +225,7 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 	now := time.Now()
 	empty, emptySince := 0, time.Time{}
 	for len(result.Messages) < options.MaxMessages {
-		count := max(1, min(sqsx.MaxBatchEntries, options.MaxMessages-len(result.Messages)))
+		count := max(1, min(sqsinfo.MaxBatchEntries, options.MaxMessages-len(result.Messages)))
 		output, receiveErr := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(queueURL),
 			MaxNumberOfMessages:         int32(count),
@@ -256,7 +257,7 @@ func Peek(ctx context.Context, api InspectAPI, queueURL string, options PeekOpti
 		// An empty answer can be false (seen on the emulator under load; short polls
 		// on AWS): believe it only when SQS also counts no visible message, or after
 		// maxEmptyReceives of them in a row.
-		depth, depthErr := sqsx.QueueDepth(ctx, api, queueURL)
+		depth, depthErr := sqsinfo.QueueDepth(ctx, api, queueURL)
 		if depthErr != nil {
 			return result, prefix(depthErr)
 		}
@@ -333,7 +334,7 @@ type RedrivePolicy struct {
 	MaxReceiveCount     int    `json:"maxReceiveCount"`
 }
 
-func redrivePolicyOf(queue *sqsx.Queue) *RedrivePolicy {
+func redrivePolicyOf(queue *sqsinfo.Queue) *RedrivePolicy {
 	if queue.RedrivePolicy == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // convertMessage turns an SDK message into the neutral sqsworker.Message.
@@ -18,7 +19,7 @@ func convertMessage(queueURL string, in types.Message) *sqsworker.Message {
 }
 
 // maxDeduplicationIDLength is SQS's limit for MessageDeduplicationId (128 characters).
-const maxDeduplicationIDLength = sqsx.MaxDeduplicationIDLength
+const maxDeduplicationIDLength = sqsinfo.MaxDeduplicationIDLength
 
 // NextDeduplicationID returns the deduplication id a redriven FIFO message is sent
 // with: "<orig>-r<n>", where n is one more than the redrive number already at the end of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Mover moves messages from one queue to another on the client side: it receives a
@@ -87,7 +88,7 @@ type item struct {
 type run struct {
 	*Mover
 	result    *Result
-	dest      *sqsx.Queue
+	dest      *sqsinfo.Queue
 	maxBytes  int
 	maxCount  int
 	seen      map[string]bool
@@ -117,12 +118,13 @@ func (m *Mover) Run(ctx context.Context) (result *Result, err error) {
 		seen:      map[string]bool{},
 		held:      map[string]string{},
 		reordered: map[string][]string{},
-		maxCount:  sqsx.MaxBatchEntries,
+		maxCount:  sqsinfo.MaxBatchEntries,
 	}
 	if _, err := loadQueue(ctx, m.api, m.config.Source); err != nil {
 		return r.result, err
 	}
-	// The destination is checked before anything is received (CASES.md N11 (d)).
+	// The destination is checked before anything is received: a missing destination
+	// costs no message a receive.
 	if r.dest, err = loadQueue(ctx, m.api, m.config.Destination); err != nil {
 		if errors.Is(err, ErrQueueNotFound) {
 			return r.result, DestinationMissing(m.config.Destination, err)
@@ -131,11 +133,11 @@ func (m *Mover) Run(ctx context.Context) (result *Result, err error) {
 	}
 	r.maxBytes = r.dest.MaximumMessageSize
 	if r.maxBytes <= 0 {
-		r.maxBytes = sqsx.DefaultMaximumMessageSize
+		r.maxBytes = sqsinfo.DefaultMaximumMessageSize
 	}
-	r.maxBytes = min(r.maxBytes, sqsx.MaxBatchBytes)
+	r.maxBytes = min(r.maxBytes, sqsinfo.MaxBatchBytes)
 	r.result.MaxBatchBytes = r.maxBytes
-	if rate := m.config.RatePerSecond; rate > 0 && rate < sqsx.MaxBatchEntries {
+	if rate := m.config.RatePerSecond; rate > 0 && rate < sqsinfo.MaxBatchEntries {
 		r.maxCount = max(1, int(rate))
 	}
 	if err := r.begin(ctx); err != nil {
@@ -161,7 +163,7 @@ func (r *run) loop(ctx context.Context) error {
 		if limit > 0 && r.result.Matched >= limit {
 			return nil
 		}
-		count := sqsx.MaxBatchEntries
+		count := sqsinfo.MaxBatchEntries
 		if limit > 0 && r.config.Filter == nil {
 			count = min(count, limit-r.result.Matched)
 		}

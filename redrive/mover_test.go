@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // A filtered move moves exactly the matching messages and leaves the rest; a dry run
@@ -188,7 +188,7 @@ func TestMoverCrashBetweenSendAndDelete(t *testing.T) {
 // C17: large messages are packed by count and bytes, attributes counted, limit read from
 // the destination; a per-entry failure is retried alone; nothing lost, duplicated or
 // deleted early.
-func TestMoverC17BatchByteLimit(t *testing.T) {
+func TestMoverBatchByteLimit(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -246,7 +246,7 @@ func TestMoverC17BatchByteLimit(t *testing.T) {
 			multi := false
 			r4Sends := 0
 			for i, request := range recorder.requests {
-				if request.entries > sqsx.MaxBatchEntries || request.bytes > maxSize {
+				if request.entries > sqsinfo.MaxBatchEntries || request.bytes > maxSize {
 					t.Fatalf("request %d: %d entries, %d bytes; limits are 10 and %d", i, request.entries, request.bytes, maxSize)
 				}
 				multi = multi || request.entries > 1
@@ -305,7 +305,7 @@ func TestMoverTooLargeStays(t *testing.T) {
 
 // C18: a FIFO redrive within the deduplication window uses a new deduplication id,
 // keeps the group, and warns that the order changed; the old id would be dropped.
-func TestMoverC18FIFODeduplication(t *testing.T) {
+func TestMoverFIFODeduplication(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := testenv.SQS(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // MaxMoveRate is the highest rate, in messages per second, that StartMessageMoveTask
@@ -18,7 +18,7 @@ import (
 const MaxMoveRate = 500
 
 // maxListedMoveTasks is the most tasks ListMessageMoveTasks returns.
-const maxListedMoveTasks = sqsx.MaxListedMoveTasks
+const maxListedMoveTasks = sqsinfo.MaxListedMoveTasks
 
 // MoveTaskStatus is the status of a native message move task.
 type MoveTaskStatus string

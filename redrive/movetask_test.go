@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 

@@ -1,6 +1,6 @@
 package scheduler
 
-// Tests against the local DynamoDB and SQS emulators (internal/testenv); each on its own
+// Tests against the local DynamoDB and SQS emulators (internal/testing/testenv); each on its own
 // table and queue.
 
 import (
@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // The lease: one first holder, a takeover only after expiry with the token plus one, and

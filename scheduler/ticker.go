@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // A schedule whose pass failed backs off (Scheduler.backoff) up to maxRetryInterval for
@@ -230,7 +230,7 @@ func with(ev Event, kind EventKind) Event {
 // or the schedule's name).
 func (sc *compiled) job(id string) producer.Job {
 	job := producer.Job{Type: sc.JobType, Body: sc.body(), IdempotencyKey: id}
-	if sqsx.IsFIFOName(sc.queueURL) {
+	if sqsinfo.IsFIFOName(sc.queueURL) {
 		job.DeduplicationID = id
 		job.GroupID = sc.GroupID
 		if job.GroupID == "" {

@@ -16,9 +16,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // resources are the soak run's own queue, dead-letter queue and idempotency table.
@@ -109,13 +109,13 @@ const readDeadLetterTimeout = 2 * time.Minute
 // the count is not the end (the emulator can return one under load while messages are
 // visible); short of the count after readDeadLetterTimeout is an error.
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string) ([]deadLetter, error) {
-	depth, err := sqsx.QueueDepth(ctx, client, url)
+	depth, err := sqsinfo.QueueDepth(ctx, client, url)
 	if err != nil {
 		return nil, err
 	}
 	expected := depth.Total()
 	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
-		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 10 * time.Minute, Patience: readDeadLetterTimeout,
+		MaxMessages: expected + sqsinfo.MaxBatchEntries, VisibilityTimeout: 10 * time.Minute, Patience: readDeadLetterTimeout,
 	})
 	if err != nil {
 		return nil, err

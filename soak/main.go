@@ -54,8 +54,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/load"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/internal/testing/load"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 type options struct {
@@ -361,11 +361,11 @@ func waitSettled(ctx context.Context, client *sqs.Client, res *resources, counte
 			return false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
-		source, err := sqsx.QueueDepth(ctx, client, res.queueURL)
+		source, err := sqsinfo.QueueDepth(ctx, client, res.queueURL)
 		if err != nil {
 			continue
 		}
-		deadLetters, err := sqsx.QueueDepth(ctx, client, res.deadLetterURL)
+		deadLetters, err := sqsinfo.QueueDepth(ctx, client, res.deadLetterURL)
 		if err != nil {
 			continue
 		}

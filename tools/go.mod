@@ -1,6 +1,8 @@
 // Tools the tests, the demo and the README run with `go tool` (through go.work, or from
 // this directory), kept out of the library's go.mod: the Lambda Runtime Interface Emulator
-// (internal/rie builds it with `go tool -n aws-lambda-rie` here).
+// (internal/testing/rie builds it with `go tool -n aws-lambda-rie` here).
+// Module kind: development (never fetched by users; may import the root module's internal
+// packages; scripts/check-module-imports).
 module github.com/sqsworker/sqsworker/tools
 
 go 1.26.6

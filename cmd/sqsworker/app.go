@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/term"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Output formats of --output.
@@ -92,10 +92,10 @@ func (a *app) stderrIsTerminal() bool {
 	return ok && term.IsTerminal(int(file.Fd()))
 }
 
-// queueName returns the name of a queue from its ARN (sqsx.ParseQueueARN) or the last
+// queueName returns the name of a queue from its ARN (sqsinfo.ParseQueueARN) or the last
 // path element of its URL.
 func queueName(ref string) string {
-	if arn, err := sqsx.ParseQueueARN(ref); err == nil {
+	if arn, err := sqsinfo.ParseQueueARN(ref); err == nil {
 		return arn.Name
 	}
 	if i := strings.LastIndexAny(ref, "/:"); i >= 0 {
@@ -113,10 +113,10 @@ func oneLine(text string, n int) string {
 	return text
 }
 
-// resolveQueue resolves a queue name, URL or ARN to its URL (sqsx.ResolveQueueURL); a
+// resolveQueue resolves a queue name, URL or ARN to its URL (sqsinfo.ResolveQueueURL); a
 // queue that does not exist gives an error matching redrive.ErrQueueNotFound.
-func resolveQueue(ctx context.Context, client sqsx.QueueURLAPI, ref string) (string, error) {
-	url, err := sqsx.ResolveQueueURL(ctx, client, ref)
+func resolveQueue(ctx context.Context, client sqsinfo.QueueURLAPI, ref string) (string, error) {
+	url, err := sqsinfo.ResolveQueueURL(ctx, client, ref)
 	if err != nil && !errors.Is(err, redrive.ErrQueueNotFound) {
 		return "", fmt.Errorf("sqsworker: %w", err)
 	}

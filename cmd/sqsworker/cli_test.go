@@ -22,9 +22,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // binary is the sqsworker command built once for all tests.
@@ -210,15 +208,9 @@ func TestCLISendStatsPeek(t *testing.T) {
 // deadLetter puts a message in queueURL's DLQ the way a host does (failure attributes).
 func deadLetter(t *testing.T, client *sqs.Client, queueURL, id, body, reason string) {
 	t.Helper()
-	queue, err := sqsx.LoadQueue(context.Background(), client, queueURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	message := &sqsworker.Message{ID: id, Body: body, ReceiveCount: 3, GroupID: "g1"}
 	outcome := sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: reason, Err: fmt.Errorf("webhook answered %s", reason)}
-	if err := settle.SendToDeadLetterQueue(context.Background(), client, queue, message, outcome); err != nil {
-		t.Fatal(err)
-	}
+	testenv.DeadLetter(t, client, queueURL, message, outcome)
 }
 
 func TestCLIRedriveMove(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/provision"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -99,8 +99,8 @@ the worker host refuses or warns (see package poller); SQS accepts 1 to 1000.`,
 				FIFO:                     fifo,
 				VisibilityTimeoutSeconds: visibilitySeconds,
 				MessageRetentionSeconds:  retentionSeconds,
-				ReceiveWaitTimeSeconds:   int(sqsx.MaxWaitTime / time.Second),
-				MaximumMessageSize:       sqsx.MaxMessageBytes,
+				ReceiveWaitTimeSeconds:   int(sqsinfo.MaxWaitTime / time.Second),
+				MaximumMessageSize:       sqsinfo.MaxMessageBytes,
 				MaxReceiveCount:          maxReceives,
 				DeadLetterQueue:          &provision.DeadLetterQueue{Name: dlqName, MessageRetentionSeconds: dlqRetentionSeconds},
 			}}}

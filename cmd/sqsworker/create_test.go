@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -42,7 +42,7 @@ func TestCreateQueueWithDeadLetterQueue(t *testing.T) {
 		if !created.Created || created.URL == "" || created.DeadLetterQueueARN == "" {
 			t.Fatalf("create queue %s: %+v", name, created)
 		}
-		queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
+		queue, err := sqsinfo.LoadQueue(context.Background(), client, created.URL)
 		if err != nil {
 			t.Fatal(err)
 		}

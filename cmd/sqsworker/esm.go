@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/internal/esm"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // defaultFunctionURL is the Invoke endpoint of a Runtime Interface Emulator on its
@@ -16,7 +16,7 @@ import (
 const defaultFunctionURL = "http://127.0.0.1:8080/2015-03-31/functions/function/invocations"
 
 // newESMCommand builds `sqsworker esm QUEUE`, a local stand-in for the Lambda service's
-// SQS event source mapping; the mapping itself is internal/esm.
+// SQS event source mapping; the mapping itself is lambda/localesm.
 func newESMCommand(a *app) *cobra.Command {
 	var (
 		functionURLs       []string
@@ -46,7 +46,7 @@ invocation at a time. Runs until interrupted, then prints what it did (--output 
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg := esm.Config{
+			cfg := localesm.Config{
 				QueueURL:                args[0], // validated as given, resolved to a URL below
 				FunctionURLs:            functionURLs,
 				BatchSize:               batchSize,
@@ -65,7 +65,7 @@ invocation at a time. Runs until interrupted, then prints what it did (--output 
 			if cfg.QueueURL, err = resolveQueue(ctx, client, args[0]); err != nil {
 				return err
 			}
-			mapping, err := esm.New(ctx, client, cfg)
+			mapping, err := localesm.New(ctx, client, cfg)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ invocation at a time. Runs until interrupted, then prints what it did (--output 
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVar(&functionURLs, "function-url", []string{defaultFunctionURL}, "function Invoke API URL; repeat once per execution environment")
-	flags.IntVar(&batchSize, "batch-size", esm.DefaultBatchSize, "most records per invocation (1-10; up to 10000 with --batching-window)")
+	flags.IntVar(&batchSize, "batch-size", localesm.DefaultBatchSize, "most records per invocation (1-10; up to 10000 with --batching-window)")
 	flags.DurationVar(&batchingWindow, "batching-window", 0, "how long to gather records before invoking with fewer than --batch-size (0-5m)")
 	flags.IntVar(&maximumConcurrency, "maximum-concurrency", 0, "most concurrent invocations (default: one per --function-url)")
 	flags.BoolVar(&reportItemFailures, "report-batch-item-failures", true, "honour batchItemFailures (FunctionResponseTypes=ReportBatchItemFailures)")

@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/provision"
 )
 
 // An entry SQS refuses is listed by `outbox failed` with its reason.

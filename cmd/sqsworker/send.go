@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // fileMessage is one line of `send --file`.
@@ -62,7 +62,7 @@ type sendReport struct {
 // maxDelay bounds --delay and delay_seconds: SQS's longest message retention (14 days),
 // so a typo (seconds for milliseconds) is refused rather than parked for months. Delays
 // past SQS's 900-second DelaySeconds hop (producer.Producer.DelayMiddleware).
-const maxDelay = sqsx.MaxRetention
+const maxDelay = sqsinfo.MaxRetention
 
 // delayRange is how the errors name the accepted delays.
 const delayRange = "0 to 14 days (up to 15m through SQS's DelaySeconds, longer through hops)"
@@ -162,7 +162,7 @@ was sent or on error, 2 on bad usage.`,
 			if err != nil {
 				return err
 			}
-			queue, err := sqsx.LoadQueue(ctx, client, url)
+			queue, err := sqsinfo.LoadQueue(ctx, client, url)
 			if err != nil {
 				return err
 			}
@@ -195,7 +195,7 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 	}
 	var messages []fileMessage
 	scanner := bufio.NewScanner(input)
-	scanner.Buffer(make([]byte, 64*1024), 2*sqsx.MaxMessageBytes)
+	scanner.Buffer(make([]byte, 64*1024), 2*sqsinfo.MaxMessageBytes)
 	for line := 1; scanner.Scan(); line++ {
 		text := bytes.TrimSpace(scanner.Bytes())
 		if len(text) == 0 {
@@ -288,7 +288,7 @@ func (a *app) printSendReport(report *sendReport, total int, sendErr error) erro
 // MaximumMessageSize, and reports each line's outcome. A failed SendMessageBatch call
 // stops the send: the report then lists what was sent before, the failed batch's lines
 // and every later line as not sent, and the error is returned with it.
-func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queue, messages []fileMessage) (*sendReport, error) {
+func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsinfo.Queue, messages []fileMessage) (*sendReport, error) {
 	report := &sendReport{Queue: queue.URL, Sent: []sentMessage{}}
 	jobs, err := producer.New(client, producer.Config{})
 	if err != nil {
@@ -302,8 +302,8 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queu
 			lines = append(lines, i+1)
 		}
 	}
-	for start := 0; start < len(lines); start += sqsx.MaxBatchEntries {
-		chunk := lines[start:min(start+sqsx.MaxBatchEntries, len(lines))]
+	for start := 0; start < len(lines); start += sqsinfo.MaxBatchEntries {
+		chunk := lines[start:min(start+sqsinfo.MaxBatchEntries, len(lines))]
 		var batch []producer.Job
 		var batchLines []int
 		for _, line := range chunk {
@@ -323,7 +323,7 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queu
 				continue
 			}
 			report.Failed = append(report.Failed, sendFailure{Line: batchLines[i], Error: result.Err.Error()})
-			if _, failed := errors.AsType[*sqsx.CallError](result.Err); failed && callErr == nil {
+			if producer.IsBatchCallError(result.Err) && callErr == nil {
 				callErr = result.Err
 			}
 		}
@@ -340,7 +340,7 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsx.Queu
 
 // needGroups refuses, before anything is sent, messages for a FIFO queue without a message
 // group id (SQS requires one on every FIFO message), naming the flag that sets it.
-func needGroups(queue *sqsx.Queue, messages []fileMessage) error {
+func needGroups(queue *sqsinfo.Queue, messages []fileMessage) error {
 	if !queue.FIFO {
 		return nil
 	}

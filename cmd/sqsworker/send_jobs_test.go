@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // recordingSend records the batch entries `send` makes.
@@ -55,7 +55,7 @@ func TestSendJobTypeAndLongDelay(t *testing.T) {
 	fake := &recordingSend{}
 	var out bytes.Buffer
 	before := time.Now()
-	report, err := newApp(&out, &out).sendMessages(context.Background(), fake, &sqsx.Queue{URL: "http://127.0.0.1:4566/000000000000/jobs"}, messages)
+	report, err := newApp(&out, &out).sendMessages(context.Background(), fake, &sqsinfo.Queue{URL: "http://127.0.0.1:4566/000000000000/jobs"}, messages)
 	if err != nil || len(report.Sent) != 2 || len(report.Failed) != 0 {
 		t.Fatalf("report %+v, %v", report, err)
 	}

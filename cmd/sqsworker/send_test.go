@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 func TestParseDelay(t *testing.T) {
@@ -83,7 +83,7 @@ func TestSendReportsWhatWasSentWhenALaterBatchFails(t *testing.T) {
 	for i := range 15 {
 		messages = append(messages, fileMessage{Body: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
 	}
-	queue := &sqsx.Queue{URL: "http://127.0.0.1:4566/000000000000/orders", MaximumMessageSize: 262144}
+	queue := &sqsinfo.Queue{URL: "http://127.0.0.1:4566/000000000000/orders", MaximumMessageSize: 262144}
 	for _, output := range []string{outputText, outputJSON} {
 		var stdout, stderr bytes.Buffer
 		a := newApp(&stdout, &stderr)

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // cloudWatchTimeout bounds the CloudWatch query for the age of the oldest message.
@@ -33,10 +33,10 @@ type queueStats struct {
 	Delayed  int    `json:"delayed"`
 	// OldestAgeSeconds is the CloudWatch metric ApproximateAgeOfOldestMessage (SQS has
 	// no queue attribute for it); null when unknown, with the reason in OldestAgeNote.
-	OldestAgeSeconds *float64            `json:"oldest_age_seconds"`
-	OldestAgeNote    string              `json:"oldest_age_note,omitempty"`
-	RedrivePolicy    *sqsx.RedrivePolicy `json:"redrive_policy,omitempty"`
-	DeadLetterQueue  *dlqStats           `json:"dead_letter_queue,omitempty"`
+	OldestAgeSeconds *float64               `json:"oldest_age_seconds"`
+	OldestAgeNote    string                 `json:"oldest_age_note,omitempty"`
+	RedrivePolicy    *sqsinfo.RedrivePolicy `json:"redrive_policy,omitempty"`
+	DeadLetterQueue  *dlqStats              `json:"dead_letter_queue,omitempty"`
 }
 
 // dlqStats is the depth of a queue's dead-letter queue.
@@ -205,7 +205,7 @@ func (a *app) loadStats(ctx context.Context, client *sqs.Client, url string) (*q
 		Delayed:  atoi(attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed)]),
 	}
 	if attributes[string(types.QueueAttributeNameRedrivePolicy)] != "" {
-		queue, err := sqsx.LoadQueue(ctx, client, url)
+		queue, err := sqsinfo.LoadQueue(ctx, client, url)
 		if err != nil {
 			return nil, err
 		}

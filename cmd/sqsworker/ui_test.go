@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 func TestUIUsage(t *testing.T) {

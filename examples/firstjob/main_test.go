@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // syncBuffer is a strings.Builder safe for the handlers' concurrent writes.

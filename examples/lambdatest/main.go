@@ -1,5 +1,5 @@
 // Command lambdatest is the tiny Lambda function the end-to-end tests run in the Runtime
-// Interface Emulator (internal/rie) behind the local event source mapping (internal/esm).
+// Interface Emulator (internal/testing/rie) behind the local event source mapping (lambda/localesm).
 // Its behaviour comes from environment variables:
 //
 //	LAMBDATEST_MODE                   "adapter" (default): lambda.NewBatchHandler with the job
@@ -40,7 +40,7 @@ type job struct {
 	SleepMS   int    `json:"sleep_ms"`
 }
 
-// entry is one line of the LAMBDATEST_LOG file (internal/esm/esmtest.Entry reads it).
+// entry is one line of the LAMBDATEST_LOG file (internal/testing/esmtest.Entry reads it).
 type entry struct {
 	Event        string `json:"event"` // "call" or "effect"
 	UnixMilli    int64  `json:"t"`

@@ -1,6 +1,8 @@
 // The webhook example (the worker, its delivery, receiver and demo packages), a module of
 // its own so that the library's go.mod does not require OpenTelemetry, which the worker's
 // /metrics uses. The replaces build it against this checkout.
+// Module kind: development (never fetched by users; may import the root module's internal
+// packages; scripts/check-module-imports).
 module github.com/sqsworker/sqsworker/examples/webhook
 
 go 1.26.6

@@ -1,5 +1,7 @@
 // The offline Terraform test (HCL and cty), a module of its own so that its dependencies
 // stay out of the library's go.mod.
+// Module kind: development (never fetched by users; may import the root module's internal
+// packages; scripts/check-module-imports).
 module github.com/sqsworker/sqsworker/infra/terraform
 
 go 1.26.6

@@ -10,7 +10,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/internal/testing/resourcesfile"
+	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -68,7 +69,7 @@ func TestIdempotencyTableMatchesPackageTable(t *testing.T) {
 		}
 	}
 
-	local, err := provision.LoadFile(filepath.Join(repoRoot(t), filepath.FromSlash(provision.ResourcesFile)))
+	local, err := provision.LoadFile(filepath.Join(repoRoot(t), filepath.FromSlash(resourcesfile.Path)))
 	if err != nil {
 		t.Fatal(err)
 	}

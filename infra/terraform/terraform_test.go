@@ -22,7 +22,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqsworker/sqsworker/internal/provision"
+	"github.com/sqsworker/sqsworker/internal/testing/resourcesfile"
+	"github.com/sqsworker/sqsworker/provision"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
@@ -799,7 +800,7 @@ func TestValidations(t *testing.T) {
 // CASES.md C19: function timeout 120 s, queue visibility 60 s, maxReceiveCount 2, reserved
 // concurrency 1, batching window 10 s fail with exactly three named errors; the corrected
 // settings pass.
-func TestC19LambdaInputsFailWithThreeNamedErrors(t *testing.T) {
+func TestLambdaInputsFailWithThreeNamedErrors(t *testing.T) {
 	module := loadModule(t, "lambda-consumer")
 	failures := module.validate(t, merged(baseValues["lambda-consumer"], map[string]any{
 		"timeout":                            120,
@@ -1327,7 +1328,7 @@ func moduleArgs(t testing.TB, c *config, source string) []map[string]cty.Value {
 // examples/complete name and configure the same queue, dead-letter queue and table, so
 // local runs and production cannot drift apart.
 func TestLocalStackMatchesCompleteExample(t *testing.T) {
-	local, err := provision.LoadFile(filepath.Join(repoRoot(t), filepath.FromSlash(provision.ResourcesFile)))
+	local, err := provision.LoadFile(filepath.Join(repoRoot(t), filepath.FromSlash(resourcesfile.Path)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // minFailureErrorBytes: a failure-error attribute shortened to fit the size limit keeps
@@ -43,7 +44,7 @@ var errNoDeadLetter = errors.New("settle: the dead-letter send is disabled; the 
 // attributes still goes to the dead-letter queue at once (its handler never runs
 // again): the failure attributes are added in this order, each only if it still fits
 // both the 10-attribute limit and the size limit ([sqsx.MessageSize] against
-// Queue.MaximumMessageSize, or [sqsx.DefaultMaximumMessageSize] when unknown):
+// Queue.MaximumMessageSize, or [sqsinfo.DefaultMaximumMessageSize] when unknown):
 //
 //  1. failure-reason, whole or not at all;
 //  2. failure-message-id, so the copy joins the logs and traces of its attempts;
@@ -56,7 +57,7 @@ var errNoDeadLetter = errors.New("settle: the dead-letter send is disabled; the 
 // is below the source queue's), the send is repeated once with no failure attributes.
 //
 // Errors: queue has no dead-letter queue; SendMessage's error.
-func SendToDeadLetterQueue(ctx context.Context, api SendAPI, queue *sqsx.Queue, message *sqsworker.Message, outcome sqsworker.Outcome) error {
+func SendToDeadLetterQueue(ctx context.Context, api SendAPI, queue *sqsinfo.Queue, message *sqsworker.Message, outcome sqsworker.Outcome) error {
 	if queue == nil || queue.DeadLetterQueueURL == "" {
 		url := ""
 		if queue != nil {
@@ -70,7 +71,7 @@ func SendToDeadLetterQueue(ctx context.Context, api SendAPI, queue *sqsx.Queue, 
 	}
 	limit := queue.MaximumMessageSize
 	if limit <= 0 {
-		limit = sqsx.DefaultMaximumMessageSize
+		limit = sqsinfo.DefaultMaximumMessageSize
 	}
 	attributes := withFailureAttributes(original, limit-sqsx.MessageSize(message), failureAttributes(queue, message, outcome))
 	input := &sqs.SendMessageInput{
@@ -104,7 +105,7 @@ type namedAttribute struct {
 }
 
 // failureAttributes returns the failure attributes of outcome, most wanted first.
-func failureAttributes(queue *sqsx.Queue, message *sqsworker.Message, outcome sqsworker.Outcome) []namedAttribute {
+func failureAttributes(queue *sqsinfo.Queue, message *sqsworker.Message, outcome sqsworker.Outcome) []namedAttribute {
 	errorText := ""
 	if outcome.Err != nil {
 		errorText = truncateUTF8(outcome.Err.Error(), sqsworker.MaxFailureErrorBytes)
@@ -140,7 +141,7 @@ func withFailureAttributes(original map[string]types.MessageAttributeValue, room
 	}
 	for _, attribute := range failure {
 		value := aws.ToString(attribute.value.StringValue)
-		if value == "" || len(attributes) >= sqsx.MaxMessageAttributes {
+		if value == "" || len(attributes) >= sqsinfo.MaxMessageAttributes {
 			continue // SQS rejects empty attribute values and more than 10 attributes.
 		}
 		overhead := len(attribute.name) + len(aws.ToString(attribute.value.DataType))

@@ -17,25 +17,26 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // smallQueue is a test queue pair whose source and dead-letter queues accept messages
 // of at most 256 KiB (LocalStack defaults to 1 MiB, as SQS does for new queues).
-func smallQueue(t *testing.T, client *sqs.Client) (testenv.Queue, *sqsx.Queue) {
+func smallQueue(t *testing.T, client *sqs.Client) (testenv.Queue, *sqsinfo.Queue) {
 	t.Helper()
 	testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	for _, url := range []string{created.URL, created.DeadLetterQueueURL} {
 		_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{
 			QueueUrl:   aws.String(url),
-			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsx.DefaultMaximumMessageSize)},
+			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(sqsinfo.DefaultMaximumMessageSize)},
 		})
 		require.NoError(t, err)
 	}
-	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
+	queue, err := sqsinfo.LoadQueue(context.Background(), client, created.URL)
 	require.NoError(t, err)
-	require.Equal(t, sqsx.DefaultMaximumMessageSize, queue.MaximumMessageSize)
+	require.Equal(t, sqsinfo.DefaultMaximumMessageSize, queue.MaximumMessageSize)
 	return created, queue
 }
 
@@ -113,7 +114,7 @@ func TestSendToDeadLetterQueueKeepsToTenAttributes(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
+	queue, err := sqsinfo.LoadQueue(ctx, client, created.URL)
 	require.NoError(t, err)
 	for _, own := range []int{7, 9} {
 		attributes := map[string]sqsworker.MessageAttribute{}
@@ -159,7 +160,7 @@ func (e *smithyError) ErrorFault() smithy.ErrorFault { return smithy.FaultClient
 func TestSendToDeadLetterQueueRetriesWithoutFailureAttributesWhenRefusedAsTooLarge(t *testing.T) {
 	t.Parallel()
 	api := &tooSmallDLQ{}
-	queue := &sqsx.Queue{URL: "https://sqs.us-east-1.amazonaws.com/1/q", DeadLetterQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q-dlq", MaximumMessageSize: 1048576}
+	queue := &sqsinfo.Queue{URL: "https://sqs.us-east-1.amazonaws.com/1/q", DeadLetterQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q-dlq", MaximumMessageSize: 1048576}
 	message := &sqsworker.Message{ID: "m", Body: "x", ReceiveCount: 1, MessageAttributes: map[string]sqsworker.MessageAttribute{"tenant": {DataType: "String", StringValue: "acme"}}}
 	require.NoError(t, settle.SendToDeadLetterQueue(context.Background(), api, queue, message, sqsworker.Classify(sqsworker.Permanent("X", nil))))
 	require.Len(t, api.inputs, 2)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
@@ -23,7 +23,7 @@ func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
+	queue, err := sqsinfo.LoadQueue(ctx, client, created.URL)
 	require.NoError(t, err)
 
 	message := &sqsworker.Message{
@@ -57,7 +57,7 @@ func TestSendToDeadLetterQueueKeepsTheFIFOGroup(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.SQS(t)
 	created := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
-	queue, err := sqsx.LoadQueue(ctx, client, created.URL)
+	queue, err := sqsinfo.LoadQueue(ctx, client, created.URL)
 	require.NoError(t, err)
 	require.True(t, queue.FIFO)
 	require.True(t, queue.DeadLetterQueueFIFO)

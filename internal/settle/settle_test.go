@@ -12,6 +12,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 var fixed = sqsworker.Backoff{Base: 4 * time.Second, Cap: time.Minute, Jitter: sqsworker.JitterNone}
@@ -75,13 +76,13 @@ type deadLetter struct {
 	sent            []sqsworker.Outcome
 }
 
-func (d *deadLetter) Queue(context.Context, *sqsworker.Message) (*sqsx.Queue, error) {
+func (d *deadLetter) Queue(context.Context, *sqsworker.Message) (*sqsinfo.Queue, error) {
 	if d.queueErr != nil {
 		return nil, d.queueErr
 	}
-	queue := &sqsx.Queue{URL: "q", DeadLetterQueueURL: "q-dlq"}
+	queue := &sqsinfo.Queue{URL: "q", DeadLetterQueueURL: "q-dlq"}
 	if d.maxReceiveCount > 0 {
-		queue.RedrivePolicy = &sqsx.RedrivePolicy{MaxReceiveCount: d.maxReceiveCount}
+		queue.RedrivePolicy = &sqsinfo.RedrivePolicy{MaxReceiveCount: d.maxReceiveCount}
 	}
 	return queue, nil
 }

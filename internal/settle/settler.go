@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // defaultCallTimeout bounds one dead-letter send when Config.CallTimeout is zero.
@@ -38,7 +39,7 @@ type Finisher interface {
 type DeadLetter interface {
 	// Queue returns the description of the message's source queue: its redrive policy
 	// (whose maxReceiveCount tells the last attempt) and dead-letter queue.
-	Queue(ctx context.Context, message *sqsworker.Message) (*sqsx.Queue, error)
+	Queue(ctx context.Context, message *sqsworker.Message) (*sqsinfo.Queue, error)
 	// Send sends the message with the failure attributes of outcome.
 	Send(ctx context.Context, message *sqsworker.Message, outcome sqsworker.Outcome) error
 }
@@ -48,11 +49,11 @@ type DeadLetter interface {
 // Lambda host's cache).
 type QueueDeadLetter struct {
 	API  SendAPI
-	Load func(ctx context.Context, queueURL string) (*sqsx.Queue, error)
+	Load func(ctx context.Context, queueURL string) (*sqsinfo.Queue, error)
 }
 
 // Queue implements [DeadLetter].
-func (q QueueDeadLetter) Queue(ctx context.Context, message *sqsworker.Message) (*sqsx.Queue, error) {
+func (q QueueDeadLetter) Queue(ctx context.Context, message *sqsworker.Message) (*sqsinfo.Queue, error) {
 	return q.Load(ctx, message.QueueURL)
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Result is what became of one entry of a batch call. Err is nil when SQS confirmed the
@@ -107,12 +109,12 @@ type Success struct {
 func EntryID(index int) string { return strconv.Itoa(index) }
 
 // Chunk splits items, in order, into chunks of at most maxEntries items (0, or more than
-// MaxBatchEntries, means MaxBatchEntries) whose sizes add up to at most maxBytes. With
+// [sqsinfo.MaxBatchEntries], means that limit) whose sizes add up to at most maxBytes. With
 // size nil (or maxBytes <= 0) only the count applies. An item larger than maxBytes on its
 // own gets a chunk of its own.
 func Chunk[T any](items []T, maxEntries int, size func(T) int, maxBytes int) [][]T {
-	if maxEntries <= 0 || maxEntries > MaxBatchEntries {
-		maxEntries = MaxBatchEntries
+	if maxEntries <= 0 || maxEntries > sqsinfo.MaxBatchEntries {
+		maxEntries = sqsinfo.MaxBatchEntries
 	}
 	var chunks [][]T
 	start, bytes := 0, 0
@@ -144,7 +146,7 @@ func Batch[T any](ctx context.Context, op string, items []T, size func(T) int, m
 	call func(ctx context.Context, ids []string, chunk []T) (Response, error)) []Result {
 	results := make([]Result, len(items))
 	offset := 0
-	for _, chunk := range Chunk(items, MaxBatchEntries, size, maxBytes) {
+	for _, chunk := range Chunk(items, sqsinfo.MaxBatchEntries, size, maxBytes) {
 		base := offset
 		offset += len(chunk)
 		if len(chunk) == 1 && size != nil && maxBytes > 0 && size(chunk[0]) > maxBytes {

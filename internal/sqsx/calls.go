@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // DeleteAPI is the part of the SQS client [DeleteMessages] uses.
@@ -86,12 +88,12 @@ func ChangeVisibility(ctx context.Context, api VisibilityAPI, queueURL string, c
 
 // SendMessages sends entries to queueURL with SendMessageBatch, packed by count (ten)
 // and by size ([SendEntrySize]) up to maxBatchBytes per request (0 or more than
-// [MaxBatchBytes] means MaxBatchBytes), and returns one [Result] per entry. Each entry's Id
-// is set by SendMessages ([EntryID]); any Id the caller set is overwritten. An entry
-// larger than maxBatchBytes alone is not sent ([CodeTooLarge]).
+// [sqsinfo.MaxBatchBytes] means that limit), and returns one [Result] per entry. Each
+// entry's Id is set by SendMessages ([EntryID]); any Id the caller set is overwritten. An
+// entry larger than maxBatchBytes alone is not sent ([CodeTooLarge]).
 func SendMessages(ctx context.Context, api SendAPI, queueURL string, entries []types.SendMessageBatchRequestEntry, maxBatchBytes int, optFns ...func(*sqs.Options)) []Result {
-	if maxBatchBytes <= 0 || maxBatchBytes > MaxBatchBytes {
-		maxBatchBytes = MaxBatchBytes
+	if maxBatchBytes <= 0 || maxBatchBytes > sqsinfo.MaxBatchBytes {
+		maxBatchBytes = sqsinfo.MaxBatchBytes
 	}
 	return Batch(ctx, "SendMessageBatch", entries, SendEntrySize, maxBatchBytes,
 		func(ctx context.Context, ids []string, chunk []types.SendMessageBatchRequestEntry) (Response, error) {

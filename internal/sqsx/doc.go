@@ -1,8 +1,10 @@
-// Package sqsx is the project's one SQS layer: SQS's limits declared once, queue ARN and
-// URL parsing, the queue description the hosts read at start, message size counted as
-// SQS counts it, the conversion from the SDK's messages to [sqsworker.Message], and one
-// batch helper (one entry-id scheme, one reading of per-entry results) behind every
-// DeleteMessageBatch, ChangeMessageVisibilityBatch and SendMessageBatch call.
+// Package sqsx is the SQS call layer of the hosts, the producer, the outbox, the
+// scheduler and redrive: the conversion from the SDK's messages to [sqsworker.Message],
+// message size counted as SQS counts it, the conversions of delays to the whole seconds
+// SQS takes, and one batch helper (one entry-id scheme, one reading of per-entry results)
+// behind every DeleteMessageBatch, ChangeMessageVisibilityBatch and SendMessageBatch call.
+// SQS's limits, queue ARNs and URLs and the queue description are public, in package
+// sqsinfo, which this package uses (one home per fact).
 //
 // It holds mechanics, not policy: what to do with a message is decided by
 // sqsworker.Classify and carried out by internal/settle.

@@ -9,46 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
-
-func TestLoadQueueResolvesTheDeadLetterQueue(t *testing.T) {
-	t.Parallel()
-	client := testenv.SQS(t)
-	created := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 5})
-
-	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
-	require.NoError(t, err)
-	assert.Equal(t, created.ARN, queue.ARN)
-	assert.False(t, queue.FIFO)
-	assert.Equal(t, 45*time.Second, queue.VisibilityTimeout)
-	t.Run("MaximumMessageSize", func(t *testing.T) {
-		testenv.SkipOn(t, testenv.ElasticMQIgnoresSizeAndRetention)
-		assert.Positive(t, queue.MaximumMessageSize)
-	})
-	require.NotNil(t, queue.RedrivePolicy)
-	assert.Equal(t, 5, queue.RedrivePolicy.MaxReceiveCount)
-	assert.Equal(t, created.DeadLetterQueueARN, queue.RedrivePolicy.DeadLetterTargetARN)
-	assert.Equal(t, created.DeadLetterQueueURL, queue.DeadLetterQueueURL)
-}
-
-func TestLoadQueueWithoutRedrivePolicy(t *testing.T) {
-	t.Parallel()
-	client := testenv.SQS(t)
-	created := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
-	queue, err := sqsx.LoadQueue(context.Background(), client, created.URL)
-	require.NoError(t, err)
-	assert.Nil(t, queue.RedrivePolicy)
-	assert.Empty(t, queue.DeadLetterQueueURL)
-
-	_, err = sqsx.LoadQueue(context.Background(), client, created.URL+"-missing")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "sqsx: reading attributes of queue")
-}
 
 // TestBatchCallsOnTheEmulator sends 23 messages, deletes them with one stale receipt
 // handle among them, and reads every result.
@@ -70,7 +36,7 @@ func TestBatchCallsOnTheEmulator(t *testing.T) {
 	var handles []string
 	deadline := time.Now().Add(30 * time.Second)
 	for len(handles) < len(entries) && time.Now().Before(deadline) {
-		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsx.MaxBatchEntries, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		output, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL), MaxNumberOfMessages: sqsinfo.MaxBatchEntries, WaitTimeSeconds: 1, VisibilityTimeout: 60})
 		require.NoError(t, err)
 		for _, m := range output.Messages {
 			handles = append(handles, aws.ToString(m.ReceiptHandle))

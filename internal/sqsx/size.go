@@ -35,7 +35,7 @@ func SDKAttributesSize(attributes map[string]types.MessageAttributeValue) int {
 }
 
 // SendEntrySize is the size of one SendMessageBatch entry as SQS counts it against
-// [MaxBatchBytes] and the queue's MaximumMessageSize: body plus attributes.
+// [sqsinfo.MaxBatchBytes] and the queue's MaximumMessageSize: body plus attributes.
 func SendEntrySize(entry types.SendMessageBatchRequestEntry) int {
 	return len(aws.ToString(entry.MessageBody)) + SDKAttributesSize(entry.MessageAttributes)
 }

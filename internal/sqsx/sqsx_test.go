@@ -18,67 +18,6 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 )
 
-func TestParseQueueARN(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, arn, url string
-		fifo           bool
-	}{
-		{name: "standard", arn: "arn:aws:sqs:eu-west-1:123456789012:orders", url: "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"},
-		{name: "fifo", arn: "arn:aws:sqs:us-east-1:000000000000:q.fifo", url: "https://sqs.us-east-1.amazonaws.com/000000000000/q.fifo", fifo: true},
-		{name: "china", arn: "arn:aws-cn:sqs:cn-north-1:123456789012:q", url: "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			arn, err := sqsx.ParseQueueARN(tc.arn)
-			require.NoError(t, err)
-			assert.Equal(t, tc.arn, arn.String())
-			assert.Equal(t, tc.url, arn.URL())
-			assert.Equal(t, tc.fifo, arn.FIFO())
-		})
-	}
-	for _, bad := range []string{"", "orders", "arn:aws:sns:eu-west-1:1:t", "arn:aws:sqs:eu-west-1:1", "arn:aws:sqs::1:q", "arn:aws:sqs:r::q", "arn:aws:sqs:r:1:", "arn::sqs:r:1:q", "arn:aws:sqs:r:1:a/b"} {
-		_, err := sqsx.ParseQueueARN(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
-type urlAPI struct{ inputs []*sqs.GetQueueUrlInput }
-
-func (u *urlAPI) GetQueueUrl(_ context.Context, input *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-	u.inputs = append(u.inputs, input)
-	if aws.ToString(input.QueueName) == "missing" {
-		return nil, &types.QueueDoesNotExist{Message: aws.String("no")}
-	}
-	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String("http://q/" + aws.ToString(input.QueueOwnerAWSAccountId) + "/" + aws.ToString(input.QueueName))}, nil
-}
-
-func TestResolveQueueURL(t *testing.T) {
-	t.Parallel()
-	api := &urlAPI{}
-	ctx := context.Background()
-	url, err := sqsx.ResolveQueueURL(ctx, api, "http://localhost:4566/000000000000/q")
-	require.NoError(t, err)
-	assert.Equal(t, "http://localhost:4566/000000000000/q", url)
-	assert.Empty(t, api.inputs, "a URL is not looked up")
-
-	url, err = sqsx.ResolveQueueURL(ctx, api, "arn:aws:sqs:eu-west-1:123:orders")
-	require.NoError(t, err)
-	assert.Equal(t, "http://q/123/orders", url)
-
-	url, err = sqsx.ResolveQueueURL(ctx, api, "orders")
-	require.NoError(t, err)
-	assert.Equal(t, "http://q//orders", url)
-
-	_, err = sqsx.ResolveQueueURL(ctx, api, "missing")
-	assert.ErrorIs(t, err, sqsx.ErrQueueNotFound)
-	assert.True(t, sqsx.IsQueueNotFound(err))
-	_, err = sqsx.ResolveQueueURL(ctx, api, "arn:aws:sqs:bad")
-	assert.Error(t, err)
-	_, err = sqsx.ResolveQueueURL(ctx, api, "")
-	assert.Error(t, err)
-}
-
 func TestMessageSizeCountsBodyAndEachAttributesNameTypeAndValue(t *testing.T) {
 	t.Parallel()
 	message := &sqsworker.Message{Body: "12345", MessageAttributes: map[string]sqsworker.MessageAttribute{
@@ -88,17 +27,6 @@ func TestMessageSizeCountsBodyAndEachAttributesNameTypeAndValue(t *testing.T) {
 	assert.Equal(t, 5+15+12, sqsx.MessageSize(message))
 	entry := types.SendMessageBatchRequestEntry{MessageBody: aws.String("12345"), MessageAttributes: sqsx.ToSDKAttributes(message.MessageAttributes)}
 	assert.Equal(t, sqsx.MessageSize(message), sqsx.SendEntrySize(entry))
-}
-
-func TestLimits(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, 1048576, sqsx.MaxMessageBytes)
-	assert.Equal(t, 1048576, sqsx.MaxBatchBytes)
-	assert.Equal(t, 10, sqsx.MaxBatchEntries)
-	assert.Equal(t, 10, sqsx.MaxMessageAttributes)
-	assert.Equal(t, 12*time.Hour, sqsx.MaxVisibilityTimeout)
-	assert.Equal(t, 20*time.Second, sqsx.MaxWaitTime)
-	assert.Equal(t, 15*time.Minute, sqsx.MaxDelay)
 }
 
 func TestSecondsRoundUpAndBound(t *testing.T) {

@@ -21,10 +21,11 @@ import (
 
 	"github.com/sqsworker/sqsworker/examples/webhook/receiver"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/internal/testing/resourcesfile"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // options sets the size and timing of a demo run. defaultOptions is what `make demo` runs.
@@ -321,7 +322,7 @@ func (d *demoRun) prepare(ctx context.Context) error {
 	}
 	d.resources = o.Resources
 	if d.resources == nil {
-		if d.resources, err = provision.LoadFile(filepath.Join(d.root, provision.ResourcesFile)); err != nil {
+		if d.resources, err = provision.LoadFile(filepath.Join(d.root, resourcesfile.Path)); err != nil {
 			return err
 		}
 	}
@@ -353,15 +354,15 @@ func (d *demoRun) prepare(ctx context.Context) error {
 // nested in it, so from its tests the nearest go.mod is not the root.
 func repositoryRoot(dir string) (string, error) {
 	for {
-		root, err := provision.ModuleRoot(dir)
+		root, err := resourcesfile.ModuleRoot(dir)
 		if err != nil {
 			return "", err
 		}
-		if _, err := os.Stat(filepath.Join(root, provision.ResourcesFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(root, resourcesfile.Path)); err == nil {
 			return root, nil
 		}
 		if dir = filepath.Dir(root); dir == root {
-			return "", fmt.Errorf("demo: no module root with %s at or above %s", provision.ResourcesFile, root)
+			return "", fmt.Errorf("demo: no module root with %s at or above %s", resourcesfile.Path, root)
 		}
 	}
 }
@@ -442,7 +443,7 @@ func (d *demoRun) waitSettled(ctx context.Context) error {
 		if err := d.h.check(); err != nil {
 			return false, err
 		}
-		source, err := sqsx.QueueDepth(d.waitCtx, d.sqsClient, d.queue.URL)
+		source, err := sqsinfo.QueueDepth(d.waitCtx, d.sqsClient, d.queue.URL)
 		if err != nil {
 			return false, fmt.Errorf("demo: reading the counts of %s: %w", d.queue.URL, err)
 		}
@@ -450,7 +451,7 @@ func (d *demoRun) waitSettled(ctx context.Context) error {
 			settledPolls = 0
 			return false, nil
 		}
-		deadLetters, err := sqsx.QueueDepth(d.waitCtx, d.sqsClient, d.queue.DeadLetterQueueURL)
+		deadLetters, err := sqsinfo.QueueDepth(d.waitCtx, d.sqsClient, d.queue.DeadLetterQueueURL)
 		if err != nil {
 			return false, fmt.Errorf("demo: reading the counts of %s: %w", d.queue.DeadLetterQueueURL, err)
 		}
@@ -591,7 +592,7 @@ const readDeadLettersTimeout = time.Minute
 func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *plan) (deadLetters, error) {
 	dead := deadLetters{keys: map[string]bool{}, reasons: map[string]int{}, byKey: map[string][]string{}}
 	entries := map[string]map[string]int{} // key → outbox entry id → dead-letter messages
-	depth, err := sqsx.QueueDepth(ctx, client, url)
+	depth, err := sqsinfo.QueueDepth(ctx, client, url)
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the counts of %s: %w", url, err)
 	}
@@ -599,7 +600,7 @@ func readDeadLetters(ctx context.Context, client *sqs.Client, url string, p *pla
 	// Every message the queue counts, and any more a receive still finds; an empty long
 	// poll short of the count is not the end (the emulator can return one under load).
 	peeked, err := redrive.Peek(ctx, client, url, redrive.PeekOptions{
-		MaxMessages: expected + sqsx.MaxBatchEntries, VisibilityTimeout: 2 * time.Minute, Patience: readDeadLettersTimeout,
+		MaxMessages: expected + sqsinfo.MaxBatchEntries, VisibilityTimeout: 2 * time.Minute, Patience: readDeadLettersTimeout,
 	})
 	if err != nil {
 		return dead, fmt.Errorf("demo: reading the dead-letter queue: %w", err)

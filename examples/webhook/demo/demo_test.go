@@ -16,8 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/resourcesfile"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/provision"
 )
 
 // emulatorOptions returns the demo's options for a small run (60 messages) on uniquely
@@ -30,7 +31,7 @@ func emulatorOptions(t *testing.T) options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := provision.LoadFile(filepath.Join(root, provision.ResourcesFile))
+	resources, err := provision.LoadFile(filepath.Join(root, resourcesfile.Path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/esm"
-	"github.com/sqsworker/sqsworker/internal/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
+	"github.com/sqsworker/sqsworker/lambda/localesm"
 )
 
 // functionPackage is the worker's main package, built as the function's bootstrap.
@@ -28,9 +28,9 @@ const functionPackage = "github.com/sqsworker/sqsworker/examples/webhook"
 var errCrashed = errors.New("demo: the execution environment crashed")
 
 // lambdaHost runs the worker as a Lambda function: the same main package built as a
-// provided.al2023 bootstrap (-tags lambda.norpc, by internal/rie), in options.Functions
+// provided.al2023 bootstrap (-tags lambda.norpc, by internal/testing/rie), in options.Functions
 // Runtime Interface Emulators, one execution environment each, serving one invocation at
-// a time. A local SQS event source mapping (internal/esm) feeds them, with
+// a time. A local SQS event source mapping (lambda/localesm) feeds them, with
 // options.BatchSize records per invocation, ReportBatchItemFailures, and a maximum
 // concurrency of one invocation per environment. Each environment handles the records of
 // an invocation all at once (SQSWORKER_CONCURRENCY = BatchSize); its idempotency lease
@@ -58,7 +58,7 @@ type lambdaHost struct {
 	slots        []*slot
 	environments []*environment // every environment started, in order
 
-	mapping     *esm.Mapping
+	mapping     *localesm.Mapping
 	mappingLog  *os.File
 	stopMapping context.CancelFunc
 	mappingDone chan struct{}
@@ -106,7 +106,7 @@ func (h *lambdaHost) start(ctx context.Context, s setup) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	mappingCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.mapping, err = esm.New(mappingCtx, s.sqs, esm.Config{
+	h.mapping, err = localesm.New(mappingCtx, s.sqs, localesm.Config{
 		QueueURL:                s.queueURL,
 		FunctionURLs:            urls,
 		BatchSize:               o.BatchSize,

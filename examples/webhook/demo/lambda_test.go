@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/rie"
+	"github.com/sqsworker/sqsworker/internal/testing/rie"
 )
 
 func TestMain(m *testing.M) {

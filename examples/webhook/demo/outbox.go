@@ -23,9 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sqsworker/sqsworker/internal/provision"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/provision"
 )
 
 // Where the orders and their outbox live: options.Store and the -store flag.

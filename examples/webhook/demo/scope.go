@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// scope is the testing.TB the Lambda host gives internal/rie, a test harness, so the
+// scope is the testing.TB the Lambda host gives internal/testing/rie, a test harness, so the
 // same code serves the demo's test and `go run ./examples/webhook/demo -host=lambda`,
 // and so each execution environment can be stopped on its own: the functions rie
 // registers with Cleanup run when the scope is closed, a Fatal becomes an error (see

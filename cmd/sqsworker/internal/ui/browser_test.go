@@ -26,9 +26,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -102,24 +100,18 @@ type seeded struct {
 
 // seedDeadLetters fills the queue's dead-letter queue as the demo's failures end there:
 // three HTTP410 and two MalformedBody messages sent by the worker's own dead-letter send
-// (settle.SendToDeadLetterQueue, with their failure attributes), and two messages the
+// (testenv.DeadLetter, with their failure attributes), and two messages the
 // redrive policy moved after maxReceiveCount (1) receives.
 func seedDeadLetters(t *testing.T, client *sqs.Client, queue testenv.Queue) seeded {
 	t.Helper()
 	ctx := context.Background()
-	loaded, err := sqsx.LoadQueue(ctx, client, queue.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := seeded{bodies: map[string][]string{}}
 	for i, reason := range []string{"HTTP410", "HTTP410", "HTTP410", "MalformedBody", "MalformedBody"} {
 		body := fmt.Sprintf(`{"webhook":"w-%d","reason":%q}`, i, reason)
 		message := &sqsworker.Message{ID: fmt.Sprintf("m-%d", i), Body: body, ReceiveCount: 1, QueueURL: queue.URL,
 			MessageAttributes: map[string]sqsworker.MessageAttribute{sqsworker.AttributeJobType: {DataType: "String", StringValue: "webhook"}}}
 		outcome := sqsworker.Outcome{Kind: sqsworker.OutcomeDeadLetter, Reason: reason, Err: fmt.Errorf("webhook answered %s", reason)}
-		if err := settle.SendToDeadLetterQueue(ctx, client, loaded, message, outcome); err != nil {
-			t.Fatal(err)
-		}
+		testenv.DeadLetter(t, client, queue.URL, message, outcome)
 		s.bodies[reason] = append(s.bodies[reason], body)
 	}
 	for i := range 2 {

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/redrive"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // RefresherAPI is the part of the SQS client the [Refresher] uses. *sqs.Client
@@ -236,7 +236,7 @@ func (r *Refresher) pollDLQ(ctx context.Context, arn string) *DLQSnapshot {
 	if seconds, err := strconv.Atoi(attributes[string(types.QueueAttributeNameMessageRetentionPeriod)]); err == nil {
 		dlq.Retention = time.Duration(seconds) * time.Second
 	}
-	tasks, err := redrive.ListMoveTasksOfARN(ctx, r.api, arn, sqsx.MaxListedMoveTasks)
+	tasks, err := redrive.ListMoveTasksOfARN(ctx, r.api, arn, sqsinfo.MaxListedMoveTasks)
 	if err != nil {
 		dlq.Error = err.Error()
 		return dlq
@@ -250,13 +250,13 @@ func (r *Refresher) dlqURL(ctx context.Context, arn string) (string, error) {
 	if url, ok := r.dlqURLs[arn]; ok {
 		return url, nil
 	}
-	parsed, err := sqsx.ParseQueueARN(arn)
+	parsed, err := sqsinfo.ParseQueueARN(arn)
 	if err != nil {
 		return "", err
 	}
 	output, err := r.api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(parsed.Name), QueueOwnerAWSAccountId: aws.String(parsed.Account)})
 	if err != nil {
-		return "", sqsx.QueueError(arn, err)
+		return "", sqsinfo.QueueError(arn, err)
 	}
 	r.dlqURLs[arn] = aws.ToString(output.QueueUrl)
 	return r.dlqURLs[arn], nil
@@ -268,7 +268,7 @@ func allAttributes(ctx context.Context, api RefresherAPI, url string) (map[strin
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
 	if err != nil {
-		return nil, sqsx.QueueError(url, err)
+		return nil, sqsinfo.QueueError(url, err)
 	}
 	return output.Attributes, nil
 }
