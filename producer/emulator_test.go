@@ -280,7 +280,17 @@ func TestEmulatorHopLeavesOneInfoLine(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	clock := scaledClock(60)
+	// The clock stands still until the first hop's line is logged, then jumps past the
+	// due time: the job hops at least once however late its first receive comes (a
+	// clock running on its own let a slow receive find the job due, with no hop).
+	var jumped atomic.Bool
+	start := time.Now()
+	clock := func() time.Time {
+		if jumped.Load() {
+			return start.Add(3 * time.Minute)
+		}
+		return start
+	}
 	logs, logger := producer.NewLogLines()
 	api := &sendCounter{API: client}
 	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Now: clock, Logger: logger})
@@ -290,6 +300,10 @@ func TestEmulatorHopLeavesOneInfoLine(t *testing.T) {
 	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()))
 	first, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "report", Body: "x", Delay: 2 * time.Minute})
 	require.NoError(t, err)
+	testenv.Eventually(t, 60*time.Second, "the first hop logged", func() bool {
+		return len(logs.Records("producer: delayed job re-sent")) > 0
+	})
+	jumped.Store(true)
 	testenv.Eventually(t, 60*time.Second, "the job handled", func() bool { return handled.Load() == 1 })
 	testenv.Eventually(t, 10*time.Second, "every delete confirmed", func() bool { return server.Stats().InFlight == 0 })
 
