@@ -80,8 +80,9 @@ test-elasticmq: up $(TESTSUMMARY)
 	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
 	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
-## ui-screenshots: rewrite docs/ui-*.png, the operations page as the headless-Chromium test sees it
+## ui-screenshots: rewrite docs/ui-*.png (queues, dead letters, dry run, idempotency, outbox), the operations page as the headless-Chromium test sees it
 ui-screenshots: up-emulator
+	localstack/postgres-up
 	localstack/chromium-up
 	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./cmd/sqsworker/internal/ui
 

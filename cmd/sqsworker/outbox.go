@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/outboxstore"
 )
 
 // outboxEntryView is one line of `outbox list --failed`.
@@ -44,70 +43,65 @@ type outboxBacklogView struct {
 	ParkedGroups int     `json:"parked_groups"`
 }
 
-// outboxStore is what the outbox commands do with one outbox, whichever its store.
-type outboxStore struct {
-	failed  func(limit int) ([]outbox.Entry, error)
-	parked  func(limit int) ([]outbox.ParkedGroup, error)
-	summary func() (outbox.Summary, error)
-	retry   func(id string) error
-	skip    func(id string) error
-	close   func()
+// outboxSource is the flags that name an outbox: a DynamoDB table or a PostgreSQL
+// connection URL. The outbox commands and the operations page take the same two, the
+// page with an "outbox-" prefix (its --table is the idempotency table).
+type outboxSource struct {
+	prefix, table, postgresURL string
 }
 
-// openOutbox returns the outbox of --table (DynamoDB) or --postgres (PostgreSQL).
-func openOutbox(ctx context.Context, a *app, table, postgresURL string) (*outboxStore, error) {
+// addFlags adds --PREFIXtable and --PREFIXpostgres to cmd.
+func (s *outboxSource) addFlags(cmd *cobra.Command, prefix string) {
+	s.prefix = prefix
+	flags := cmd.Flags()
+	flags.StringVar(&s.table, prefix+"table", "", "the DynamoDB outbox table")
+	flags.StringVar(&s.postgresURL, prefix+"postgres", "", "the PostgreSQL outbox's connection URL (its search_path names the schema)")
+}
+
+// given reports whether either flag is set.
+func (s *outboxSource) given() bool { return s.table != "" || s.postgresURL != "" }
+
+// check returns a usage error unless exactly one of the flags is set.
+func (s *outboxSource) check() error {
+	if (s.table == "") == (s.postgresURL == "") {
+		return usageError(fmt.Errorf("give exactly one of --%stable (DynamoDB) and --%spostgres (PostgreSQL)", s.prefix, s.prefix))
+	}
+	return nil
+}
+
+// open returns the outbox of the table (DynamoDB) or the URL (PostgreSQL). Errors: both
+// or neither given (a usage error), a bad table name, a database that does not answer.
+func (s *outboxSource) open(ctx context.Context, a *app) (outboxstore.Store, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	switch {
-	case (table == "") == (postgresURL == ""):
-		return nil, usageError(errors.New("give exactly one of --table (DynamoDB) and --postgres (PostgreSQL)"))
-	case table != "":
+	case s.table != "":
 		cfg, err := a.awsConfig(ctx)
 		if err != nil {
 			return nil, err
 		}
-		box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: table})
+		box, err := outboxstore.NewDynamoDB(dynamodb.NewFromConfig(cfg), s.table)
 		if err != nil {
 			return nil, usageError(err)
 		}
-		client := dynamodb.NewFromConfig(cfg)
-		return &outboxStore{
-			failed:  func(n int) ([]outbox.Entry, error) { return box.Failed(ctx, client, n) },
-			parked:  func(n int) ([]outbox.ParkedGroup, error) { return box.Parked(ctx, client, n) },
-			summary: func() (outbox.Summary, error) { return box.Summary(ctx, client) },
-			retry:   func(id string) error { return box.Retry(ctx, client, id) },
-			skip:    func(id string) error { return box.Skip(ctx, client, id) },
-			close:   func() {},
-		}, nil
+		return box, nil
 	default:
-		conn, err := pgx.Connect(ctx, postgresURL)
-		if err != nil {
-			return nil, fmt.Errorf("sqsworker: connecting to PostgreSQL: %w", err)
-		}
-		box := outbox.NewPostgres(outbox.PostgresConfig{})
-		return &outboxStore{
-			failed:  func(n int) ([]outbox.Entry, error) { return box.Failed(ctx, conn, n) },
-			parked:  func(n int) ([]outbox.ParkedGroup, error) { return box.Parked(ctx, conn, n) },
-			summary: func() (outbox.Summary, error) { return box.Summary(ctx, conn) },
-			retry:   func(id string) error { return box.Retry(ctx, conn, id) },
-			skip:    func(id string) error { return box.Skip(ctx, conn, id) },
-			close:   func() { _ = conn.Close(context.Background()) },
-		}, nil
+		return outboxstore.OpenPostgres(ctx, s.postgresURL)
 	}
 }
 
 func newOutboxCommand(a *app) *cobra.Command {
-	var table, postgresURL string
-	source := func(cmd *cobra.Command) {
-		cmd.Flags().StringVar(&table, "table", "", "the DynamoDB outbox table")
-		cmd.Flags().StringVar(&postgresURL, "postgres", "", "the PostgreSQL outbox's connection URL (its search_path names the schema)")
-	}
+	var from outboxSource
+	source := func(cmd *cobra.Command) { from.addFlags(cmd, "") }
 	// with runs do on the chosen outbox.
-	with := func(do func(cmd *cobra.Command, args []string, box *outboxStore) error) func(*cobra.Command, []string) error {
+	with := func(do func(cmd *cobra.Command, args []string, box outboxstore.Store) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			box, err := openOutbox(cmd.Context(), a, table, postgresURL)
+			box, err := from.open(cmd.Context(), a)
 			if err != nil {
 				return err
 			}
-			defer box.close()
+			defer box.Close()
 			return do(cmd, args, box)
 		}
 	}
@@ -122,8 +116,8 @@ exists, the access is granted). An entry of a parked FIFO message group releases
 group: its later entries follow it in order.`,
 		Example: `  sqsworker outbox retry --table orders-outbox 01a2333a9773270dd3f4671ce530b230`,
 		Args:    minArgs(1),
-		RunE: with(func(cmd *cobra.Command, ids []string, box *outboxStore) error {
-			return eachEntry(a, ids, "retried", box.retry)
+		RunE: with(func(cmd *cobra.Command, ids []string, box outboxstore.Store) error {
+			return eachEntry(cmd.Context(), a, ids, "retried", box.Retry)
 		}),
 	}
 	source(retry)
@@ -135,8 +129,8 @@ group releases the group, whose next entry goes out next. List the entry first
 ('outbox list --failed -o json' has its queue, type and reason): skipping loses its job.`,
 		Example: `  sqsworker outbox skip --postgres 'postgres://app@db/shop' 01a2333a9773270dd3f4671ce530b230`,
 		Args:    minArgs(1),
-		RunE: with(func(cmd *cobra.Command, ids []string, box *outboxStore) error {
-			return eachEntry(a, ids, "skipped", box.skip)
+		RunE: with(func(cmd *cobra.Command, ids []string, box outboxstore.Store) error {
+			return eachEntry(cmd.Context(), a, ids, "skipped", box.Skip)
 		}),
 	}
 	source(skip)
@@ -144,8 +138,8 @@ group releases the group, whose next entry goes out next. List the entry first
 		Use:   "backlog (--table TABLE | --postgres URL)",
 		Short: "Count the unpublished outbox entries, the age of the oldest (the relay's lag), the failed entries and the parked groups",
 		Args:  exactArgs(0),
-		RunE: with(func(cmd *cobra.Command, args []string, box *outboxStore) error {
-			s, err := box.summary()
+		RunE: with(func(cmd *cobra.Command, args []string, box outboxstore.Store) error {
+			s, err := box.Summary(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -161,7 +155,7 @@ group releases the group, whose next entry goes out next. List the entry first
 	return newGroup("outbox", "Inspect and repair a transactional outbox: failed entries, parked groups, backlog", list, retry, skip, backlog)
 }
 
-func newOutboxListCommand(a *app, with func(func(*cobra.Command, []string, *outboxStore) error) func(*cobra.Command, []string) error) *cobra.Command {
+func newOutboxListCommand(a *app, with func(func(*cobra.Command, []string, outboxstore.Store) error) func(*cobra.Command, []string) error) *cobra.Command {
 	var limit int
 	var failed, parked bool
 	list := &cobra.Command{
@@ -181,14 +175,14 @@ releases the group.`,
 		Example: `  sqsworker outbox list --table orders-outbox
   sqsworker outbox list --parked --postgres 'postgres://app@db/shop?search_path=public'`,
 		Args: exactArgs(0),
-		RunE: with(func(cmd *cobra.Command, args []string, box *outboxStore) error {
+		RunE: with(func(cmd *cobra.Command, args []string, box outboxstore.Store) error {
 			if failed && parked {
 				return usageError(errors.New("give at most one of --failed and --parked"))
 			}
 			if parked {
-				return printParked(a, box, limit)
+				return printParked(cmd.Context(), a, box, limit)
 			}
-			return printFailed(a, box, limit)
+			return printFailed(cmd.Context(), a, box, limit)
 		}),
 	}
 	list.Flags().BoolVar(&failed, "failed", false, "list failed entries (the default)")
@@ -197,8 +191,8 @@ releases the group.`,
 	return list
 }
 
-func printFailed(a *app, box *outboxStore, limit int) error {
-	entries, err := box.failed(limit)
+func printFailed(ctx context.Context, a *app, box outboxstore.Store, limit int) error {
+	entries, err := box.Failed(ctx, limit)
 	if err != nil {
 		return err
 	}
@@ -218,8 +212,8 @@ func printFailed(a *app, box *outboxStore, limit int) error {
 	return w.Flush()
 }
 
-func printParked(a *app, box *outboxStore, limit int) error {
-	groups, err := box.parked(limit)
+func printParked(ctx context.Context, a *app, box outboxstore.Store, limit int) error {
+	groups, err := box.Parked(ctx, limit)
 	if err != nil {
 		return err
 	}
@@ -241,9 +235,9 @@ func printParked(a *app, box *outboxStore, limit int) error {
 
 // eachEntry applies do to each id in turn, printing "<done> <id>"; it stops at the
 // first error.
-func eachEntry(a *app, ids []string, done string, do func(id string) error) error {
+func eachEntry(ctx context.Context, a *app, ids []string, done string, do func(ctx context.Context, id string) error) error {
 	for _, id := range ids {
-		if err := do(id); err != nil {
+		if err := do(ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s %s\n", done, id)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"path"
 	"strings"
 	"testing"
@@ -186,6 +188,63 @@ func TestOutboxParkedGroupIsListedAndRetried(t *testing.T) {
 // The PostgreSQL outbox through --postgres: an empty outbox's backlog.
 func TestOutboxBacklogOnPostgres(t *testing.T) {
 	t.Parallel()
+	url, _ := outboxSchema(t)
+	if r := want(t, 0, "outbox", "backlog", "--postgres", url); strings.TrimSpace(r.stdout) != "unpublished=0 lag=0s failed=0 parked=0" {
+		t.Fatalf("backlog: %q", r.stdout)
+	}
+	if r := want(t, 0, "outbox", "list", "--parked", "--postgres", url, "-o", "json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Fatalf("parked: %q", r.stdout)
+	}
+}
+
+// `sqsworker ui --outbox-postgres URL` shows that outbox's view, naming the database
+// without the URL's password; without an outbox flag the view is absent (404, no link).
+func TestUIOutboxFlag(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
+	url, schema := outboxSchema(t)
+	withPassword := strings.Replace(url, "sqsworker@", "sqsworker:hunter2-secret@", 1)
+	token := "outbox-flag-test-0123456789"
+	env := []string{uiTokenVariable + "=" + token}
+	bearer := func(base, path string) (int, string) {
+		t.Helper()
+		request, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		request.Header.Set("Authorization", "Bearer "+token)
+		response, err := http.DefaultClient.Do(request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer response.Body.Close()
+		body, _ := io.ReadAll(response.Body)
+		return response.StatusCode, string(body)
+	}
+
+	base := "http://" + startUI(t, env, queue.URL, "--outbox-postgres", withPassword).address(t).Host
+	code, body := bearer(base, "/outbox")
+	if code != http.StatusOK || !strings.Contains(body, `<td id="unpublished">0</td>`) || !strings.Contains(body, `<td id="failed-count">0</td>`) {
+		t.Fatalf("GET /outbox = %d:\n%s", code, body)
+	}
+	if !strings.Contains(body, "/sqsworker (search_path "+schema+")") || strings.Contains(body, "hunter2") {
+		t.Fatalf("the view must name the database and schema, without the password:\n%s", body)
+	}
+	if _, queues := bearer(base, "/"); !strings.Contains(queues, `href="/outbox"`) {
+		t.Fatalf("the queues page has no outbox link:\n%s", queues)
+	}
+
+	plain := "http://" + startUI(t, env, queue.URL).address(t).Host
+	if code, body := bearer(plain, "/outbox"); code != http.StatusNotFound || !strings.Contains(body, "start the page with --outbox-table TABLE or --outbox-postgres URL") {
+		t.Fatalf("GET /outbox without an outbox = %d:\n%s", code, body)
+	}
+	if _, queues := bearer(plain, "/"); strings.Contains(queues, `href="/outbox"`) {
+		t.Fatalf("without an outbox the queues page links to it:\n%s", queues)
+	}
+}
+
+// outboxSchema migrates an outbox into a schema of the test's own (dropped at the end)
+// and returns the URL whose search_path names it, and the schema.
+func outboxSchema(t *testing.T) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	base := testenv.PostgresURL(t)
 	schema := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t), "-", "_"))
@@ -213,10 +272,5 @@ func TestOutboxBacklogOnPostgres(t *testing.T) {
 	if err := outbox.MigratePostgres(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	if r := want(t, 0, "outbox", "backlog", "--postgres", url); strings.TrimSpace(r.stdout) != "unpublished=0 lag=0s failed=0 parked=0" {
-		t.Fatalf("backlog: %q", r.stdout)
-	}
-	if r := want(t, 0, "outbox", "list", "--parked", "--postgres", url, "-o", "json"); strings.TrimSpace(r.stdout) != "[]" {
-		t.Fatalf("parked: %q", r.stdout)
-	}
+	return url, schema
 }

@@ -24,10 +24,11 @@ func newUICommand(a *app) *cobra.Command {
 	var queues, metrics []string
 	var addr string
 	var access uiAccess
+	var outboxFrom outboxSource
 	config := ui.Config{}
 	cmd := &cobra.Command{
-		Use:   "ui --queue QUEUE [--queue QUEUE]... [--metrics URL]... [--table TABLE]",
-		Short: "Serve the operations page: live queue counts, dead-letter browser, filtered redrive, idempotency records",
+		Use:   "ui --queue QUEUE [--queue QUEUE]... [--metrics URL]... [--table TABLE] [--outbox-table TABLE | --outbox-postgres URL]",
+		Short: "Serve the operations page: live queue counts, dead-letter browser, filtered redrive, idempotency records, outbox",
 		Long: `Serve the operations page on 127.0.0.1 (default 127.0.0.1:8089) and print its address.
 
 The page shows every --queue with its visible, in-flight and delayed counts and its
@@ -39,7 +40,12 @@ For each dead-letter queue: the messages grouped by failure reason, each message
 attributes, reason, receive count and expiry, its body on request; a filtered redrive
 (the client-side mover of 'redrive move') that runs a dry run first and moves only when
 you confirm its numbers; SQS's native message move task with its progress. With --table:
-idempotency record lookup and release (as 'idempotency get' and 'delete').
+idempotency record lookup and release (as 'idempotency get' and 'delete'). With
+--outbox-table (DynamoDB) or --outbox-postgres (PostgreSQL): the transactional outbox's
+backlog (unpublished entries, the oldest one's age, failed entries, parked FIFO groups),
+its failed entries with their reasons, attempts and destinations, the parked groups with
+the entry that blocks each, and Retry and Skip (as 'outbox retry' and 'outbox skip';
+Skip asks for confirmation).
 
 Security: the page moves and deletes messages and records with your AWS credentials, so
 every request needs its access token, on loopback too (another user or process on this
@@ -55,6 +61,7 @@ against its address (DNS rebinding), accepts state-changing actions only as same
 POSTs carrying a per-process form token (CSRF), and answers a GET of an action with 405.`,
 		Example: `  sqsworker ui --queue orders --queue webhooks --table webhook-idempotency --prefix webhook
   sqsworker ui --queue orders --metrics http://127.0.0.1:8080/metrics --interval 2s
+  sqsworker ui --queue orders --outbox-postgres 'postgres://app@db/shop?search_path=public'
   SQSWORKER_UI_TOKEN="$(openssl rand -hex 16)" sqsworker ui --queue orders
   sqsworker ui --queue orders --addr 10.0.0.5:8089 --public --tls-cert page.crt --tls-key page.key --token-file ~/.sqsworker-ui-token`,
 		Args: exactArgs(0),
@@ -65,6 +72,11 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 			}
 			if err := access.check(addr); err != nil {
 				return usageError(err)
+			}
+			if outboxFrom.given() {
+				if err := outboxFrom.check(); err != nil {
+					return err
+				}
 			}
 			token, source, err := access.token()
 			if err != nil {
@@ -91,6 +103,14 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 					return err
 				}
 				config.Store = idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), config.Table)
+			}
+			if outboxFrom.given() {
+				box, err := outboxFrom.open(ctx, a)
+				if err != nil {
+					return err
+				}
+				defer box.Close()
+				config.Outbox = box
 			}
 			listener, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -136,6 +156,7 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 	flags.IntVar(&config.PeekMax, "peek-max", ui.DefaultPeekMax, "how many dead letters one look receives at most")
 	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
 	flags.StringVar(&config.KeyPrefix, "prefix", "", `idempotency key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY"`)
+	outboxFrom.addFlags(cmd, "outbox-")
 	return cmd
 }
 

@@ -216,7 +216,8 @@ func poll(t *testing.T, ctx context.Context, what, predicate string) {
 
 // TestBrowser drives the operations page in headless Chromium against the emulator: live
 // counts, dead letters by reason, message detail and body, a filtered redrive after its
-// dry run, refused unsafe requests, the native move task and an idempotency release.
+// dry run, refused unsafe requests, the native move task, an idempotency release, and
+// the outbox view (browseOutbox).
 func TestBrowser(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
@@ -225,7 +226,8 @@ func TestBrowser(t *testing.T) {
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 1})
 	table := testenv.NewTable(t, dynamo)
 	store := idempotency.NewDynamoDBStore(dynamo, table)
-	server, base := serve(t, client, ui.Config{Queues: []string{queue.URL}, Interval: ui.MinInterval, Store: store, Table: table})
+	box := newFailedOutbox(t, client, "dynamodb")
+	server, base := serve(t, client, ui.Config{Queues: []string{queue.URL}, Interval: ui.MinInterval, Store: store, Table: table, Outbox: box.store})
 	name := queueName(queue.URL)
 	row := fmt.Sprintf(`document.querySelector('tr[data-queue=%q] [data-field=%%q]')`, name)
 	field := func(f string) string { return fmt.Sprintf(row, f) + ".textContent" }
@@ -421,6 +423,8 @@ func TestBrowser(t *testing.T) {
 	if _, err := store.Get(context.Background(), stored); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("after the release the record is still there: %v", err)
 	}
+
+	browseOutbox(t, ctx, base, box)
 }
 
 // crossOriginForm serves, on a port of its own, a page with a form that POSTs fields to

@@ -2,10 +2,12 @@
 // server that shows every configured queue (depth, in flight, delayed, dead-letter
 // queue depth, throughput and failure rate, refreshed live), browses dead-letter
 // queues grouped by failure reason, redrives them (a filtered client-side move with a
-// dry run first, or SQS's native message move task) and looks up and releases
-// idempotency records. It is a front end only: the work is done by the redrive and
-// idempotency packages, exactly as the CLI's `redrive`, `dlq` and `idempotency`
-// commands do it.
+// dry run first, or SQS's native message move task), looks up and releases
+// idempotency records, and shows a transactional outbox ([Config.Outbox]): its backlog,
+// its failed entries with their reasons and attempts, the FIFO message groups they park,
+// and Retry and Skip (confirmed first) of a failed entry. It is a front end only: the
+// work is done by the redrive, idempotency and outbox packages, exactly as the CLI's
+// `redrive`, `dlq`, `idempotency` and `outbox` commands do it.
 //
 // # How it is built
 //
@@ -52,4 +54,12 @@
 // ListMessageMoveTasks per dead-letter queue, whatever the number of open pages; pages
 // read its last snapshot. Looking at dead letters receives them (SQS has no read-only
 // peek), so it is a POST action too, bounded by [Config.PeekMax].
+//
+// # Outbox reads
+//
+// The outbox view reads its store when it is opened and after each action, not on the
+// refresher's interval: on DynamoDB its summary counts the index's partitions and its
+// parked groups query each group's partition (see the outbox package), which is too
+// much to repeat for every open page. It lists at most [OutboxListMax] failed entries
+// and parked groups.
 package ui

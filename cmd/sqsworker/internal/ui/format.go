@@ -17,7 +17,7 @@ func parsePages() (map[string]*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": humantime.Timestamp, "short": humantime.Short, "task": taskText, "name": queueName}
+	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": humantime.Timestamp, "short": humantime.Short, "task": taskText, "name": queueName, "age": age}
 	pages := map[string]*template.Template{}
 	for _, name := range names {
 		base := name[len("templates/"):]
@@ -78,3 +78,12 @@ func taskText(task redrive.MoveTask) string {
 
 func ago(t time.Time) string   { return humantime.Ago(t, time.Now()) }
 func until(t time.Time) string { return humantime.Until(t, time.Now()) }
+
+// age formats a duration such as an outbox's lag: to the second from 1 s on, to the
+// millisecond below ("0s" for none).
+func age(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return humantime.Short(d.Round(time.Second))
+}

@@ -64,7 +64,7 @@ func serveOnce(handler http.Handler, r *http.Request) *httptest.ResponseRecorder
 }
 
 // actions are every state-changing route of the page.
-var actions = []string{"/dlq/peek", "/redrive/dry-run", "/redrive/move", "/movetask/start", "/movetask/cancel", "/idempotency/release"}
+var actions = []string{"/dlq/peek", "/redrive/dry-run", "/redrive/move", "/movetask/start", "/movetask/cancel", "/idempotency/release", "/outbox/retry", "/outbox/skip"}
 
 // A GET (or HEAD) of any action answers 405 and calls nothing (nopAPI would panic),
 // even with the form token in the query.
@@ -157,7 +157,7 @@ func TestHostHeader(t *testing.T) {
 var routes = [][2]string{
 	{http.MethodGet, "/"}, {http.MethodGet, "/api/queues"}, {http.MethodGet, "/dlq?queue=orders"},
 	{http.MethodGet, "/dlq/message?queue=orders&id=m"}, {http.MethodGet, "/dlq/body?queue=orders&id=m"},
-	{http.MethodGet, "/idempotency"}, {http.MethodGet, "/static/refresh.js"}, {http.MethodGet, "/static/style.css"},
+	{http.MethodGet, "/idempotency"}, {http.MethodGet, "/outbox"}, {http.MethodGet, "/static/refresh.js"}, {http.MethodGet, "/static/style.css"},
 	{http.MethodHead, "/"}, {http.MethodGet, "/no-such-page"},
 }
 

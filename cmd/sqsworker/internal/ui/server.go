@@ -62,6 +62,9 @@ type Config struct {
 	// KeyPrefix is the middleware's Config.KeyPrefix: a key typed on the page is
 	// stored as idempotency.StoredKey(KeyPrefix, key).
 	KeyPrefix string
+	// Outbox is the transactional outbox whose backlog, failed entries and parked FIFO
+	// groups the page shows, with Retry and Skip actions; nil to hide that part.
+	Outbox Outbox
 	// AccessToken is required on every request (see the package documentation,
 	// "Security"), at least [MinAccessTokenLength] bytes; if empty, New makes a random
 	// one ([Server.AccessToken]).
@@ -156,6 +159,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /movetask/cancel", s.moveTaskCancel)
 	mux.HandleFunc("GET /idempotency", s.idempotencyPage)
 	mux.HandleFunc("POST /idempotency/release", s.idempotencyRelease)
+	mux.HandleFunc("GET /outbox", s.outboxPage)
+	mux.HandleFunc("POST /outbox/retry", s.outboxRetry)
+	mux.HandleFunc("POST /outbox/skip", s.outboxSkip)
 	return s.guard.Protect(mux)
 }
 
@@ -166,6 +172,7 @@ type page struct {
 	Interval int64 // milliseconds
 	Snapshot Snapshot
 	Table    string
+	Outbox   string // the outbox's name, "" without one
 	Data     any
 	Error    string
 }
@@ -176,6 +183,9 @@ func (s *Server) render(w http.ResponseWriter, status int, name, title string, d
 
 func (s *Server) renderError(w http.ResponseWriter, status int, name, title string, data any, problem string) {
 	p := page{Title: title, CSRF: s.csrf, Interval: s.refresher.Interval().Milliseconds(), Snapshot: s.refresher.Snapshot(), Table: s.config.Table, Data: data, Error: problem}
+	if s.config.Outbox != nil {
+		p.Outbox = s.config.Outbox.Name()
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := s.pages[name].ExecuteTemplate(w, "layout", p); err != nil {
