@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 // browseOutbox is TestBrowser's look at the outbox view of box (DynamoDB): the summary,

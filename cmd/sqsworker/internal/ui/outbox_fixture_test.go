@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/outboxstore"
-	"github.com/sqsworker/sqsworker/internal/provision"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/provision"
 )
 
 // failedOutbox is an outbox (DynamoDB on moto, or the local PostgreSQL) whose running

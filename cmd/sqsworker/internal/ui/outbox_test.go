@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
 )
 
