@@ -3,7 +3,6 @@ package sqsworker
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -38,26 +37,11 @@ type Backoff struct {
 	Cap time.Duration
 	// Jitter selects the randomisation; the zero value is JitterFull.
 	Jitter Jitter
-	// Random returns a number in [0, 1); if nil, math/rand/v2's Float64 (safe for
-	// concurrent use). Both hosts call Delay from concurrent goroutines, so Random must be
-	// safe for concurrent use: a seeded *rand.Rand is not; wrap its Float64 with
-	// [SerializedRandom] (tests inject a seeded source that way).
+	// Random returns a number in [0, 1); if nil, math/rand/v2's Float64. Both hosts and
+	// [JobBackoff] call Delay from concurrent goroutines and serialise their calls to
+	// Random, so a seeded *rand.Rand's Float64 (what tests inject) is safe here; one
+	// source not safe for concurrent use must not be shared by two Backoff values.
 	Random func() float64
-}
-
-// SerializedRandom returns a function that calls random under a mutex, making a source
-// that is not safe for concurrent use (a seeded *rand.Rand's Float64) safe to call from
-// several goroutines. It returns nil for nil, so Backoff's default still applies.
-func SerializedRandom(random func() float64) func() float64 {
-	if random == nil {
-		return nil
-	}
-	var mu sync.Mutex
-	return func() float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return random()
-	}
 }
 
 // Delay returns how long a message that failed on receive number receiveCount should

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/syncrand"
 )
 
 // ErrJobTimeout is the cause of a handler's context cancelled by its job type's
@@ -53,11 +55,6 @@ func RouteByJSONField(name string) MuxOption {
 	return func(mux *ServeMux) { mux.typeField = name }
 }
 
-// MuxClock sets the clock the mux compares due times with; the default is time.Now.
-func MuxClock(now func() time.Time) MuxOption {
-	return func(mux *ServeMux) { mux.now = now }
-}
-
 // MuxDueAtHorizon sets how far ahead a message's due time may lie before the mux fails
 // it permanently with reason [ReasonDueAtTooFar]; if zero or less, [DefaultDueAtHorizon]
 // (365 days).
@@ -93,6 +90,7 @@ func JobTimeout(d time.Duration) JobOption {
 // instead of "HandlerError". A panic is recovered by the host, in one place, and retried
 // with the host's backoff.
 func JobBackoff(backoff Backoff) JobOption {
+	backoff.Random = syncrand.Serialize(backoff.Random) // handlers of the type run concurrently
 	return func(r *route) { r.backoff = &backoff }
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/syncrand"
 )
 
 const (
@@ -89,7 +90,7 @@ func newConfig(options []Option) config {
 	}
 	// Records run concurrently and each failure draws a delay: a seeded *rand.Rand
 	// passed as Backoff.Random is not safe for that, so calls are serialised.
-	cfg.backoff.Random = sqsworker.SerializedRandom(cfg.backoff.Random)
+	cfg.backoff.Random = syncrand.Serialize(cfg.backoff.Random)
 	return cfg
 }
 
@@ -151,8 +152,8 @@ func WithReportBatchItemFailures(enabled bool) Option {
 
 // WithBackoff sets the retry policy for failed records; if not given, the zero
 // sqsworker.Backoff (exponential from 2 s, capped at 10 min, full jitter). Records run
-// concurrently; the adapter serialises calls to backoff.Random (see
-// [sqsworker.SerializedRandom]), so a seeded *rand.Rand's Float64 is safe here.
+// concurrently; the adapter serialises calls to backoff.Random, so a seeded
+// *rand.Rand's Float64 is safe here.
 func WithBackoff(backoff sqsworker.Backoff) Option {
 	return func(c *config) { c.backoff = backoff }
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
+	"github.com/sqsworker/sqsworker/internal/syncrand"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
@@ -338,6 +340,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	// Messages settle concurrently and each failure draws a delay: a seeded *rand.Rand
+	// passed as a Backoff.Random is not safe for that, so calls are serialised.
+	c.Backoff.Random = syncrand.Serialize(c.Backoff.Random)
+	if len(c.Queues) > 0 {
+		c.Queues = slices.Clone(c.Queues)
+		for i := range c.Queues {
+			c.Queues[i].Backoff.Random = syncrand.Serialize(c.Queues[i].Backoff.Random)
+		}
 	}
 	return c
 }

@@ -171,7 +171,7 @@ func TestEmulatorFortyMinuteDelayThroughHops(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var handled []handling
-	mux := sqsworker.NewServeMux(sqsworker.MuxClock(clock))
+	mux := sqsworker.NewServeMux()
 	sqsworker.RegisterJSON(mux, "report", func(ctx context.Context, job struct{ Month string }) error {
 		message, _ := sqsworker.MessageFromContext(ctx)
 		mu.Lock()
@@ -295,7 +295,7 @@ func TestEmulatorHopLeavesOneInfoLine(t *testing.T) {
 	api := &sendCounter{API: client}
 	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Now: clock, Logger: logger})
 	var handled atomic.Int32
-	mux := sqsworker.NewServeMux(sqsworker.MuxClock(clock))
+	mux := sqsworker.NewServeMux()
 	mux.RegisterFunc("report", func(context.Context, *sqsworker.Message) error { handled.Add(1); return nil })
 	server := startPoller(t, client, queue.URL, sqsworker.Chain(mux, p.DelayMiddleware()))
 	first, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "report", Body: "x", Delay: 2 * time.Minute})
