@@ -24,8 +24,8 @@ var ErrJobTimeout = errors.New("sqsworker: job type timeout")
 // A message whose type is missing or has no handler fails permanently with reason
 // "UnknownJobType", naming the type: the host sends it to the dead-letter queue after
 // that one receive. A message that carries a due time ([AttributeDueAt]) in the future
-// is deferred until then with reason "NotDue" (a safety net for a worker without the
-// producer's delay middleware, which re-sends such jobs without counting receives); one
+// is deferred until then with reason [ReasonNotDue] (a safety net for a worker without
+// [DelayMiddleware], which re-sends such jobs without counting receives); one
 // due further ahead than the horizon ([MuxDueAtHorizon], a year by default) or with a
 // malformed due time fails permanently ([ReasonDueAtTooFar], [ReasonMalformedDueAt]),
 // as [Message.DueIn] decides. A deferral keeps the message: it must be due within the
@@ -170,12 +170,8 @@ func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
 	if r == nil {
 		return Permanent("UnknownJobType", fmt.Errorf("no handler for job type %q (registered: %s)", jobType, strings.Join(mux.JobTypes(), ", ")))
 	}
-	wait, err := message.DueIn(mux.now(), mux.horizon)
-	if err != nil {
+	if _, err := notDue(message, mux.now(), mux.horizon); err != nil {
 		return err
-	}
-	if wait > 0 {
-		return Defer(wait, "NotDue")
 	}
 	return r.serve(ctx, message)
 }
