@@ -1,6 +1,8 @@
 package sqsworker
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -69,4 +71,25 @@ func (b Backoff) Delay(receiveCount int) time.Duration {
 		delay = time.Duration(random() * float64(delay))
 	}
 	return max(delay, 0)
+}
+
+// Validate reports every problem of the policy, joined into one error, each naming its
+// field ("Backoff.Base -1s is negative"): a negative Base or Cap, a Base above a
+// non-zero Cap, an unknown Jitter. The zero value is valid. Both hosts and [JobBackoff]
+// refuse a policy it rejects, with the same text.
+func (b Backoff) Validate() error {
+	var problems []error
+	if b.Base < 0 {
+		problems = append(problems, fmt.Errorf("Backoff.Base %s is negative", b.Base))
+	}
+	if b.Cap < 0 {
+		problems = append(problems, fmt.Errorf("Backoff.Cap %s is negative", b.Cap))
+	}
+	if b.Base > 0 && b.Cap > 0 && b.Base > b.Cap {
+		problems = append(problems, fmt.Errorf("Backoff.Base %s exceeds Backoff.Cap %s", b.Base, b.Cap))
+	}
+	if b.Jitter != JitterFull && b.Jitter != JitterNone {
+		problems = append(problems, fmt.Errorf("Backoff.Jitter %d is not a known jitter mode", b.Jitter))
+	}
+	return errors.Join(problems...)
 }

@@ -88,8 +88,11 @@ func JobTimeout(d time.Duration) JobOption {
 // backoff.Delay(receive count), which both hosts carry out through the visibility
 // timeout, clamped to SQS's 12-hour limit. The outcome's reason is then "RetryAfter"
 // instead of "HandlerError". A panic is recovered by the host, in one place, and retried
-// with the host's backoff.
+// with the host's backoff. It panics when backoff.Validate reports a problem.
 func JobBackoff(backoff Backoff) JobOption {
+	if err := backoff.Validate(); err != nil {
+		panic(fmt.Sprintf("sqsworker: JobBackoff: %v", err))
+	}
 	backoff.Random = syncrand.Serialize(backoff.Random) // handlers of the type run concurrently
 	return func(r *route) { r.backoff = &backoff }
 }

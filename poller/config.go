@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/hostsettings"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
-	"github.com/sqsworker/sqsworker/internal/syncrand"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults and limits. The receive defaults are SQS's own maximums.
 const (
-	// defaultConcurrency is Config.Concurrency when zero.
-	defaultConcurrency = 10
+	// defaultConcurrency is Config.Concurrency when zero: both hosts' default.
+	defaultConcurrency = hostsettings.DefaultConcurrency
 	// defaultMaxMessages is Config.MaxMessages when zero: MaxNumberOfMessages' maximum.
 	defaultMaxMessages = sqsinfo.MaxBatchEntries
 	// maxReceivers bounds Config.Receivers and its default: 10 long polls of up to 10
@@ -338,16 +338,12 @@ func (c Config) withDefaults() Config {
 	if c.DeleteFlushInterval == 0 {
 		c.DeleteFlushInterval = defaultDeleteFlushInterval
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	// Messages settle concurrently and each failure draws a delay: a seeded *rand.Rand
-	// passed as a Backoff.Random is not safe for that, so calls are serialised.
-	c.Backoff.Random = syncrand.Serialize(c.Backoff.Random)
+	c.Logger = hostsettings.Logger(c.Logger)
+	c.Backoff = hostsettings.ForConcurrentUse(c.Backoff)
 	if len(c.Queues) > 0 {
 		c.Queues = slices.Clone(c.Queues)
 		for i := range c.Queues {
-			c.Queues[i].Backoff.Random = syncrand.Serialize(c.Queues[i].Backoff.Random)
+			c.Queues[i].Backoff = hostsettings.ForConcurrentUse(c.Queues[i].Backoff)
 		}
 	}
 	return c
