@@ -199,12 +199,13 @@ func WithErrorHandler(handler func(ctx context.Context, message *sqsworker.Messa
 	return func(c *config) { c.errorHandler = handler }
 }
 
-// WithDeadLetterSend says whether permanent failures are sent to the dead-letter queue
-// by the adapter; if not given, true. With false they are retried like other failures,
-// and the queue's redrive policy moves them after maxReceiveCount receives, as
-// poller.Config.DisableDeadLetterSend does.
-func WithDeadLetterSend(enabled bool) Option {
-	return func(c *config) { c.disableDeadLetterSend = !enabled }
+// WithDisableDeadLetterSend, with true, makes permanent failures ([sqsworker.Permanent])
+// ordinary retries, so they reach the dead-letter queue through the redrive policy
+// after maxReceiveCount receives instead of at once, without the failure attributes; if
+// not given, false (the adapter sends them itself): poller.Config.DisableDeadLetterSend,
+// the same setting under the same name.
+func WithDisableDeadLetterSend(disable bool) Option {
+	return func(c *config) { c.disableDeadLetterSend = disable }
 }
 
 // WithInfrastructureFaultThreshold sets after how many records in a row (in the order
