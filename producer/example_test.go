@@ -68,7 +68,7 @@ func ExampleProducer_Send() {
 
 		mux := sqsworker.NewServeMux()
 		store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), "jobs-idempotency")
-		handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+		handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), idempotency.Middleware(store, idempotency.Config{}))
 		_ = handler // poller.New(client, poller.Config{QueueURL: queueURL}, handler)
 		return id, err
 	}
@@ -79,9 +79,9 @@ type WelcomeEmail struct {
 	To string `json:"to"`
 }
 
-// Delays longer than SQS's 15 minutes hop: the worker's DelayMiddleware re-sends the job
-// until it is due, so waiting counts no receives.
-func ExampleProducer_DelayMiddleware() {
+// Delays longer than SQS's 15 minutes hop: the worker's sqsworker.DelayMiddleware re-sends
+// the job through the producer's Hop until it is due, so waiting counts no receives.
+func ExampleProducer_Hop() {
 	var client *sqs.Client // sqs.NewFromConfig(awsConfig)
 	ctx, queueURL := context.Background(), os.Getenv("QUEUE_URL")
 	jobs, _ := producer.New(client, producer.Config{})
@@ -90,7 +90,7 @@ func ExampleProducer_DelayMiddleware() {
 		log.Fatal(err)
 	}
 	mux := sqsworker.NewServeMux()
-	handler := sqsworker.Chain(mux, jobs.DelayMiddleware()) // outermost
+	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs)) // outermost
 	_, _ = poller.New(client, poller.Config{QueueURL: queueURL}, handler)
 }
 
@@ -119,7 +119,7 @@ func ExampleUniqueMiddleware() {
 		Type: "report", Body: `{}`, UniqueKey: "report-2026-11", UniqueFor: time.Hour, UniqueMode: producer.UniqueUntilDone,
 	})
 	mux := sqsworker.NewServeMux()
-	handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), producer.UniqueMiddleware(store, nil)) // inside DelayMiddleware
+	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), producer.UniqueMiddleware(store, nil)) // inside DelayMiddleware
 	_, _ = poller.New(sqs.NewFromConfig(awsConfig), poller.Config{QueueURL: os.Getenv("QUEUE_URL")}, handler)
 }
 

@@ -72,17 +72,17 @@ type Config struct {
 	TraceContext func(ctx context.Context) map[string]string
 	// MaxHop is the longest delay of one send, from 1 s to 15 min; if zero,
 	// DefaultMaxHop (15 min, SQS's DelaySeconds limit). A job delayed longer is sent with
-	// MaxHop and its due time, and [Producer.DelayMiddleware] re-sends it. Tests shorten it.
+	// MaxHop and its due time, and the worker's sqsworker.DelayMiddleware re-sends it
+	// through [Producer.Hop], MaxHop at a time. Tests shorten it.
 	MaxHop time.Duration
-	// DueAtHorizon is the longest Job.Delay Send accepts and how far ahead a due time may
-	// lie when [Producer.DelayMiddleware] receives it (further, or malformed, and the job
-	// fails permanently: see sqsworker.Message.DueIn); if zero,
-	// sqsworker.DefaultDueAtHorizon (365 days). Producers and workers of one queue should
-	// agree on it.
+	// DueAtHorizon is the longest Job.Delay Send accepts; if zero,
+	// sqsworker.DefaultDueAtHorizon (365 days). The worker's bound is
+	// sqsworker.DelayDueAtHorizon (further, or malformed, and the job fails permanently:
+	// see sqsworker.Message.DueIn): producers and workers of one queue should agree on it.
 	DueAtHorizon time.Duration
 	// Now is the clock for due times and unique keys; if nil, time.Now.
 	Now func() time.Time
-	// Logger receives one info line per hop of [Producer.DelayMiddleware] (message id,
+	// Logger receives one info line per hop ([Producer.Hop]: message id,
 	// queue, due time, the hop's delay and the new message's id); if nil,
 	// slog.Default(). Bodies are never logged.
 	Logger *slog.Logger

@@ -61,7 +61,7 @@ type sendReport struct {
 
 // maxDelay bounds --delay and delay_seconds: SQS's longest message retention (14 days),
 // so a typo (seconds for milliseconds) is refused rather than parked for months. Delays
-// past SQS's 900-second DelaySeconds hop (producer.Producer.DelayMiddleware).
+// past SQS's 900-second DelaySeconds hop (sqsworker.DelayMiddleware with producer.Producer.Hop).
 const maxDelay = sqsinfo.MaxRetention
 
 // delayRange is how the errors name the accepted delays.
@@ -111,8 +111,8 @@ has content-based deduplication.
 
 --delay (a line's "delay_seconds") is 0 to 14 days: 90, 90s, 15m, 40m, 36h. Up to 15m it is
 SQS's DelaySeconds; longer delays are sent as hops of 15m with the due time in the due-at
-attribute, and the worker must run producer.Producer.DelayMiddleware, which sends the job
-on until it is due (a ServeMux without it defers the job through its visibility timeout).
+attribute, and the worker must run sqsworker.DelayMiddleware (with a producer.Producer),
+which sends the job on until it is due (a ServeMux without it defers the job through its visibility timeout).
 FIFO queues take no per-message delay.
 
 When a batch call fails, send stops and reports what it sent before (text and -o json,
