@@ -84,20 +84,18 @@ func (m *outMessage) input() *sqs.SendMessageInput {
 	return input
 }
 
-// entry returns the message as a SendMessageBatch entry (sqsx sets its Id).
+// entry returns the message as a SendMessageBatch entry (sqsx sets its Id): the fields
+// of input, so the two never differ.
 func (m *outMessage) entry() types.SendMessageBatchRequestEntry {
-	entry := types.SendMessageBatchRequestEntry{
-		MessageBody:       aws.String(m.body),
-		MessageAttributes: m.attributes,
-		DelaySeconds:      m.delaySeconds,
+	input := m.input()
+	return types.SendMessageBatchRequestEntry{
+		MessageBody:             input.MessageBody,
+		MessageAttributes:       input.MessageAttributes,
+		MessageSystemAttributes: input.MessageSystemAttributes,
+		DelaySeconds:            input.DelaySeconds,
+		MessageGroupId:          input.MessageGroupId,
+		MessageDeduplicationId:  input.MessageDeduplicationId,
 	}
-	if m.groupID != "" {
-		entry.MessageGroupId = aws.String(m.groupID)
-	}
-	if m.dedupID != "" {
-		entry.MessageDeduplicationId = aws.String(m.dedupID)
-	}
-	return entry
 }
 
 // outgoing is a prepared job: its message and, for a unique job, its reservation.
