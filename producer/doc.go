@@ -22,6 +22,15 @@
 //
 //	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), idempotency.Middleware(store, idempotency.Config{}))
 //
+// # Prepared jobs
+//
+// [Prepare] checks a job for its queue and encodes it into a [Prepared] without calling
+// any service; [Producer.SendPrepared] and [Producer.SendPreparedBatch] send it later,
+// through the same code as Send (trace context, delay hops, size check and claim check,
+// unique keys, batching). Its JSON form is stable and versioned ([PreparedVersion]):
+// package outbox stores it as it is, and the scheduler and the CLI send through it, so
+// a new Job option changes this package only.
+//
 // # Unique jobs
 //
 // A job with a UniqueKey is sent once while its key is taken: another Send of the key

@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -133,4 +134,27 @@ func ExampleBatcher() {
 	defer batcher.Close(context.Background()) // sends the open batch, waits for the calls in flight
 	id, err := batcher.Send(context.Background(), producer.Job{Type: "ping", Body: `{}`})
 	fmt.Println(id, err)
+}
+
+// Prepare checks and encodes a job without any service call; its JSON form can be
+// stored (package outbox does) and sent later with SendPrepared.
+func ExamplePrepare() {
+	prepared, err := producer.Prepare("https://sqs.eu-west-1.amazonaws.com/123456789012/jobs", producer.Job{
+		Type: "report", Payload: map[string]string{"month": "2026-11"}, Delay: 40 * time.Minute,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	encoded, err := json.Marshal(prepared)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(encoded))
+	// Later, perhaps in another process:
+	//	var stored producer.Prepared
+	//	err = json.Unmarshal(encoded, &stored)
+	//	id, err := jobs.SendPrepared(ctx, stored)
+
+	// Output:
+	// {"v":1,"queue":"https://sqs.eu-west-1.amazonaws.com/123456789012/jobs","body":"{\"month\":\"2026-11\"}","attributes":{"job-type":{"t":"String","s":"report"}},"delay":"40m0s"}
 }
