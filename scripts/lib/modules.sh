@@ -1,0 +1,88 @@
+# shellcheck shell=bash
+# The repository's Go modules, for the scripts that act on all of them (scripts/tidy,
+# scripts/release, scripts/install-check). Source it from the repository root.
+#
+# go.work is the one list of modules (`go work use ./dir` adds one); a module is published
+# (users fetch it) unless its go.mod has a line starting with "// Module kind: development"
+# (scripts/check-module-imports reads the same line). Published modules require each other at
+# the version of the next release and carry no replace directive: scripts/tidy serves the
+# working tree at that version from a local file proxy (scripts/modproxy) so that `go mod tidy`
+# resolves it before the tag exists. Development-only modules keep their replace directives
+# (they are never fetched).
+
+GO=${GO:-go}
+SQSWORKER_MODULE_PREFIX=github.com/sqsworker/sqsworker
+
+# modules_all prints "PATH DIR" for every module of go.work, the root first.
+modules_all() {
+	GOWORK="$PWD/go.work" $GO list -m -f '{{.Path}} {{.Dir}}'
+}
+
+# module_is_development DIR: whether the module in DIR is development-only.
+module_is_development() {
+	grep -q '^// Module kind: development' "$1/go.mod"
+}
+
+# modules_published prints "PATH DIR" for every published module.
+modules_published() {
+	local listed path dir
+	listed=$(modules_all) || return 1
+	while read -r path dir; do
+		module_is_development "$dir" || printf '%s %s\n' "$path" "$dir"
+	done <<<"$listed"
+}
+
+# module_sibling_requires DIR prints "PATH VERSION" for each of this repository's modules
+# that the go.mod in DIR requires.
+module_sibling_requires() {
+	(cd "$1" && GOWORK=off $GO mod edit -json) | python3 -c '
+import json, sys
+prefix = sys.argv[1]
+for r in json.load(sys.stdin).get("Require") or []:
+    if r["Path"] == prefix or r["Path"].startswith(prefix + "/"):
+        print(r["Path"], r["Version"])
+' "$SQSWORKER_MODULE_PREFIX"
+}
+
+# modules_required_version prints the one version at which the published modules require
+# each other, and fails when they disagree (or none requires another).
+modules_required_version() {
+	local listed path dir versions
+	listed=$(modules_published) || return 1
+	versions=$(while read -r path dir; do module_sibling_requires "$dir" | awk '{print $2}'; done <<<"$listed" | sort -u)
+	if [[ -z $versions ]]; then
+		echo "modules: no published module requires another" >&2
+		return 1
+	fi
+	if [[ $(wc -l <<<"$versions") -ne 1 ]]; then
+		echo "modules: the published modules require each other at different versions: $(tr '\n' ' ' <<<"$versions")" >&2
+		return 1
+	fi
+	printf '%s\n' "$versions"
+}
+
+# modules_proxy_env OUT VERSION writes the published modules at VERSION into the file proxy
+# OUT and prints the environment under which a `go` command outside the workspace fetches
+# them from it (everything else from the usual proxy, with checksums from the checksum
+# database except for this repository's modules, which it does not know). The module cache
+# is a private one (OUT/../modcache): a version built from the working tree must never land
+# in the shared cache, where the real release would later meet it.
+modules_proxy_env() {
+	local out=$1 version=$2 listed dirs=() path dir cache upstream flags
+	listed=$(modules_published) || return 1
+	while read -r path dir; do dirs+=("$dir"); done <<<"$listed"
+	rm -rf "$out" && mkdir -p "$out"
+	(cd tools && GOWORK=off $GO run ./modproxy -out "$out" -version "$version" "${dirs[@]}") >&2 || return 1
+	cache=$(dirname "$out")/modcache
+	# A cached copy of this repository's modules is stale as soon as the tree changes.
+	if [[ -d $cache ]]; then
+		chmod -R u+w "$cache/github.com/sqsworker" "$cache/cache/download/github.com/sqsworker" 2>/dev/null || true
+		rm -rf "$cache/github.com/sqsworker" "$cache/cache/download/github.com/sqsworker"
+	fi
+	# The shared module cache's download directory is itself a proxy: what it holds is
+	# read from there instead of the network (the checksums are verified all the same).
+	upstream="file://$($GO env GOMODCACHE)/cache/download,$($GO env GOPROXY)"
+	flags="$($GO env GOFLAGS) -modcacherw"
+	printf 'export GOWORK=off GOMODCACHE=%q GOPROXY=%q GONOSUMDB=%q GOFLAGS=%q\n' \
+		"$cache" "file://$out,$upstream" "$SQSWORKER_MODULE_PREFIX" "${flags# }"
+}
