@@ -116,6 +116,10 @@ release:
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z" >&2; exit 2; }
 	GO=$(GO) scripts/release tag $(VERSION)
 
+## install-check: the modules as a user meets them: served at the required version from a local file proxy of the working tree, then from a scratch module outside the repo go get every library module, go install the CLI, build a worker, run sqsworker --version
+install-check:
+	GO=$(GO) scripts/install-check
+
 ## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
 lambda:
 	@set -e; for arch in $(LAMBDA_ARCHES); do \

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ Exit codes:
   1  error (AWS call failed, queue or record not found, refused operation)
   2  usage error (unknown command or flag, bad argument)
   3  partial: some of the work was not done (messages not moved or not sent, task cancelled)`,
+		Version:       buildVersion(debug.ReadBuildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          groupArgs,
