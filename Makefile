@@ -120,6 +120,10 @@ release:
 install-check:
 	GO=$(GO) scripts/install-check
 
+## footprint: build the three footprint workers (scripts/footprint/testdata) stripped and fail when one links more modules or is larger than its budget (scripts/footprint/budgets)
+footprint:
+	GO=$(GO) scripts/footprint/run
+
 ## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
 lambda:
 	@set -e; for arch in $(LAMBDA_ARCHES); do \
