@@ -65,24 +65,29 @@ modules_required_version() {
 # OUT and prints the environment under which a `go` command outside the workspace fetches
 # them from it (everything else from the usual proxy, with checksums from the checksum
 # database except for this repository's modules, which it does not know). The module cache
-# is a private one (OUT/../modcache): a version built from the working tree must never land
-# in the shared cache, where the real release would later meet it.
+# is a new private one beside OUT (OUT/../modcache.XXXXXX; the caller removes OUT/..): a
+# version built from the working tree must never land in the shared cache, where the real
+# release would later meet it, and a cache directory must never be reused for other
+# contents, since the go command indexes a module cache directory once (by its path, in
+# GOCACHE) and trusts it never to change.
 modules_proxy_env() {
 	local out=$1 version=$2 listed dirs=() path dir cache upstream flags
 	listed=$(modules_published) || return 1
 	while read -r path dir; do dirs+=("$dir"); done <<<"$listed"
 	rm -rf "$out" && mkdir -p "$out"
 	(cd tools && GOWORK=off $GO run ./modproxy -out "$out" -version "$version" "${dirs[@]}") >&2 || return 1
-	cache=$(dirname "$out")/modcache
-	# A cached copy of this repository's modules is stale as soon as the tree changes.
-	if [[ -d $cache ]]; then
-		chmod -R u+w "$cache/github.com/sqsworker" "$cache/cache/download/github.com/sqsworker" 2>/dev/null || true
-		rm -rf "$cache/github.com/sqsworker" "$cache/cache/download/github.com/sqsworker"
-	fi
+	cache=$(mktemp -d "$(dirname "$out")/modcache.XXXXXX")
 	# The shared module cache's download directory is itself a proxy: what it holds is
 	# read from there instead of the network (the checksums are verified all the same).
 	upstream="file://$($GO env GOMODCACHE)/cache/download,$($GO env GOPROXY)"
 	flags="$($GO env GOFLAGS) -modcacherw"
 	printf 'export GOWORK=off GOMODCACHE=%q GOPROXY=%q GONOSUMDB=%q GOFLAGS=%q\n' \
 		"$cache" "file://$out,$upstream" "$SQSWORKER_MODULE_PREFIX" "${flags# }"
+}
+
+# modules_proxy_cleanup DIR removes DIR, the parent of a proxy made by modules_proxy_env
+# with its module cache (written with -modcacherw, so removable).
+modules_proxy_cleanup() {
+	chmod -R u+w "$1" 2>/dev/null || true
+	rm -rf "$1"
 }
