@@ -16,7 +16,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up up-emulator down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: up up-emulator down test test-stress test-elasticmq demo vet tidy tidy-check release-require release install-check footprint lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
 
 ## up: install (once) and start everything the tests use: the local AWS emulator (SQS on :4566, DynamoDB and S3 on :4567), PostgreSQL (:5433), and Prometheus and Chromium for their tests
 up: up-emulator
@@ -98,17 +98,31 @@ vet:
 	GOOS=windows $(GO) vet work
 	GO=$(GO) scripts/check-module-imports
 
-## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
+## tidy: go mod tidy in every module of go.work, each on its own (GOWORK=off), the sibling modules served at the required version from the working tree (scripts/tidy)
 tidy:
-	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
-		echo "go mod tidy: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy); \
-	done
+	GO=$(GO) scripts/tidy
 
-## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum
+## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum (scripts/tidy -check)
 tidy-check:
-	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
-		echo "go mod tidy -diff: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy -diff); \
-	done
+	GO=$(GO) scripts/tidy -check
+
+## release-require: make every module require the others at VERSION (the first step of a release; commit it, then make release)
+release-require:
+	@test -n "$(VERSION)" || { echo "usage: make release-require VERSION=vX.Y.Z" >&2; exit 2; }
+	GO=$(GO) scripts/release require $(VERSION)
+
+## release: check the tree (clean, tidy, every published module requires the others at VERSION, no replace) and tag VERSION and DIR/VERSION per published module; pushes nothing
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z" >&2; exit 2; }
+	GO=$(GO) scripts/release tag $(VERSION)
+
+## install-check: the modules as a user meets them: served at the required version from a local file proxy of the working tree, then from a scratch module outside the repo go get every library module, go install the CLI, build a worker, run sqsworker --version
+install-check:
+	GO=$(GO) scripts/install-check
+
+## footprint: build the three footprint workers (scripts/footprint/testdata) stripped and fail when one links more modules or is larger than its budget (scripts/footprint/budgets)
+footprint:
+	GO=$(GO) scripts/footprint/run
 
 ## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
 lambda:

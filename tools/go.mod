@@ -9,6 +9,8 @@ go 1.26.6
 
 tool github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
+require golang.org/x/mod v0.43.0
+
 require (
 	github.com/aws/aws-lambda-runtime-interface-emulator v0.0.0-20261030222936-bef5c4ba774d // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
