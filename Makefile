@@ -16,7 +16,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up up-emulator down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
 
 ## up: install (once) and start everything the tests use: the local AWS emulator (SQS on :4566, DynamoDB and S3 on :4567), PostgreSQL (:5433), and Prometheus and Chromium for their tests
 up: up-emulator
@@ -92,11 +92,15 @@ demo: up-emulator
 	$(if $(filter postgres,$(DEMO_STORE)),localstack/postgres-up)
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
-## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere), and the module boundary check (no published module imports another module's internal/)
-vet:
+## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere), the module boundary check (no published module imports another module's internal/) and license-check
+vet: license-check
 	$(GO) vet work
 	GOOS=windows $(GO) vet work
 	GO=$(GO) scripts/check-module-imports
+
+## license-check: every published module's LICENSE is detected as Apache-2.0 by github.com/google/licensecheck (what pkg.go.dev uses)
+license-check:
+	$(GO) run ./tools/licensecheck
 
 ## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
 tidy:
