@@ -129,13 +129,9 @@ lambda:
 image:
 	docker build -t $(IMAGE) .
 
-## tf-validate: terraform (or tofu) fmt -check and validate of every module and example, where installed
+## tf-validate: terraform fmt -check, then init from the local provider mirror (TF_PLUGIN_MIRROR, default /opt/tf-plugins; fails when missing), validate of every module and example, and terraform test (mock_provider) where a module has tests/*.tftest.hcl
 tf-validate:
-	@tf=$$(command -v tofu || command -v terraform) || { echo "tf-validate: neither tofu nor terraform is installed" >&2; exit 1; }; \
-	set -e; $$tf fmt -check -recursive infra/terraform; \
-	for dir in infra/terraform/modules/* infra/terraform/examples/*; do \
-		(cd $$dir && $$tf init -backend=false -input=false >/dev/null && $$tf validate); \
-	done
+	scripts/tf-validate
 
 ## soak: chaos soak on the emulator (SOAK_N messages, default 10000); prints the soak: line
 soak: up-emulator
