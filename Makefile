@@ -114,15 +114,15 @@ tidy-check:
 		echo "go mod tidy -diff: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy -diff); \
 	done
 
-## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
+## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in DIST (default dist/ here); LAMBDA_PKG may be a package of another module (an absolute path: make -C /path/to/sqsworker lambda LAMBDA_PKG=$$PWD/cmd/myfn), built from its own directory so that its own go.mod applies
 lambda:
-	@set -e; for arch in $(LAMBDA_ARCHES); do \
-		rm -rf $(DIST)/$$arch && mkdir -p $(DIST)/$$arch; \
-		GOOS=linux GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-			-o $(DIST)/$$arch/bootstrap $(LAMBDA_PKG); \
-		rm -f $(DIST)/bootstrap-$$arch.zip; \
-		(cd $(DIST)/$$arch && python3 -m zipfile -c ../bootstrap-$$arch.zip bootstrap); \
-		echo "$(DIST)/bootstrap-$$arch.zip: $$(wc -c < $(DIST)/$$arch/bootstrap) bytes unzipped, $$(wc -c < $(DIST)/bootstrap-$$arch.zip) zipped"; \
+	@set -e; dist=$(abspath $(DIST)); for arch in $(LAMBDA_ARCHES); do \
+		rm -rf $$dist/$$arch && mkdir -p $$dist/$$arch; \
+		(cd $(LAMBDA_PKG) && GOOS=linux GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o $$dist/$$arch/bootstrap .); \
+		rm -f $$dist/bootstrap-$$arch.zip; \
+		(cd $$dist/$$arch && python3 -m zipfile -c ../bootstrap-$$arch.zip bootstrap); \
+		echo "$$dist/bootstrap-$$arch.zip: $$(wc -c < $$dist/$$arch/bootstrap) bytes unzipped, $$(wc -c < $$dist/bootstrap-$$arch.zip) zipped"; \
 	done
 
 ## image: the poller's container image (needs a Docker engine)
