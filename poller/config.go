@@ -197,7 +197,7 @@ type Config struct {
 	// hold every slot the server cannot receive and the health endpoint answers 503.
 	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once; an
 	// abandoned call costs its own goroutine only (nothing of the server's waits for
-	// it; a shutdown waits for it until the drain deadline). Stats.AbandonedHandlers
+	// it; a shutdown waits for it until the drain deadline). Stats.Abandoned
 	// counts them, Stats.AbandonedRunning those still running; each is logged when
 	// abandoned and when it finally returns. Negative values are rejected.
 	MaxAbandonedHandlers int
