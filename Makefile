@@ -16,7 +16,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up up-emulator down test test-stress test-elasticmq demo vet tidy tidy-check lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
 
 ## up: install (once) and start everything the tests use: the local AWS emulator (SQS on :4566, DynamoDB and S3 on :4567), PostgreSQL (:5433), and Prometheus and Chromium for their tests
 up: up-emulator
@@ -92,46 +92,60 @@ demo: up-emulator
 	$(if $(filter postgres,$(DEMO_STORE)),localstack/postgres-up)
 	$(EMULATOR_ENV) && $(GO) run ./examples/webhook/demo -store=$(DEMO_STORE)
 
-## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere), and the module boundary check (no published module imports another module's internal/)
-vet:
+## vet: go vet of every module in go.work, also for GOOS=windows (the library builds everywhere), the module boundary check (no published module imports another module's internal/) and license-check
+vet: license-check
 	$(GO) vet work
 	GOOS=windows $(GO) vet work
 	GO=$(GO) scripts/check-module-imports
 
-## tidy: go mod tidy in every module of go.work, the root first (the others replace it)
+## license-check: every published module's LICENSE is detected as Apache-2.0 by github.com/google/licensecheck (what pkg.go.dev uses)
+license-check:
+	$(GO) run ./tools/licensecheck
+
+## tidy: go mod tidy in every module of go.work, each on its own (GOWORK=off), the sibling modules served at the required version from the working tree (scripts/tidy)
 tidy:
-	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
-		echo "go mod tidy: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy); \
-	done
+	GO=$(GO) scripts/tidy
 
-## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum
+## tidy-check: fails when `go mod tidy` would change any module's go.mod or go.sum (scripts/tidy -check)
 tidy-check:
-	@set -e; for dir in $$($(GO) list -m -f '{{.Dir}}'); do \
-		echo "go mod tidy -diff: $$dir"; (cd $$dir && GOWORK=off $(GO) mod tidy -diff); \
-	done
+	GO=$(GO) scripts/tidy -check
 
-## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in dist/
+## release-require: make every module require the others at VERSION (the first step of a release; commit it, then make release)
+release-require:
+	@test -n "$(VERSION)" || { echo "usage: make release-require VERSION=vX.Y.Z" >&2; exit 2; }
+	GO=$(GO) scripts/release require $(VERSION)
+
+## release: check the tree (clean, tidy, every published module requires the others at VERSION, no replace) and tag VERSION and DIR/VERSION per published module; pushes nothing
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z" >&2; exit 2; }
+	GO=$(GO) scripts/release tag $(VERSION)
+
+## install-check: the modules as a user meets them: served at the required version from a local file proxy of the working tree, then from a scratch module outside the repo go get every library module, go install the CLI, build a worker, run sqsworker --version
+install-check:
+	GO=$(GO) scripts/install-check
+
+## footprint: build the three footprint workers (scripts/footprint/testdata) stripped and fail when one links more modules or is larger than its budget (scripts/footprint/budgets)
+footprint:
+	GO=$(GO) scripts/footprint/run
+
+## lambda: the provided.al2023 bootstrap of LAMBDA_PKG for linux/arm64 and amd64, zipped in DIST (default dist/ here); LAMBDA_PKG may be a package of another module (an absolute path: make -C /path/to/sqsworker lambda LAMBDA_PKG=$$PWD/cmd/myfn), built from its own directory so that its own go.mod applies
 lambda:
-	@set -e; for arch in $(LAMBDA_ARCHES); do \
-		rm -rf $(DIST)/$$arch && mkdir -p $(DIST)/$$arch; \
-		GOOS=linux GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-			-o $(DIST)/$$arch/bootstrap $(LAMBDA_PKG); \
-		rm -f $(DIST)/bootstrap-$$arch.zip; \
-		(cd $(DIST)/$$arch && python3 -m zipfile -c ../bootstrap-$$arch.zip bootstrap); \
-		echo "$(DIST)/bootstrap-$$arch.zip: $$(wc -c < $(DIST)/$$arch/bootstrap) bytes unzipped, $$(wc -c < $(DIST)/bootstrap-$$arch.zip) zipped"; \
+	@set -e; dist=$(abspath $(DIST)); for arch in $(LAMBDA_ARCHES); do \
+		rm -rf $$dist/$$arch && mkdir -p $$dist/$$arch; \
+		(cd $(LAMBDA_PKG) && GOOS=linux GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o $$dist/$$arch/bootstrap .); \
+		rm -f $$dist/bootstrap-$$arch.zip; \
+		(cd $$dist/$$arch && python3 -m zipfile -c ../bootstrap-$$arch.zip bootstrap); \
+		echo "$$dist/bootstrap-$$arch.zip: $$(wc -c < $$dist/$$arch/bootstrap) bytes unzipped, $$(wc -c < $$dist/bootstrap-$$arch.zip) zipped"; \
 	done
 
 ## image: the poller's container image (needs a Docker engine)
 image:
 	docker build -t $(IMAGE) .
 
-## tf-validate: terraform (or tofu) fmt -check and validate of every module and example, where installed
+## tf-validate: terraform fmt -check, then init from the local provider mirror (TF_PLUGIN_MIRROR, default /opt/tf-plugins; fails when missing), validate of every module and example, and terraform test (mock_provider) where a module has tests/*.tftest.hcl
 tf-validate:
-	@tf=$$(command -v tofu || command -v terraform) || { echo "tf-validate: neither tofu nor terraform is installed" >&2; exit 1; }; \
-	set -e; $$tf fmt -check -recursive infra/terraform; \
-	for dir in infra/terraform/modules/* infra/terraform/examples/*; do \
-		(cd $$dir && $$tf init -backend=false -input=false >/dev/null && $$tf validate); \
-	done
+	scripts/tf-validate
 
 ## soak: chaos soak on the emulator (SOAK_N messages, default 10000); prints the soak: line
 soak: up-emulator

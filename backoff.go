@@ -1,9 +1,10 @@
 package sqsworker
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -38,26 +39,11 @@ type Backoff struct {
 	Cap time.Duration
 	// Jitter selects the randomisation; the zero value is JitterFull.
 	Jitter Jitter
-	// Random returns a number in [0, 1); if nil, math/rand/v2's Float64 (safe for
-	// concurrent use). Both hosts call Delay from concurrent goroutines, so Random must be
-	// safe for concurrent use: a seeded *rand.Rand is not; wrap its Float64 with
-	// [SerializedRandom] (tests inject a seeded source that way).
+	// Random returns a number in [0, 1); if nil, math/rand/v2's Float64. Both hosts and
+	// [JobBackoff] call Delay from concurrent goroutines and serialise their calls to
+	// Random, so a seeded *rand.Rand's Float64 (what tests inject) is safe here; one
+	// source not safe for concurrent use must not be shared by two Backoff values.
 	Random func() float64
-}
-
-// SerializedRandom returns a function that calls random under a mutex, making a source
-// that is not safe for concurrent use (a seeded *rand.Rand's Float64) safe to call from
-// several goroutines. It returns nil for nil, so Backoff's default still applies.
-func SerializedRandom(random func() float64) func() float64 {
-	if random == nil {
-		return nil
-	}
-	var mu sync.Mutex
-	return func() float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return random()
-	}
 }
 
 // Delay returns how long a message that failed on receive number receiveCount should
@@ -85,4 +71,25 @@ func (b Backoff) Delay(receiveCount int) time.Duration {
 		delay = time.Duration(random() * float64(delay))
 	}
 	return max(delay, 0)
+}
+
+// Validate reports every problem of the policy, joined into one error, each naming its
+// field ("Backoff.Base -1s is negative"): a negative Base or Cap, a Base above a
+// non-zero Cap, an unknown Jitter. The zero value is valid. Both hosts and [JobBackoff]
+// refuse a policy it rejects, with the same text.
+func (b Backoff) Validate() error {
+	var problems []error
+	if b.Base < 0 {
+		problems = append(problems, fmt.Errorf("Backoff.Base %s is negative", b.Base))
+	}
+	if b.Cap < 0 {
+		problems = append(problems, fmt.Errorf("Backoff.Cap %s is negative", b.Cap))
+	}
+	if b.Base > 0 && b.Cap > 0 && b.Base > b.Cap {
+		problems = append(problems, fmt.Errorf("Backoff.Base %s exceeds Backoff.Cap %s", b.Base, b.Cap))
+	}
+	if b.Jitter != JitterFull && b.Jitter != JitterNone {
+		problems = append(problems, fmt.Errorf("Backoff.Jitter %d is not a known jitter mode", b.Jitter))
+	}
+	return errors.Join(problems...)
 }

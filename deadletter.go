@@ -15,7 +15,8 @@ const (
 	// source queue (the copy in the dead-letter queue gets a new one), so the copy joins
 	// the logs and traces of its attempts, which carry that id (message_id).
 	AttributeFailureMessageID = "failure-message-id"
-	// AttributeFailureError holds the handler's error text, truncated to MaxFailureErrorBytes.
+	// AttributeFailureError holds the handler's error text, at most 1,024 bytes: a longer
+	// text is cut at a UTF-8 boundary and ends in "...".
 	AttributeFailureError = "failure-error"
 	// AttributeFailureSourceQueue holds the ARN (or, if unknown, URL) of the source queue.
 	AttributeFailureSourceQueue = "failure-source-queue"
@@ -31,7 +32,3 @@ const (
 // With the dead-letter send disabled, or when the send fails, the redrive policy moves it
 // as before.
 const ReasonRetriesExhausted = "RetriesExhausted"
-
-// MaxFailureErrorBytes bounds the failure-error attribute; longer texts are cut at a
-// UTF-8 boundary and end in "...".
-const MaxFailureErrorBytes = 1024

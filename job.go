@@ -18,7 +18,7 @@ const (
 	AttributeIdempotencyKey = "idempotency-key"
 	// AttributeDueAt carries the time a delayed job is due, in Unix epoch milliseconds
 	// (Number). The producer sets it for delays longer than SQS's 15-minute DelaySeconds
-	// limit; its delay middleware re-sends the job until it is due.
+	// limit; the worker's [DelayMiddleware] re-sends the job until it is due.
 	AttributeDueAt = "due-at"
 )
 
@@ -55,8 +55,7 @@ const (
 // positive integer of milliseconds (a String or Binary value, "", "0", "soon") one with
 // [ReasonMalformedDueAt]: the host dead-letters such a job after that one receive
 // instead of re-sending or deferring it without end. A horizon of 0 or less means
-// [DefaultDueAtHorizon]. The producer's delay middleware and the [ServeMux] both decide
-// through it.
+// [DefaultDueAtHorizon]. [DelayMiddleware] and the [ServeMux] both decide through it.
 func (m *Message) DueIn(now time.Time, horizon time.Duration) (time.Duration, error) {
 	attribute, ok := m.MessageAttributes[AttributeDueAt]
 	if !ok {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/syncrand"
 )
 
 // ErrJobTimeout is the cause of a handler's context cancelled by its job type's
@@ -22,8 +24,8 @@ var ErrJobTimeout = errors.New("sqsworker: job type timeout")
 // A message whose type is missing or has no handler fails permanently with reason
 // "UnknownJobType", naming the type: the host sends it to the dead-letter queue after
 // that one receive. A message that carries a due time ([AttributeDueAt]) in the future
-// is deferred until then with reason "NotDue" (a safety net for a worker without the
-// producer's delay middleware, which re-sends such jobs without counting receives); one
+// is deferred until then with reason [ReasonNotDue] (a safety net for a worker without
+// [DelayMiddleware], which re-sends such jobs without counting receives); one
 // due further ahead than the horizon ([MuxDueAtHorizon], a year by default) or with a
 // malformed due time fails permanently ([ReasonDueAtTooFar], [ReasonMalformedDueAt]),
 // as [Message.DueIn] decides. A deferral keeps the message: it must be due within the
@@ -51,11 +53,6 @@ type MuxOption func(*ServeMux)
 // with [RegisterJSON] on such a mux decode bodies with or without that field.
 func RouteByJSONField(name string) MuxOption {
 	return func(mux *ServeMux) { mux.typeField = name }
-}
-
-// MuxClock sets the clock the mux compares due times with; the default is time.Now.
-func MuxClock(now func() time.Time) MuxOption {
-	return func(mux *ServeMux) { mux.now = now }
 }
 
 // MuxDueAtHorizon sets how far ahead a message's due time may lie before the mux fails
@@ -91,8 +88,12 @@ func JobTimeout(d time.Duration) JobOption {
 // backoff.Delay(receive count), which both hosts carry out through the visibility
 // timeout, clamped to SQS's 12-hour limit. The outcome's reason is then "RetryAfter"
 // instead of "HandlerError". A panic is recovered by the host, in one place, and retried
-// with the host's backoff.
+// with the host's backoff. It panics when backoff.Validate reports a problem.
 func JobBackoff(backoff Backoff) JobOption {
+	if err := backoff.Validate(); err != nil {
+		panic(fmt.Sprintf("sqsworker: JobBackoff: %v", err))
+	}
+	backoff.Random = syncrand.Serialize(backoff.Random) // handlers of the type run concurrently
 	return func(r *route) { r.backoff = &backoff }
 }
 
@@ -172,12 +173,8 @@ func (mux *ServeMux) Handle(ctx context.Context, message *Message) error {
 	if r == nil {
 		return Permanent("UnknownJobType", fmt.Errorf("no handler for job type %q (registered: %s)", jobType, strings.Join(mux.JobTypes(), ", ")))
 	}
-	wait, err := message.DueIn(mux.now(), mux.horizon)
-	if err != nil {
+	if _, err := notDue(message, mux.now(), mux.horizon); err != nil {
 		return err
-	}
-	if wait > 0 {
-		return Defer(wait, "NotDue")
 	}
 	return r.serve(ctx, message)
 }

@@ -163,7 +163,7 @@ func TestJobMiddlewareWrapsOnlyItsType(t *testing.T) {
 
 func TestServeMuxDefersAJobThatIsNotDue(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
-	mux := NewServeMux(MuxClock(func() time.Time { return now }))
+	mux := NewServeMux(muxClock(func() time.Time { return now }))
 	handled := 0
 	mux.RegisterFunc("later", func(context.Context, *Message) error { handled++; return nil })
 	message := typed("later", "")
@@ -188,7 +188,7 @@ func TestServeMuxRefusesFarAndMalformedDueTimes(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	handled := 0
 	newMux := func(options ...MuxOption) *ServeMux {
-		mux := NewServeMux(append([]MuxOption{MuxClock(func() time.Time { return now })}, options...)...)
+		mux := NewServeMux(append([]MuxOption{muxClock(func() time.Time { return now })}, options...)...)
 		mux.RegisterFunc("later", func(context.Context, *Message) error { handled++; return nil })
 		return mux
 	}
@@ -238,4 +238,9 @@ func TestServeMuxRegisterPanicsOnProgrammingErrors(t *testing.T) {
 	})
 	assert.Panics(t, func() { mux.Register("", HandlerFunc(nil)) })
 	assert.Panics(t, func() { mux.Register("b", nil) })
+}
+
+// muxClock sets the clock the mux compares due times with (time.Now outside tests).
+func muxClock(now func() time.Time) MuxOption {
+	return func(mux *ServeMux) { mux.now = now }
 }

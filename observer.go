@@ -57,6 +57,16 @@ const (
 	EventAbandoned
 )
 
+// EventKinds returns every kind a host reports, in order (for exporters that build one
+// series per kind in advance, and for tests that walk them all).
+func EventKinds() []EventKind {
+	kinds := make([]EventKind, 0, int(EventAbandoned))
+	for kind := EventReceived; kind <= EventAbandoned; kind++ {
+		kinds = append(kinds, kind)
+	}
+	return kinds
+}
+
 // String returns the kind's name as used in logs and metrics ("received", ...).
 func (k EventKind) String() string {
 	switch k {

@@ -37,6 +37,8 @@ type Stats struct {
 	// handled to the end: at shutdown, behind a failed FIFO message, or not started
 	// before a Lambda invocation's deadline.
 	Released int64
+	// Heartbeats is the number of visibility extensions of held messages (poller).
+	Heartbeats int64
 	// HeartbeatFailures is the number of messages whose visibility heartbeat failed and
 	// stopped.
 	HeartbeatFailures int64
@@ -45,66 +47,103 @@ type Stats struct {
 	Abandoned int64
 }
 
+// Count names one of the counts kept over a host's events: the fields of [Stats], and
+// the counts of every exporter (OpenTelemetry metrics, EMF).
+type Count int
+
+// The counts, each a field of [Stats] of the same name.
+const (
+	CountReceived Count = iota
+	CountInFlight
+	CountDeleted
+	CountDeleteFailures
+	CountFailed
+	CountDeferred
+	CountDeadLettered
+	CountDeadLetterFailures
+	CountRescheduleFailures
+	CountReleased
+	CountHeartbeats
+	CountHeartbeatFailures
+	CountAbandoned
+	// NumCounts is the number of counts (the length of a [Tally]).
+	NumCounts
+)
+
+// Tally is what one event changes in each count: Tally[c] is added to count c. It is
+// the one place an event's meaning for counting is decided; [Counter], the
+// OpenTelemetry metrics and the EMF recorder all add an event's Tally.
+type Tally [NumCounts]int64
+
+// Tally returns what ev changes in each count: a received message is in flight until
+// its life ends (deleted, delete failed, rescheduled, reschedule failed or released); a
+// finished handler counts as failed when its outcome is ([Outcome.Failed]) and as
+// deferred when it was deferred.
+func (ev Event) Tally() (t Tally) {
+	switch ev.Kind {
+	case EventReceived:
+		t[CountReceived], t[CountInFlight] = 1, 1
+	case EventFinished:
+		if ev.Outcome.Failed() {
+			t[CountFailed] = 1
+		}
+		if ev.Outcome.Kind == OutcomeDefer {
+			t[CountDeferred] = 1
+		}
+	case EventHeartbeatExtended:
+		t[CountHeartbeats] = 1
+	case EventHeartbeatFailed:
+		t[CountHeartbeatFailures] = 1
+	case EventDeleted:
+		t[CountDeleted], t[CountInFlight] = 1, -1
+	case EventDeleteFailed:
+		t[CountDeleteFailures], t[CountInFlight] = 1, -1
+	case EventDeadLettered:
+		t[CountDeadLettered] = 1
+	case EventDeadLetterFailed:
+		t[CountDeadLetterFailures] = 1
+	case EventRescheduled:
+		t[CountInFlight] = -1
+	case EventRescheduleFailed:
+		t[CountRescheduleFailures], t[CountInFlight] = 1, -1
+	case EventReleased:
+		t[CountReleased], t[CountInFlight] = 1, -1
+	case EventAbandoned:
+		t[CountAbandoned] = 1
+	}
+	return t
+}
+
 // Counter is an [Observer] that counts events into [Stats]. The zero value is ready to
 // use; it is safe for concurrent use.
 type Counter struct {
-	received, inFlight, deleted, deleteFailures, failed, deferred  atomic.Int64
-	deadLettered, deadLetterFailures, rescheduleFailures, released atomic.Int64
-	heartbeatFailures, abandoned                                   atomic.Int64
+	counts [NumCounts]atomic.Int64
 }
 
-// Observe counts ev.
+// Observe counts ev: it adds ev.Tally().
 func (c *Counter) Observe(_ context.Context, ev Event) {
-	switch ev.Kind {
-	case EventReceived:
-		c.received.Add(1)
-		c.inFlight.Add(1)
-	case EventFinished:
-		if ev.Outcome.Failed() {
-			c.failed.Add(1)
+	for count, delta := range ev.Tally() {
+		if delta != 0 {
+			c.counts[count].Add(delta)
 		}
-		if ev.Outcome.Kind == OutcomeDefer {
-			c.deferred.Add(1)
-		}
-	case EventHeartbeatFailed:
-		c.heartbeatFailures.Add(1)
-	case EventDeleted:
-		c.deleted.Add(1)
-		c.inFlight.Add(-1)
-	case EventDeleteFailed:
-		c.deleteFailures.Add(1)
-		c.inFlight.Add(-1)
-	case EventDeadLettered:
-		c.deadLettered.Add(1)
-	case EventDeadLetterFailed:
-		c.deadLetterFailures.Add(1)
-	case EventRescheduled:
-		c.inFlight.Add(-1)
-	case EventRescheduleFailed:
-		c.rescheduleFailures.Add(1)
-		c.inFlight.Add(-1)
-	case EventReleased:
-		c.released.Add(1)
-		c.inFlight.Add(-1)
-	case EventAbandoned:
-		c.abandoned.Add(1)
 	}
 }
 
 // Stats returns a snapshot of the counts.
 func (c *Counter) Stats() Stats {
 	return Stats{
-		Received:           c.received.Load(),
-		InFlight:           c.inFlight.Load(),
-		Deleted:            c.deleted.Load(),
-		DeleteFailures:     c.deleteFailures.Load(),
-		Failed:             c.failed.Load(),
-		Deferred:           c.deferred.Load(),
-		DeadLettered:       c.deadLettered.Load(),
-		DeadLetterFailures: c.deadLetterFailures.Load(),
-		RescheduleFailures: c.rescheduleFailures.Load(),
-		Released:           c.released.Load(),
-		HeartbeatFailures:  c.heartbeatFailures.Load(),
-		Abandoned:          c.abandoned.Load(),
+		Received:           c.counts[CountReceived].Load(),
+		InFlight:           c.counts[CountInFlight].Load(),
+		Deleted:            c.counts[CountDeleted].Load(),
+		DeleteFailures:     c.counts[CountDeleteFailures].Load(),
+		Failed:             c.counts[CountFailed].Load(),
+		Deferred:           c.counts[CountDeferred].Load(),
+		DeadLettered:       c.counts[CountDeadLettered].Load(),
+		DeadLetterFailures: c.counts[CountDeadLetterFailures].Load(),
+		RescheduleFailures: c.counts[CountRescheduleFailures].Load(),
+		Released:           c.counts[CountReleased].Load(),
+		Heartbeats:         c.counts[CountHeartbeats].Load(),
+		HeartbeatFailures:  c.counts[CountHeartbeatFailures].Load(),
+		Abandoned:          c.counts[CountAbandoned].Load(),
 	}
 }

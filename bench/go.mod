@@ -9,7 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
+	github.com/sqsworker/sqsworker v0.1.0
 	gonum.org/v1/plot v0.17.0
 )
 

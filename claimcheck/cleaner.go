@@ -86,7 +86,7 @@ type CleanerStats struct {
 //     SNS topic or with Config.Shared) is never deleted: other consumers of the same
 //     fan-out read the same object, and the bucket's lifecycle rule expires it;
 //   - a message deleted without its payload being handed to the handler (a delayed job
-//     re-sent as a hop by the producer's DelayMiddleware, a duplicate suppressed by the
+//     re-sent as a hop by sqsworker.DelayMiddleware, a duplicate suppressed by the
 //     idempotency middleware, both placed outside the resolver's) keeps its payload: the hop,
 //     or the copy that was handled, still points to it;
 //   - on the Lambda host the event source mapping deletes the records after the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/syncrand"
 )
 
 // Defaults for [Config].
@@ -127,8 +128,8 @@ type Config struct {
 	// SystemClock. Tests inject a fake to exercise expiry without sleeping.
 	Clock Clock
 	// Random specifies the source of jitter, returning numbers in [0, 1); if nil,
-	// defaults to math/rand/v2's Float64. Calls are serialised (see
-	// [sqsworker.SerializedRandom]), so a seeded *rand.Rand's Float64 is safe.
+	// defaults to math/rand/v2's Float64. Calls are serialised, so a seeded
+	// *rand.Rand's Float64 is safe.
 	Random func() float64
 	// Logger specifies where decisions and store failures are logged; if nil,
 	// slog.Default() (read when Middleware is called), as the hosts do. A suppressed
@@ -182,7 +183,7 @@ func (c Config) withDefaults() Config {
 		c.Random = rand.Float64
 	}
 	// Messages run concurrently: a seeded *rand.Rand is not safe for that.
-	c.Random = sqsworker.SerializedRandom(c.Random)
+	c.Random = syncrand.Serialize(c.Random)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

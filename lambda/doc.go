@@ -16,7 +16,7 @@
 //   - such an error at the record's last attempt (its receive count has reached the
 //     redrive policy's maxReceiveCount): the function sends the record to the
 //     dead-letter queue itself with reason [sqsworker.ReasonRetriesExhausted] and the
-//     error, then reports success. With WithDeadLetterSend(false), or when that send
+//     error, then reports success. With WithDisableDeadLetterSend(true), or when that send
 //     fails, it is reported as failed and the redrive policy moves it at its next
 //     receive, without a reason.
 //
@@ -36,7 +36,7 @@
 // included. For such a mapping, use WithReportBatchItemFailures(false).
 //
 // The outcome rules are carried out by the same code as the poller's, with the same
-// options: [WithErrorHandler], [WithDeadLetterSend], the backoff, the clamping to SQS's
+// options: [WithErrorHandler], [WithDisableDeadLetterSend], the backoff, the clamping to SQS's
 // 12-hour limit. [New] returns the [BatchHandler] itself, whose Stats count every
 // record's fate; [WithObserver] receives the same events the poller reports.
 //

@@ -8,13 +8,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/hostsettings"
 )
 
 const (
 	// DefaultConcurrency is how many records of a standard queue (or message groups of a
 	// FIFO queue) run at once when WithConcurrency is not given. Ten is the largest batch
 	// SQS hands out per receive, so a batch without a batching window runs fully parallel.
-	DefaultConcurrency = 10
+	// The poller's Config.Concurrency has the same default.
+	DefaultConcurrency = hostsettings.DefaultConcurrency
 	// DefaultDeadlineMargin is the deadline margin when WithDeadlineMargin is not given.
 	DefaultDeadlineMargin = 2 * time.Second
 )
@@ -82,24 +84,24 @@ func newConfig(options []Option) config {
 		deadlineMargin:          DefaultDeadlineMargin,
 		reportBatchItemFailures: true,
 		faultThreshold:          DefaultInfrastructureFaultThreshold,
-		logger:                  slog.Default(),
 	}
 	for _, option := range options {
 		option(&cfg)
 	}
-	// Records run concurrently and each failure draws a delay: a seeded *rand.Rand
-	// passed as Backoff.Random is not safe for that, so calls are serialised.
-	cfg.backoff.Random = sqsworker.SerializedRandom(cfg.backoff.Random)
+	cfg.logger = hostsettings.Logger(cfg.logger)
+	cfg.backoff = hostsettings.ForConcurrentUse(cfg.backoff)
 	return cfg
 }
 
 // WithConcurrency sets how many records of a standard queue, or message groups of a FIFO
 // queue, are handled at once; if not given, DefaultConcurrency. The bound is per
 // invocation: with concurrent invocations (Lambda Managed Instances) the process runs up
-// to AWS_LAMBDA_MAX_CONCURRENCY times n handlers at once. It panics when n < 1.
+// to AWS_LAMBDA_MAX_CONCURRENCY times n handlers at once. It panics when n < 1, with
+// the error poller.New returns for the same Config.Concurrency ("Concurrency 0 is below
+// 1").
 func WithConcurrency(n int) Option {
-	if n < 1 {
-		panic(fmt.Sprintf("lambda: concurrency must be at least 1, got %d", n))
+	if err := hostsettings.Concurrency(n); err != nil {
+		panic(hostsettings.Prefixed("lambda: ", err))
 	}
 	return func(c *config) { c.concurrency = n }
 }
@@ -151,9 +153,13 @@ func WithReportBatchItemFailures(enabled bool) Option {
 
 // WithBackoff sets the retry policy for failed records; if not given, the zero
 // sqsworker.Backoff (exponential from 2 s, capped at 10 min, full jitter). Records run
-// concurrently; the adapter serialises calls to backoff.Random (see
-// [sqsworker.SerializedRandom]), so a seeded *rand.Rand's Float64 is safe here.
+// concurrently; the adapter serialises calls to backoff.Random, so a seeded
+// *rand.Rand's Float64 is safe here. It panics when backoff.Validate reports a problem,
+// with the error poller.New returns for the same Config.Backoff.
 func WithBackoff(backoff sqsworker.Backoff) Option {
+	if problems := hostsettings.Backoff(backoff); len(problems) > 0 {
+		panic(hostsettings.Prefixed("lambda: ", problems...))
+	}
 	return func(c *config) { c.backoff = backoff }
 }
 
@@ -163,11 +169,7 @@ func WithBackoff(backoff sqsworker.Backoff) Option {
 // Lambda request id (aws_request_id) when the context has one, so the lines of
 // concurrent invocations can be told apart. The logger is shared by every invocation.
 func WithLogger(logger *slog.Logger) Option {
-	return func(c *config) {
-		if logger != nil {
-			c.logger = logger
-		}
-	}
+	return func(c *config) { c.logger = logger }
 }
 
 // WithSQSClient sets the SQS client; if not given, one is made from the default AWS
@@ -197,12 +199,13 @@ func WithErrorHandler(handler func(ctx context.Context, message *sqsworker.Messa
 	return func(c *config) { c.errorHandler = handler }
 }
 
-// WithDeadLetterSend says whether permanent failures are sent to the dead-letter queue
-// by the adapter; if not given, true. With false they are retried like other failures,
-// and the queue's redrive policy moves them after maxReceiveCount receives, as
-// poller.Config.DisableDeadLetterSend does.
-func WithDeadLetterSend(enabled bool) Option {
-	return func(c *config) { c.disableDeadLetterSend = !enabled }
+// WithDisableDeadLetterSend, with true, makes permanent failures ([sqsworker.Permanent])
+// ordinary retries, so they reach the dead-letter queue through the redrive policy
+// after maxReceiveCount receives instead of at once, without the failure attributes; if
+// not given, false (the adapter sends them itself): poller.Config.DisableDeadLetterSend,
+// the same setting under the same name.
+func WithDisableDeadLetterSend(disable bool) Option {
+	return func(c *config) { c.disableDeadLetterSend = disable }
 }
 
 // WithInfrastructureFaultThreshold sets after how many records in a row (in the order

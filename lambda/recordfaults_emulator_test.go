@@ -179,7 +179,7 @@ func TestPerRecordProblemsAreTheRecordsOutcomes(t *testing.T) {
 			t.Parallel()
 			client := testenv.SQS(t)
 			queue := testenv.NewQueue(t, client, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3})
-			fn := startN25Function(t, faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), lambda.WithDeadLetterSend(send))
+			fn := startN25Function(t, faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), lambda.WithDisableDeadLetterSend(!send))
 			ids := sendN25(t, client, queue.URL, fn.bucket)
 			_, batches := esmtest.Run(t, client, localesm.Config{
 				QueueURL: queue.URL, FunctionURLs: []string{fn.url}, BatchSize: 10, BatchingWindow: time.Second,

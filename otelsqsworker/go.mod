@@ -1,17 +1,19 @@
 // OpenTelemetry for sqsworker, a module of its own so that the library's go.mod does
-// not require OpenTelemetry. The replace below builds it against this checkout.
+// not require OpenTelemetry. It requires the root module at the version released with it
+// (all modules are tagged together, scripts/release); go.work builds it against this checkout.
 module github.com/sqsworker/sqsworker/otelsqsworker
 
 go 1.26.6
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
+	github.com/sqsworker/sqsworker v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
@@ -22,7 +24,6 @@ require (
 )
 
 require (
-	github.com/aws/aws-lambda-go v1.55.1 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
@@ -59,5 +60,3 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/sqsworker/sqsworker => ../

@@ -108,37 +108,25 @@ type Metrics struct {
 	setCount                    atomic.Int64
 }
 
-// The counts of one queue, kept in atomics and read at collection: a measurement through
-// the SDK costs far more than an atomic add.
-const (
-	countReceived = iota
-	countInFlight
-	countHeartbeats
-	countHeartbeatFailures
-	countDeletes
-	countDeleteFailures
-	countDeadLetters
-	countDeadLetterFailures
-	countRescheduleFailures
-	countReleased
-	countAbandoned
-	countKinds
-)
+// The counts of one queue, kept in atomics and read at collection (a measurement through
+// the SDK costs far more than an atomic add), indexed by sqsworker.Count: an event adds
+// its sqsworker.Event.Tally. queueCounts names, units and describes each; in flight is an
+// up-down counter, the rest are counters. Failed and deferred have no instrument of
+// their own: sqsworker.messages.finished counts them by outcome.
+const countKinds = sqsworker.NumCounts
 
-// queueCounts names, units and describes every count; in flight is an up-down counter,
-// the rest are counters.
 var queueCounts = [countKinds]struct{ name, unit, description string }{
-	countReceived:           {"sqsworker.messages.received", "{message}", "Messages received."},
-	countInFlight:           {"sqsworker.messages.in_flight", "{message}", "Messages received and not yet settled."},
-	countHeartbeats:         {"sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages."},
-	countHeartbeatFailures:  {"sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good."},
-	countDeletes:            {"sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda)."},
-	countDeleteFailures:     {"sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again."},
-	countDeadLetters:        {"sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue."},
-	countDeadLetterFailures: {"sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried."},
-	countRescheduleFailures: {"sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed."},
-	countReleased:           {"sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end."},
-	countAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended."},
+	sqsworker.CountReceived:           {"sqsworker.messages.received", "{message}", "Messages received."},
+	sqsworker.CountInFlight:           {"sqsworker.messages.in_flight", "{message}", "Messages received and not yet settled."},
+	sqsworker.CountHeartbeats:         {"sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages."},
+	sqsworker.CountHeartbeatFailures:  {"sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good."},
+	sqsworker.CountDeleted:            {"sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda)."},
+	sqsworker.CountDeleteFailures:     {"sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again."},
+	sqsworker.CountDeadLettered:       {"sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue."},
+	sqsworker.CountDeadLetterFailures: {"sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried."},
+	sqsworker.CountRescheduleFailures: {"sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed."},
+	sqsworker.CountReleased:           {"sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end."},
+	sqsworker.CountAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended."},
 }
 
 // queueEntry holds one queue's counts, its attribute sets, built once, and its largest
@@ -204,7 +192,10 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	var errs []error
 	for kind, c := range queueCounts {
 		var err error
-		if kind == countInFlight {
+		if c.name == "" {
+			continue
+		}
+		if sqsworker.Count(kind) == sqsworker.CountInFlight {
 			m.counts[kind], err = meter.Int64ObservableUpDownCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
 		} else {
 			m.counts[kind], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
@@ -238,10 +229,13 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 		return
 	}
 	q := m.queue(ev.Message.QueueURL)
+	for kind, delta := range ev.Tally() {
+		if delta != 0 {
+			q.counts[kind].Add(delta)
+		}
+	}
 	switch ev.Kind {
 	case sqsworker.EventReceived:
-		q.counts[countReceived].Add(1)
-		q.counts[countInFlight].Add(1)
 		if ev.ReceiveLag > 0 {
 			m.receiveLag.Record(ctx, ev.ReceiveLag.Seconds(), q.base.record...)
 			q.noteLag(ev.ReceiveLag)
@@ -251,37 +245,15 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 		entry := m.outcome(q, key)
 		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), entry.duration.record...)
 		entry.finished.count.Add(1)
-	case sqsworker.EventHeartbeatExtended:
-		q.counts[countHeartbeats].Add(1)
-	case sqsworker.EventHeartbeatFailed:
-		q.counts[countHeartbeatFailures].Add(1)
-	case sqsworker.EventDeleted:
-		q.counts[countDeletes].Add(1)
-		q.counts[countInFlight].Add(-1)
-	case sqsworker.EventDeleteFailed:
-		q.counts[countDeleteFailures].Add(1)
-		q.counts[countInFlight].Add(-1)
-	case sqsworker.EventDeadLettered:
-		q.counts[countDeadLetters].Add(1)
-	case sqsworker.EventDeadLetterFailed:
-		q.counts[countDeadLetterFailures].Add(1)
-	case sqsworker.EventRescheduled:
-		q.counts[countInFlight].Add(-1)
-	case sqsworker.EventRescheduleFailed:
-		q.counts[countRescheduleFailures].Add(1)
-		q.counts[countInFlight].Add(-1)
-	case sqsworker.EventReleased:
-		q.counts[countReleased].Add(1)
-		q.counts[countInFlight].Add(-1)
-	case sqsworker.EventAbandoned:
-		q.counts[countAbandoned].Add(1)
 	}
 }
 
 func observables(counts []metric.Int64Observable) []metric.Observable {
-	out := make([]metric.Observable, len(counts))
-	for i, c := range counts {
-		out[i] = c
+	out := make([]metric.Observable, 0, len(counts))
+	for _, c := range counts {
+		if c != nil {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -400,6 +372,9 @@ func (m *Metrics) observeQueues(_ context.Context, observer metric.Observer) err
 	for _, q := range m.byName {
 		option := metric.WithAttributeSet(q.base.set)
 		for kind := range q.counts {
+			if m.counts[kind] == nil {
+				continue
+			}
 			observer.ObserveInt64(m.counts[kind], q.counts[kind].Load(), option)
 		}
 		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), option)

@@ -8,39 +8,48 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// A delay that does not fit the stored whole seconds (a 32-bit integer column) is
-// refused when the job is written, on both stores, instead of wrapping around.
-func TestDelayBeyondMaxDelayIsRefused(t *testing.T) {
+// Both stores keep the job's prepared form as it is: every option the producer knows
+// (here a unique key, a binary attribute and a delay past the old whole-second column)
+// comes back unchanged.
+func TestStoresKeepThePreparedJobAsItIs(t *testing.T) {
 	t.Parallel()
+	queue := "https://sqs.example/1/q"
+	job := producer.Job{
+		Type: "report", Body: "{}", Delay: math.MaxInt32*time.Second + 1500*time.Millisecond,
+		UniqueKey: "report-11", UniqueFor: math.MaxInt32*time.Second + 2*time.Second, UniqueMode: producer.UniqueUntilDone,
+		Attributes: map[string]sqstypes.MessageAttributeValue{"blob": {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1}}},
+	}
 	o, err := NewDynamoDB(DynamoDBConfig{Table: "outbox"})
 	require.NoError(t, err)
-	queue := "https://sqs.example/1/q"
-	_, entry, err := o.Put(queue, producer.Job{Body: "{}", Delay: MaxDelay})
+	put, entry, err := o.Put(queue, job)
 	require.NoError(t, err)
-	assert.Equal(t, MaxDelay, entry.Delay)
-	_, _, err = o.Put(queue, producer.Job{Body: "{}", Delay: MaxDelay + time.Second})
-	require.ErrorContains(t, err, "outside 0 to")
+	it, ok := decodeEntry(sdkGetter(put.Put.Item))
+	require.True(t, ok)
+	require.NoError(t, it.damage)
+	assert.Equal(t, entry.Job, it.entry.Job)
+	assert.Equal(t, "report", it.entry.Type)
 
 	h := newPostgresHarness(t)
 	ctx := context.Background()
 	tx, err := h.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = h.outbox.Enqueue(ctx, tx, queue, producer.Job{Body: "{}", Delay: math.MaxInt32*time.Second + time.Second})
-	require.ErrorContains(t, err, "outside 0 to")
-	entries, err := h.outbox.Enqueue(ctx, tx, queue, producer.Job{Body: "{}", Delay: MaxDelay})
+	entries, err := h.outbox.Enqueue(ctx, tx, queue, job)
 	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
-	var stored int64
-	require.NoError(t, h.pool.QueryRow(ctx, "SELECT delay_seconds FROM sqsworker_outbox WHERE id = $1", entries[0].ID).Scan(&stored))
-	assert.Equal(t, int64(math.MaxInt32), stored)
+	read, err := listEntries(ctx, tx, "entry", `SELECT `+entryColumns+` FROM sqsworker_outbox WHERE id = $1`, entries[0].ID)
+	require.NoError(t, err)
+	require.Len(t, read, 1)
+	assert.Equal(t, entries[0].Job, read[0].Job)
+	assert.Equal(t, entry.Job.Delay, read[0].Job.Delay)
 }
 
 // limitRecorder records the Limit of every Query.

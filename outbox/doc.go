@@ -16,10 +16,21 @@
 //     with a container relay sweeping behind it.
 //
 // Delivery is at least once. A relay that dies between the send and the mark sends the
-// entry again; every entry carries a stable id, sent as the FIFO deduplication id, as
-// the idempotency key (unless the job names its own) and as the [AttributeOutboxID]
-// message attribute, so the consumer's idempotency middleware absorbs the repeat.
+// entry again; every entry carries a stable id, sent as the FIFO deduplication id (unless
+// the job sets DeduplicationID or UniqueKey), as the idempotency key (unless the job
+// names its own) and as the [AttributeOutboxID] message attribute, so the consumer's
+// idempotency middleware absorbs the repeat.
 //
+// An entry stores its job as [producer.Prepare] made it ([Entry.Job], in its versioned
+// JSON form: one column or attribute), and the relay sends it with
+// [producer.Producer.SendPreparedBatch], so every job option the producer knows goes
+// through the outbox unchanged. A unique job's key is reserved when the relay sends it;
+// a key already taken (a duplicate, or the relay's own earlier send) publishes the entry
+// with the holder's message id and sends nothing. Entries written before the prepared
+// form (pre-1.0) are not read: drain the outbox with the earlier release before
+// upgrading (MigratePostgres refuses an older table holding unpublished rows; on
+// DynamoDB such an entry fails as [ErrDamaged]).
+
 // # Failures: the relay goes on with the rest
 //
 // A send that fails on the network's, SQS's or the destination's side (a queue that

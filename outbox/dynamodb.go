@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -35,12 +34,8 @@ const (
 	dynamoState     = "outbox_state"
 	dynamoSeq       = "outbox_seq"
 	dynamoQueue     = "queue_url"
-	dynamoBody      = "body"
-	dynamoType      = "job_type"
+	dynamoJob       = "job" // the job's stored form (producer.Prepared's JSON form)
 	dynamoGroup     = "group_id"
-	dynamoIdemKey   = "idempotency_key"
-	dynamoDelay     = "delay_seconds"
-	dynamoAttrs     = "attributes"
 	dynamoCreated   = "created_ms"
 	dynamoFailedAt  = "failed_ms"
 	dynamoReason    = "failure_reason"
@@ -148,10 +143,12 @@ func (o *DynamoDB) CreateTableInput() *dynamodb.CreateTableInput {
 }
 
 // Put returns the TransactWriteItem that writes job, bound for queueURL, as an outbox
-// entry, and the entry. The job is checked now (a FIFO job without GroupID, both or
-// neither of Payload and Body, UniqueKey or DeduplicationID set, Binary attributes are
-// errors); whether SQS accepts its size is known only when the relay sends it. An entry
-// above DynamoDB's 400 KB item limit is an error here.
+// entry, and the entry. The job is checked now, by [producer.Prepare] (a FIFO job
+// without GroupID, both or neither of Payload and Body, a DeduplicationID on a standard
+// queue are errors); whether SQS accepts its size, and a unique key's reservation, are
+// decided when the relay sends it (a unique job on a standard queue needs the relay
+// producer's Config.Unique; a key already taken publishes the entry without a send). An
+// entry above DynamoDB's 400 KB item limit is an error here.
 func (o *DynamoDB) Put(queueURL string, job producer.Job) (types.TransactWriteItem, Entry, error) {
 	entry, err := newEntry(queueURL, job, o.now())
 	if err != nil {
@@ -193,32 +190,22 @@ func (o *DynamoDB) TransactItems(items []types.TransactWriteItem, queueURL strin
 
 // item encodes entry as a pending item.
 func (o *DynamoDB) item(e Entry) (map[string]types.AttributeValue, error) {
+	job, err := encodeJob(e)
+	if err != nil {
+		return nil, err
+	}
 	item := map[string]types.AttributeValue{
 		dynamoKey:     str(e.ID),
 		dynamoState:   str(o.shardOf(e)),
 		dynamoSeq:     str(seqKey(e.CreatedAt, fmt.Sprintf("%012x%s", o.seq.Add(1), e.ID))),
 		dynamoQueue:   str(e.QueueURL),
-		dynamoBody:    str(e.Body),
-		dynamoIdemKey: str(e.IdempotencyKey),
+		dynamoJob:     str(job),
 		dynamoCreated: num(e.CreatedAt.UnixMilli()),
-	}
-	if e.Type != "" {
-		item[dynamoType] = str(e.Type)
 	}
 	if e.GroupID != "" {
 		item[dynamoGroup] = str(e.GroupID)
 	}
-	if e.Delay > 0 {
-		item[dynamoDelay] = num(int64(e.Delay / time.Second))
-	}
-	if len(e.Attributes) > 0 {
-		encoded, err := json.Marshal(e.Attributes)
-		if err != nil {
-			return nil, fmt.Errorf("outbox: encoding attributes: %w", err)
-		}
-		item[dynamoAttrs] = str(string(encoded))
-	}
-	if size := len(e.Body) + len(e.QueueURL) + 512; size > dynamoItemLimit {
+	if size := len(job) + len(e.QueueURL) + 512; size > dynamoItemLimit {
 		return nil, fmt.Errorf("outbox: the entry is about %d bytes, above DynamoDB's item limit of 400 KB; offload the payload (for example to S3) and enqueue a reference", size)
 	}
 	return item, nil

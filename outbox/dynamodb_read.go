@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,10 +58,8 @@ func decodeEntry(get func(name string) (string, bool)) (it dynamoItem, ok bool) 
 	e.ID, _ = get(dynamoKey)
 	it.seq, _ = get(dynamoSeq)
 	e.QueueURL, _ = get(dynamoQueue)
-	e.Body, _ = get(dynamoBody)
-	e.Type, _ = get(dynamoType)
 	e.GroupID, _ = get(dynamoGroup)
-	e.IdempotencyKey, _ = get(dynamoIdemKey)
+	job, hasJob := get(dynamoJob)
 	e.FailureReason, _ = get(dynamoReason)
 	e.LastError, _ = get(dynamoLastError)
 	it.claimBy, _ = get(dynamoClaimBy)
@@ -78,24 +75,20 @@ func decodeEntry(get func(name string) (string, bool)) (it dynamoItem, ok bool) 
 		}
 		return n
 	}
-	e.Delay = time.Duration(min(max(number(dynamoDelay), 0), int64(MaxDelay/time.Second))) * time.Second
 	e.CreatedAt = time.UnixMilli(number(dynamoCreated))
 	e.Attempts = int(min(max(number(dynamoAttempts), 0), 1<<31-1))
 	e.FailedAt = unixMilli(number(dynamoFailedAt))
 	e.NextAttemptAt = unixMilli(number(dynamoNext))
 	it.claimEnd = unixMilli(number(dynamoClaimEnd))
-	if text, has := get(dynamoAttrs); has {
-		if err := json.Unmarshal([]byte(text), &e.Attributes); err != nil {
-			bad = append(bad, dynamoAttrs+" ("+err.Error()+")")
-		}
-	}
-	for name, value := range map[string]string{dynamoKey: e.ID, dynamoQueue: e.QueueURL, dynamoBody: e.Body, dynamoSeq: it.seq} {
+	for name, value := range map[string]string{dynamoKey: e.ID, dynamoQueue: e.QueueURL, dynamoSeq: it.seq} {
 		if value == "" {
 			bad = append(bad, name+" (missing)")
 		}
 	}
 	if len(bad) > 0 {
 		it.damage = fmt.Errorf("%w: item %q: %s", ErrDamaged, e.ID, strings.Join(bad, ", "))
+	} else if err := decodeJob(e, job, hasJob); err != nil {
+		it.damage = err
 	}
 	return it, true
 }

@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,18 +30,16 @@ type Entry struct {
 	ID string
 	// QueueURL is the queue the job goes to.
 	QueueURL string
-	// Type is the job type (empty for a plain message).
+	// Type is the job type (empty for a plain message), read from Job.
 	Type string
-	// Body is the message body: the job's Body or its JSON-encoded Payload.
-	Body string
-	// GroupID is the message group id (FIFO queues: the order unit).
+	// GroupID is the message group id (FIFO queues: the order unit), read from Job.
 	GroupID string
-	// IdempotencyKey is the job's IdempotencyKey, or ID.
-	IdempotencyKey string
-	// Delay is the job's delivery delay (standard queues), in whole seconds.
-	Delay time.Duration
-	// Attributes are the job's own message attributes (String and Number only).
-	Attributes map[string]Attribute
+	// Job is the job the relay sends, checked and encoded by [producer.Prepare] when the
+	// entry was written, with the entry's id as its [AttributeOutboxID] attribute, as its
+	// idempotency key unless the job named its own, and on FIFO queues as its
+	// deduplication id unless the job set DeduplicationID or UniqueKey. The stores keep
+	// its JSON form as it is.
+	Job producer.Prepared
 	// CreatedAt is when the entry was made (the writer's clock, millisecond precision).
 	CreatedAt time.Time
 	// Attempts is the number of sends that failed so far (0 for an entry never tried, or
@@ -60,11 +57,6 @@ type Entry struct {
 	FailedAt      time.Time
 	FailureReason string
 }
-
-// MaxDelay is the longest Job.Delay an entry takes: the delay is stored in whole
-// seconds as a 32-bit number (PostgreSQL's integer column). Longer delays are refused
-// when the job is written. (The producer sends delays beyond SQS's 15 minutes as hops.)
-const MaxDelay = math.MaxInt32 * time.Second
 
 // Ordered reports whether e's message group must be published in order: its queue is
 // FIFO and it has a group. A failed ordered entry parks its group.
@@ -110,74 +102,54 @@ var (
 	ErrNotFailed = errors.New("outbox: no failed entry has this id")
 )
 
-// Attribute is a String or Number message attribute of an entry.
-type Attribute struct {
-	DataType string `json:"t"`
-	Value    string `json:"v"`
-}
-
-// newEntry checks job and makes the entry for queueURL.
+// newEntry prepares job for queueURL (see Entry.Job) and makes its entry.
 func newEntry(queueURL string, job producer.Job, now time.Time) (Entry, error) {
-	var errs []error
-	if queueURL == "" {
-		errs = append(errs, errors.New("outbox: empty queue URL"))
+	id := newID(now)
+	if job.IdempotencyKey == "" {
+		job.IdempotencyKey = id
 	}
-	fifo := sqsinfo.IsFIFOName(queueURL)
-	if job.UniqueKey != "" || job.DeduplicationID != "" {
-		errs = append(errs, errors.New("outbox: Job.UniqueKey and Job.DeduplicationID are not supported: the entry's id is the deduplication id"))
+	if sqsinfo.IsFIFOName(queueURL) && job.DeduplicationID == "" && job.UniqueKey == "" {
+		job.DeduplicationID = id
 	}
-	if fifo && job.GroupID == "" {
-		errs = append(errs, fmt.Errorf("outbox: queue %s is FIFO and the job has no GroupID (SQS requires a message group id)", queueURL))
-	}
-	if fifo && job.Delay > 0 {
-		errs = append(errs, fmt.Errorf("outbox: queue %s is FIFO, and FIFO queues take no per-message delay", queueURL))
-	}
-	if job.Delay < 0 || job.Delay > MaxDelay {
-		errs = append(errs, fmt.Errorf("outbox: job delay %s is outside 0 to %s (outbox.MaxDelay)", job.Delay, MaxDelay))
-	}
-	body, err := jobBody(job)
+	attributes := make(map[string]types.MessageAttributeValue, len(job.Attributes)+1)
+	maps.Copy(attributes, job.Attributes)
+	attributes[AttributeOutboxID] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(id)}
+	job.Attributes = attributes
+	prepared, err := producer.Prepare(queueURL, job)
 	if err != nil {
-		errs = append(errs, err)
-	}
-	attributes := make(map[string]Attribute, len(job.Attributes))
-	for name, value := range job.Attributes {
-		dataType := aws.ToString(value.DataType)
-		if value.StringValue == nil || !(strings.HasPrefix(dataType, "String") || strings.HasPrefix(dataType, "Number")) {
-			errs = append(errs, fmt.Errorf("outbox: message attribute %q: only String and Number attributes can be stored in an outbox", name))
-			continue
-		}
-		attributes[name] = Attribute{DataType: dataType, Value: *value.StringValue}
-	}
-	if err := errors.Join(errs...); err != nil {
 		return Entry{}, err
 	}
-	id := newID(now)
-	key := job.IdempotencyKey
-	if key == "" {
-		key = id
-	}
 	return Entry{
-		ID: id, QueueURL: queueURL, Type: job.Type, Body: body, GroupID: job.GroupID,
-		IdempotencyKey: key, Delay: job.Delay.Round(time.Second), Attributes: attributes,
-		CreatedAt: now.Truncate(time.Millisecond),
+		ID: id, QueueURL: queueURL, Type: prepared.Type(), GroupID: prepared.GroupID,
+		Job: prepared, CreatedAt: now.Truncate(time.Millisecond),
 	}, nil
 }
 
-// job returns the producer job that publishes e.
-func (e Entry) job() producer.Job {
-	attributes := make(map[string]types.MessageAttributeValue, len(e.Attributes)+1)
-	for name, value := range e.Attributes {
-		attributes[name] = types.MessageAttributeValue{DataType: aws.String(value.DataType), StringValue: aws.String(value.Value)}
+// encodeJob returns the stored form of e's job: its JSON form.
+func encodeJob(e Entry) (string, error) {
+	encoded, err := json.Marshal(e.Job)
+	if err != nil {
+		return "", fmt.Errorf("outbox: encoding the job: %w", err)
 	}
-	attributes[AttributeOutboxID] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(e.ID)}
-	job := producer.Job{
-		Type: e.Type, Body: e.Body, GroupID: e.GroupID, IdempotencyKey: e.IdempotencyKey,
-		Delay: e.Delay, Attributes: attributes,
+	return string(encoded), nil
+}
+
+// decodeJob reads e's job from its stored form and fills Type and GroupID from it. An
+// entry without one was written by an outbox of an earlier version, which stored the
+// job's parts apart: drain the outbox with that version before upgrading.
+func decodeJob(e *Entry, stored string, present bool) error {
+	if !present {
+		return fmt.Errorf("%w: entry %s has no stored job (written by an outbox before version 1 of the prepared form: drain the outbox with the earlier release before upgrading)", ErrDamaged, e.ID)
 	}
-	if sqsinfo.IsFIFOName(e.QueueURL) {
-		job.DeduplicationID = e.ID
+	var job producer.Prepared
+	if err := job.UnmarshalJSON([]byte(stored)); err != nil {
+		return fmt.Errorf("%w: entry %s: %w", ErrDamaged, e.ID, err)
 	}
-	return job
+	if job.QueueURL != e.QueueURL {
+		return fmt.Errorf("%w: entry %s is stored for %s, its job for %s", ErrDamaged, e.ID, e.QueueURL, job.QueueURL)
+	}
+	e.Job, e.Type, e.GroupID = job, job.Type(), job.GroupID
+	return nil
 }
 
 // newID returns a time-ordered random id: 12 hex digits of Unix milliseconds, then 80
@@ -186,21 +158,4 @@ func newID(now time.Time) string {
 	random := make([]byte, 10)
 	_, _ = rand.Read(random) // crypto/rand.Read never fails (Go 1.24+)
 	return fmt.Sprintf("%012x%s", now.UnixMilli(), hex.EncodeToString(random))
-}
-
-// jobBody returns the body of a job: its raw Body or its JSON-encoded Payload.
-func jobBody(job producer.Job) (string, error) {
-	switch {
-	case job.Payload != nil && job.Body != "":
-		return "", errors.New("outbox: the job sets both Payload and Body")
-	case job.Body != "":
-		return job.Body, nil
-	case job.Payload == nil:
-		return "", errors.New("outbox: the job has neither Payload nor Body (SQS takes no empty body)")
-	}
-	encoded, err := json.Marshal(job.Payload)
-	if err != nil {
-		return "", fmt.Errorf("outbox: encoding the %q job's payload: %w", job.Type, err)
-	}
-	return string(encoded), nil
 }

@@ -159,15 +159,14 @@ func (h *dynamoHarness) skip(t *testing.T, id string) error {
 	return h.outbox.Skip(context.Background(), h.client, id)
 }
 
-// plantDamaged writes a pending entry whose attributes are not JSON, ahead of every
+// plantDamaged writes a pending entry whose stored job is not JSON, ahead of every
 // other entry in the index.
 func (h *dynamoHarness) plantDamaged(t *testing.T, queueURL string) string {
 	t.Helper()
 	id := newID(time.Unix(1, 0))
 	_, err := h.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(h.outbox.Table()), Item: map[string]dynamodbtypes.AttributeValue{
 		dynamoKey: str(id), dynamoState: str(pendingPrefix + "0"), dynamoSeq: str("000000000001000000000000" + id),
-		dynamoQueue: str(queueURL), dynamoBody: str("{}"), dynamoIdemKey: str(id), dynamoCreated: num(1000),
-		dynamoAttrs: str("{not json"),
+		dynamoQueue: str(queueURL), dynamoJob: str(`{"v":1,"queue":`), dynamoCreated: num(1000),
 	}})
 	require.NoError(t, err)
 	return id
@@ -295,12 +294,12 @@ func (h *postgresHarness) skip(t *testing.T, id string) error {
 	return h.outbox.Skip(context.Background(), h.pool, id)
 }
 
-// plantDamaged writes a pending row whose attributes are not an object of attributes.
+// plantDamaged writes a pending row whose stored job is not a prepared job.
 func (h *postgresHarness) plantDamaged(t *testing.T, queueURL string) string {
 	t.Helper()
 	id := newID(time.Unix(1, 0))
-	_, err := h.pool.Exec(context.Background(), `INSERT INTO sqsworker_outbox (id, queue_url, body, idempotency_key, attributes)
-		VALUES ($1, $2, '{}', $1, '"not an object"')`, id, queueURL)
+	_, err := h.pool.Exec(context.Background(), `INSERT INTO sqsworker_outbox (id, queue_url, job)
+		VALUES ($1, $2, '{"v":1,"queue":')`, id, queueURL)
 	require.NoError(t, err)
 	return id
 }

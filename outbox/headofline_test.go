@@ -120,7 +120,7 @@ func TestDamagedEntryDoesNotStopTheRelay(t *testing.T) {
 		require.Len(t, failed, 1)
 		assert.Equal(t, damaged, failed[0].ID)
 		assert.True(t, strings.HasPrefix(failed[0].FailureReason, "outbox: entry cannot be decoded: "), failed[0].FailureReason)
-		assert.Contains(t, failed[0].FailureReason, "attributes")
+		assert.Contains(t, failed[0].FailureReason, "not a valid prepared job")
 		require.Len(t, events.kinds(EventFailed), 1)
 		assert.True(t, errors.Is(events.kinds(EventFailed)[0].Err, ErrDamaged))
 		assert.Zero(t, r.Stats().StoreErrors)

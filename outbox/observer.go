@@ -72,19 +72,21 @@ type Event struct {
 }
 
 // Observer is told what a relay does: metrics (count events by Kind; gauge Backlog and
-// Lag), logs, alerts on failed entries. Relays call Observe synchronously from their own
-// goroutine, so it must be quick and must not block; it must be safe for concurrent use
-// when several relays share it. It is the relay's counterpart of [sqsworker.Observer].
+// Lag), logs, alerts on failed entries. Relays call ObserveOutbox synchronously from
+// their own goroutine, so it must be quick and must not block; it must be safe for
+// concurrent use when several relays share it. It is the relay's counterpart of
+// [sqsworker.Observer]; its method has a name of its own so that one value can observe
+// the hosts, the outbox, the idempotency middleware and the scheduler alike.
 type Observer interface {
-	Observe(ctx context.Context, ev Event)
+	ObserveOutbox(ctx context.Context, ev Event)
 }
 
 // ObserverFunc adapts a function to [Observer].
 type ObserverFunc func(ctx context.Context, ev Event)
 
-// Observe calls f(ctx, ev).
-func (f ObserverFunc) Observe(ctx context.Context, ev Event) { f(ctx, ev) }
+// ObserveOutbox calls f(ctx, ev).
+func (f ObserverFunc) ObserveOutbox(ctx context.Context, ev Event) { f(ctx, ev) }
 
 type nopObserver struct{}
 
-func (nopObserver) Observe(context.Context, Event) {}
+func (nopObserver) ObserveOutbox(context.Context, Event) {}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,7 +25,7 @@ var PostgresSchema string
 
 // PostgresSchemaVersion is the comment [PostgresSchema] sets on the table; a table that
 // has it is not migrated again.
-const PostgresSchemaVersion = "sqsworker outbox schema 2"
+const PostgresSchemaVersion = "sqsworker outbox schema 3"
 
 // postgresChannel is the LISTEN/NOTIFY channel of new entries.
 const postgresChannel = "sqsworker_outbox"
@@ -47,7 +46,9 @@ type Beginner interface {
 }
 
 // MigratePostgres creates the outbox table, its indexes and its notify trigger where
-// missing, and adds the columns of later versions to an older table, in one transaction
+// missing, and adds the columns of later versions to an older table (one of schema 2 or
+// earlier only when it holds no unpublished entry: pre-1.0, the stored job form
+// changed), in one transaction
 // under an advisory lock, so processes starting at once do not race. A table already at
 // [PostgresSchemaVersion] is left alone (no DDL, so no lock on the table): it is safe to
 // call at every start. The table is created in the first schema of the connection's
@@ -62,18 +63,38 @@ func MigratePostgres(ctx context.Context, db Beginner) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
 		return fmt.Errorf("outbox: migrating: taking the migration lock: %w", err)
 	}
+	var exists bool
 	var version *string
-	if err := tx.QueryRow(ctx, `SELECT obj_description(to_regclass('sqsworker_outbox'), 'pg_class')`).Scan(&version); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('sqsworker_outbox') IS NOT NULL, obj_description(to_regclass('sqsworker_outbox'), 'pg_class')`).Scan(&exists, &version); err != nil {
 		return fmt.Errorf("outbox: migrating: reading the schema version: %w", err)
 	}
 	if version != nil && *version == PostgresSchemaVersion {
 		return nil
+	}
+	if exists {
+		if err := drainedBeforeSchema3(ctx, tx, deref(version)); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Exec(ctx, PostgresSchema); err != nil {
 		return fmt.Errorf("outbox: migrating: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("outbox: migrating: %w", err)
+	}
+	return nil
+}
+
+// drainedBeforeSchema3 refuses to migrate a table of an earlier schema that holds
+// unpublished entries: those stored the job's parts in columns of their own, which the
+// relay no longer reads (pre-1.0). Drain the outbox with the earlier release first.
+func drainedBeforeSchema3(ctx context.Context, tx pgx.Tx, version string) error {
+	var pending int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM sqsworker_outbox WHERE published_at IS NULL`).Scan(&pending); err != nil {
+		return fmt.Errorf("outbox: migrating: counting the unpublished entries: %w", err)
+	}
+	if pending > 0 {
+		return fmt.Errorf("outbox: migrating from %q: %d entries are not published yet (failed ones included), and %q stores the job in one column the earlier schema lacks: drain or skip them with the earlier release first", version, pending, PostgresSchemaVersion)
 	}
 	return nil
 }
@@ -130,19 +151,17 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 	}
 	for i := range entries {
 		e := &entries[i]
-		var attributes []byte
-		if len(e.Attributes) > 0 {
-			attributes, _ = json.Marshal(e.Attributes) // strings only: cannot fail
+		job, err := encodeJob(*e)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: job %d: %w", i, err)
 		}
 		var group *string
 		if e.GroupID != "" {
 			group = &e.GroupID
 		}
-		delay := e.Delay / time.Second // newEntry bounds it to MaxDelay: it fits an integer column
-		batch.Queue(`INSERT INTO sqsworker_outbox
-			(id, queue_url, job_type, body, group_id, ordered, idempotency_key, delay_seconds, attributes)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
-			e.ID, e.QueueURL, e.Type, e.Body, group, e.Ordered(), e.IdempotencyKey, int64(delay), attributes,
+		batch.Queue(`INSERT INTO sqsworker_outbox (id, queue_url, group_id, ordered, job)
+			VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
+			e.ID, e.QueueURL, group, e.Ordered(), job,
 		).QueryRow(func(row pgx.Row) error { return row.Scan(&e.CreatedAt) })
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {

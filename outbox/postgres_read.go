@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,8 +9,7 @@ import (
 )
 
 // entryColumns are the columns scanEntry reads, in order.
-const entryColumns = `seq, id, queue_url, job_type, body, group_id, idempotency_key, delay_seconds, attributes,
-	created_at, failed_at, failure_reason, attempts, next_attempt_at, last_error`
+const entryColumns = `seq, id, queue_url, group_id, job, created_at, failed_at, failure_reason, attempts, next_attempt_at, last_error`
 
 // postgresRow is a scanned row: its seq and entry, and why it could not be decoded.
 type postgresRow struct {
@@ -25,13 +23,10 @@ type postgresRow struct {
 // relay.
 func scanEntry(row pgx.CollectableRow) (postgresRow, error) {
 	var r postgresRow
-	var group, reason, lastError *string
-	var delay int64
-	var attributes []byte
+	var group, job, reason, lastError *string
 	var failedAt *time.Time
-	err := row.Scan(&r.seq, &r.entry.ID, &r.entry.QueueURL, &r.entry.Type, &r.entry.Body, &group,
-		&r.entry.IdempotencyKey, &delay, &attributes, &r.entry.CreatedAt, &failedAt, &reason,
-		&r.entry.Attempts, &r.entry.NextAttemptAt, &lastError)
+	err := row.Scan(&r.seq, &r.entry.ID, &r.entry.QueueURL, &group, &job, &r.entry.CreatedAt,
+		&failedAt, &reason, &r.entry.Attempts, &r.entry.NextAttemptAt, &lastError)
 	if err != nil {
 		return r, err
 	}
@@ -44,12 +39,7 @@ func scanEntry(row pgx.CollectableRow) (postgresRow, error) {
 	if r.entry.Attempts == 0 {
 		r.entry.NextAttemptAt = time.Time{} // never tried: due since it was written
 	}
-	r.entry.Delay = time.Duration(delay) * time.Second
-	if len(attributes) > 0 {
-		if err := json.Unmarshal(attributes, &r.entry.Attributes); err != nil {
-			r.damage = fmt.Errorf("%w: entry %s: attributes: %w", ErrDamaged, r.entry.ID, err)
-		}
-	}
+	r.damage = decodeJob(&r.entry, deref(job), job != nil)
 	return r, nil
 }
 

@@ -5,13 +5,9 @@ CREATE TABLE IF NOT EXISTS sqsworker_outbox (
     seq             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- publish order
     id              text        NOT NULL UNIQUE,  -- the stable entry id (dedup id, idempotency key)
     queue_url       text        NOT NULL,
-    job_type        text        NOT NULL DEFAULT '',
-    body            text        NOT NULL,
     group_id        text,                         -- message group id
     ordered         boolean     NOT NULL DEFAULT false, -- FIFO queue with a group: published in order
-    idempotency_key text        NOT NULL,
-    delay_seconds   integer     NOT NULL DEFAULT 0,
-    attributes      jsonb,                        -- {"name": {"t": "String", "v": "..."}}
+    job             text        NOT NULL,         -- the job as producer.Prepared's JSON form
     created_at      timestamptz NOT NULL DEFAULT now(), -- the writing transaction's start
     published_at    timestamptz,                  -- set when RelayConfig keeps published rows
     failed_at       timestamptz,                  -- refused, damaged or out of attempts
@@ -25,6 +21,18 @@ CREATE TABLE IF NOT EXISTS sqsworker_outbox (
 ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS attempts integer NOT NULL DEFAULT 0;
 ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS next_attempt_at timestamptz NOT NULL DEFAULT now();
 ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS last_error text;
+
+-- Tables of schema 2 kept the job's parts in columns of their own. MigratePostgres
+-- migrates such a table only when it holds no unpublished row; the old columns stay for
+-- the published rows KeepPublished kept, and stop being required.
+ALTER TABLE sqsworker_outbox ADD COLUMN IF NOT EXISTS job text;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sqsworker_outbox'::regclass AND attname = 'body' AND NOT attisdropped) THEN
+        ALTER TABLE sqsworker_outbox ALTER COLUMN body DROP NOT NULL, ALTER COLUMN idempotency_key DROP NOT NULL;
+    END IF;
+END
+$$;
 
 -- The relay's index: unpublished rows by their next attempt (failed rows are left out),
 -- so entries waiting for a retry never stand in front of those due now.
@@ -53,4 +61,4 @@ CREATE TRIGGER sqsworker_outbox_notify AFTER INSERT ON sqsworker_outbox
     FOR EACH STATEMENT EXECUTE FUNCTION sqsworker_outbox_notify();
 
 -- The version MigratePostgres compares before it applies anything.
-COMMENT ON TABLE sqsworker_outbox IS 'sqsworker outbox schema 2';
+COMMENT ON TABLE sqsworker_outbox IS 'sqsworker outbox schema 3';

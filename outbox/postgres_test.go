@@ -37,8 +37,10 @@ func TestMigratePostgresIsIdempotentAndConcurrent(t *testing.T) {
 	assert.Contains(t, index, "(next_attempt_at, seq) WHERE ((published_at IS NULL) AND (failed_at IS NULL))")
 }
 
-// A table of the first schema version, with an unpublished row: the migration adds the
-// retry columns and indexes, drops the old indexes, and the row is published.
+// A table of the first schema version: while it holds an unpublished row the migration
+// is refused (that row's job is stored in the old columns); once drained, the migration
+// adds the retry columns, the job column and the indexes, drops the old indexes, and a
+// new entry is published.
 func TestMigratePostgresUpgradesAnOlderTable(t *testing.T) {
 	t.Parallel()
 	old, err := os.ReadFile("testdata/postgres_schema_v1.sql")
@@ -54,6 +56,10 @@ func TestMigratePostgresUpgradesAnOlderTable(t *testing.T) {
 	_, err = h.pool.Exec(ctx, `INSERT INTO sqsworker_outbox (id, queue_url, body, idempotency_key) VALUES ('e-old', $1, '{}', 'e-old')`, queue.URL)
 	require.NoError(t, err)
 
+	err = MigratePostgres(ctx, h.pool)
+	require.ErrorContains(t, err, "1 entries are not published yet")
+	_, err = h.pool.Exec(ctx, `UPDATE sqsworker_outbox SET published_at = now()`)
+	require.NoError(t, err)
 	require.NoError(t, MigratePostgres(ctx, h.pool))
 	var indexes []string
 	rows, err := h.pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'sqsworker_outbox' AND schemaname = current_schema() ORDER BY indexname`)
@@ -65,9 +71,10 @@ func TestMigratePostgresUpgradesAnOlderTable(t *testing.T) {
 	require.NoError(t, h.pool.QueryRow(ctx, `SELECT obj_description('sqsworker_outbox'::regclass, 'pg_class')`).Scan(&version))
 	assert.Equal(t, PostgresSchemaVersion, version)
 
+	entries := h.commit(t, queue.URL, webhookJob(1))
 	startRelay(t, h.relay(t, newTestProducer(t, client), RelayConfig{PollInterval: 50 * time.Millisecond}))
 	got := drainQueue(t, client, queue.URL, 1, 20*time.Second)
-	assert.Equal(t, "e-old", outboxID(got[0]))
+	assert.Equal(t, entries[0].ID, outboxID(got[0]))
 }
 
 // Two relays share 10,000 entries: each entry reaches the consumer exactly once.

@@ -127,18 +127,18 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 // request is refused (SQS rejects a request with an invalid entry as a whole), each
 // entry is sent alone so that only the bad one fails.
 func sendCall(ctx context.Context, p *producer.Producer, queue string, entries []Entry, call []int, outcomes []outcome) {
-	jobs := make([]producer.Job, len(call))
+	jobs := make([]producer.Prepared, len(call))
 	for j, i := range call {
-		jobs[j] = entries[i].job()
+		jobs[j] = entries[i].Job
 	}
-	results, _ := p.SendBatch(ctx, queue, jobs)
+	results, _ := p.SendPreparedBatch(ctx, jobs)
 	for j, i := range call {
 		result := results[j]
 		switch {
 		case result.Err == nil:
 			outcomes[i] = outcome{messageID: result.MessageID}
 		case len(call) > 1 && isCallError(result.Err) && refused(result.Err):
-			one, _ := p.SendBatch(ctx, queue, jobs[j:j+1])
+			one, _ := p.SendPreparedBatch(ctx, jobs[j:j+1])
 			outcomes[i] = classify(one[0])
 		default:
 			outcomes[i] = classify(result)
@@ -146,9 +146,21 @@ func sendCall(ctx context.Context, p *producer.Producer, queue string, entries [
 	}
 }
 
+// classify turns the result of one entry's send into its outcome. A unique job whose
+// key another send holds (a repeat of this entry's own send after a relay died before
+// its mark, or a duplicate job) is published: the holder's message id stands for it,
+// and nothing is sent; while the holder's send is unconfirmed it is retried. A unique
+// job sent whose key was not confirmed is published (it must not be sent again).
 func classify(result producer.Result) outcome {
+	duplicate, isDuplicate := errors.AsType[*producer.DuplicateJobError](result.Err)
 	switch {
 	case result.Err == nil:
+		return outcome{messageID: result.MessageID}
+	case isDuplicate && !duplicate.Pending:
+		return outcome{messageID: duplicate.MessageID}
+	case isDuplicate:
+		return outcome{retry: result.Err}
+	case errors.Is(result.Err, producer.ErrUniqueNotConfirmed) && result.MessageID != "":
 		return outcome{messageID: result.MessageID}
 	case refused(result.Err):
 		return outcome{refused: refusal(result.Err)}

@@ -370,5 +370,5 @@ func (r *Relay) observe(ctx context.Context, ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	r.observer.Observe(ctx, ev)
+	r.observer.ObserveOutbox(ctx, ev)
 }

@@ -91,7 +91,7 @@ func (h *StreamHandler) Handle(ctx context.Context, event events.DynamoDBEvent) 
 	if ordered {
 		var err error
 		if parked, err = h.outbox.parkedGroups(ctx, h.api); err != nil {
-			h.observer.Observe(ctx, Event{Kind: EventStoreError, Store: "dynamodb-stream", Time: time.Now(), Err: err})
+			h.observer.ObserveOutbox(ctx, Event{Kind: EventStoreError, Store: "dynamodb-stream", Time: time.Now(), Err: err})
 			return retryFrom(sequence[0]), nil
 		}
 	}
@@ -139,7 +139,7 @@ func (h *StreamHandler) Handle(ctx context.Context, event events.DynamoDBEvent) 
 		if ev.Kind == EventRetry && o.held == nil && first < 0 {
 			first = i
 		}
-		h.observer.Observe(ctx, ev)
+		h.observer.ObserveOutbox(ctx, ev)
 	}
 	if first < 0 {
 		return events.DynamoDBEventResponse{}, nil

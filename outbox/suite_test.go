@@ -169,7 +169,7 @@ type recorder struct {
 	events []Event
 }
 
-func (r *recorder) Observe(_ context.Context, ev Event) {
+func (r *recorder) ObserveOutbox(_ context.Context, ev Event) {
 	if ev.Err != nil && testing.Verbose() {
 		fmt.Printf("outbox event %s %s: %v\n", ev.Store, ev.Kind, ev.Err)
 	}

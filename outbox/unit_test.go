@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,11 +40,10 @@ func TestEntryChecksTheJobBeforeTheTransaction(t *testing.T) {
 	require.NoError(t, err)
 	fifo := "https://sqs.example/1/q.fifo"
 	for name, job := range map[string]producer.Job{
-		"no group on FIFO":  {Type: "x", Body: "{}"},
-		"delay on FIFO":     {Type: "x", Body: "{}", GroupID: "g", Delay: time.Second},
-		"both bodies":       {Type: "x", Body: "{}", Payload: 1, GroupID: "g"},
-		"unique key":        {Type: "x", Body: "{}", GroupID: "g", UniqueKey: "k"},
-		"binary attributes": {Type: "x", Body: "{}", GroupID: "g", Attributes: map[string]sqstypes.MessageAttributeValue{"b": {DataType: aws.String("Binary"), BinaryValue: []byte{1}}}},
+		"no group on FIFO": {Type: "x", Body: "{}"},
+		"delay on FIFO":    {Type: "x", Body: "{}", GroupID: "g", Delay: time.Second},
+		"both bodies":      {Type: "x", Body: "{}", Payload: 1, GroupID: "g"},
+		"unique mode":      {Type: "x", Body: "{}", GroupID: "g", UniqueKey: "k", UniqueMode: producer.UniqueUntilDone},
 	} {
 		_, _, err := o.Put(fifo, job)
 		assert.Error(t, err, name)
@@ -51,12 +51,32 @@ func TestEntryChecksTheJobBeforeTheTransaction(t *testing.T) {
 	_, entry, err := o.Put(fifo, producer.Job{Type: "x", Payload: map[string]int{"a": 1}, GroupID: "g"})
 	require.NoError(t, err)
 	assert.Len(t, entry.ID, 32)
-	assert.Equal(t, entry.ID, entry.IdempotencyKey)
-	job := entry.job()
+	job := entry.Job
 	assert.Equal(t, entry.ID, job.DeduplicationID, "the entry id is the FIFO deduplication id")
-	assert.Equal(t, entry.ID, job.IdempotencyKey)
+	assert.Equal(t, entry.ID, job.IdempotencyKey())
 	assert.Equal(t, entry.ID, aws.ToString(job.Attributes[AttributeOutboxID].StringValue))
 	assert.Equal(t, `{"a":1}`, job.Body)
+
+	_, own, err := o.Put(fifo, producer.Job{Body: "{}", GroupID: "g", UniqueKey: "order-7", IdempotencyKey: "mine"})
+	require.NoError(t, err)
+	assert.Equal(t, "order-7", own.Job.DeduplicationID, "a unique key is the FIFO deduplication id, as the producer sends it")
+	assert.Equal(t, "mine", own.Job.IdempotencyKey())
+}
+
+// A unique job's send that finds its key held (a relay re-sending after it died before
+// its mark, or a real duplicate) publishes the entry with the holder's message id; an
+// unconfirmed holder makes it wait for a retry.
+func TestClassifyPublishesADuplicateUniqueJob(t *testing.T) {
+	held := classify(producer.Result{Err: &producer.DuplicateJobError{Key: "k", MessageID: "m-1"}})
+	assert.True(t, held.published())
+	assert.Equal(t, "m-1", held.messageID)
+	pending := classify(producer.Result{Err: &producer.DuplicateJobError{Key: "k", Pending: true}})
+	assert.Error(t, pending.retry)
+	unconfirmed := classify(producer.Result{MessageID: "m-2", Err: fmt.Errorf("%w: timeout", producer.ErrUniqueNotConfirmed)})
+	assert.True(t, unconfirmed.published())
+	assert.Equal(t, "m-2", unconfirmed.messageID)
+	noStore := classify(producer.Result{Err: producer.ErrNoUniqueStore})
+	assert.ErrorIs(t, noStore.refused, ErrRefused)
 }
 
 // countingSQS answers every call itself, fails the sends of bodies in failBodies (on

@@ -54,7 +54,7 @@ func TestAbandonedHandlerCostsOnlyItsOwnGoroutine(t *testing.T) {
 	api.mu.Unlock()
 	eventually(t, "ten handlers abandoned", func() bool {
 		stats := server.Stats()
-		return stats.AbandonedHandlers == zombies && stats.AbandonedRunning == zombies
+		return stats.Abandoned == zombies && stats.AbandonedRunning == zombies
 	})
 	if above, ok := goroutinesSettle(baseline, zombies); !ok {
 		t.Fatalf("%d goroutines above the idle baseline with %d abandoned handlers, want at most %d (their own)", above, zombies, zombies)

@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/hostsettings"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Defaults and limits. The receive defaults are SQS's own maximums.
 const (
-	// defaultConcurrency is Config.Concurrency when zero.
-	defaultConcurrency = 10
+	// defaultConcurrency is Config.Concurrency when zero: both hosts' default.
+	defaultConcurrency = hostsettings.DefaultConcurrency
 	// defaultMaxMessages is Config.MaxMessages when zero: MaxNumberOfMessages' maximum.
 	defaultMaxMessages = sqsinfo.MaxBatchEntries
 	// maxReceivers bounds Config.Receivers and its default: 10 long polls of up to 10
@@ -195,7 +197,7 @@ type Config struct {
 	// hold every slot the server cannot receive and the health endpoint answers 503.
 	// So at most Concurrency + MaxAbandonedHandlers handler calls run at once; an
 	// abandoned call costs its own goroutine only (nothing of the server's waits for
-	// it; a shutdown waits for it until the drain deadline). Stats.AbandonedHandlers
+	// it; a shutdown waits for it until the drain deadline). Stats.Abandoned
 	// counts them, Stats.AbandonedRunning those still running; each is logged when
 	// abandoned and when it finally returns. Negative values are rejected.
 	MaxAbandonedHandlers int
@@ -336,8 +338,13 @@ func (c Config) withDefaults() Config {
 	if c.DeleteFlushInterval == 0 {
 		c.DeleteFlushInterval = defaultDeleteFlushInterval
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	c.Logger = hostsettings.Logger(c.Logger)
+	c.Backoff = hostsettings.ForConcurrentUse(c.Backoff)
+	if len(c.Queues) > 0 {
+		c.Queues = slices.Clone(c.Queues)
+		for i := range c.Queues {
+			c.Queues[i].Backoff = hostsettings.ForConcurrentUse(c.Queues[i].Backoff)
+		}
 	}
 	return c
 }

@@ -9,7 +9,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/hostsettings"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
@@ -23,8 +23,8 @@ func (c Config) validate(client API) error {
 	if c.QueueURL == "" && len(c.Queues) == 0 {
 		add("Config.QueueURL is empty (set it, or Config.Queues)")
 	}
-	if c.Concurrency < 1 {
-		add("Config.Concurrency %d is below 1", c.Concurrency)
+	if err := hostsettings.Concurrency(c.Concurrency); err != nil {
+		problems = append(problems, hostsettings.Prefixed("poller: Config.", err))
 	}
 	if c.MaxMessages < 1 || c.MaxMessages > sqsinfo.MaxBatchEntries {
 		add("Config.MaxMessages %d is outside 1..%d (SQS MaxNumberOfMessages)", c.MaxMessages, sqsinfo.MaxBatchEntries)
@@ -94,17 +94,8 @@ func (c Config) validate(client API) error {
 	if c.DeleteFlushInterval < 0 || c.DeleteFlushInterval > maxDeleteFlushInterval {
 		add("Config.DeleteFlushInterval %s is outside 0..%s", c.DeleteFlushInterval, maxDeleteFlushInterval)
 	}
-	if c.Backoff.Base < 0 {
-		add("Config.Backoff.Base %s is negative", c.Backoff.Base)
-	}
-	if c.Backoff.Cap < 0 {
-		add("Config.Backoff.Cap %s is negative", c.Backoff.Cap)
-	}
-	if c.Backoff.Base > 0 && c.Backoff.Cap > 0 && c.Backoff.Base > c.Backoff.Cap {
-		add("Config.Backoff.Base %s exceeds Config.Backoff.Cap %s", c.Backoff.Base, c.Backoff.Cap)
-	}
-	if c.Backoff.Jitter != sqsworker.JitterFull && c.Backoff.Jitter != sqsworker.JitterNone {
-		add("Config.Backoff.Jitter %d is not a known jitter mode", c.Backoff.Jitter)
+	if backoff := hostsettings.Backoff(c.Backoff); len(backoff) > 0 {
+		problems = append(problems, hostsettings.Prefixed("poller: Config.", backoff...))
 	}
 	if c.HTTPClientTimeout < 0 {
 		add("Config.HTTPClientTimeout %s is negative", c.HTTPClientTimeout)

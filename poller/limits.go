@@ -25,8 +25,10 @@ type Limit struct {
 	// 1/RatePerSecond apart, so no window of one second holds more than RatePerSecond
 	// starts (a burst b allows b-1 more). The bucket is filled at 99% of the rate (see
 	// rateHeadroom), so the few milliseconds between a token and the handler's first
-	// line cannot put RatePerSecond+1 starts into a one-second window. Negative values,
-	// NaN and infinity are rejected.
+	// line do not put RatePerSecond+1 starts into a one-second window; on a machine so
+	// loaded that a goroutine waits longer than that to run, one late start can share a
+	// window with the next RatePerSecond (the tokens themselves stay 1/RatePerSecond
+	// apart). Negative values, NaN and infinity are rejected.
 	RatePerSecond float64
 
 	// RateBurst specifies the token bucket's size: how many handler starts may follow

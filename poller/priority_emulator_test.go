@@ -207,8 +207,9 @@ func maxInWindow(starts []time.Time, window time.Duration) (int, time.Time) {
 }
 
 // TestEmulatorRateLimits: a queue limited to 5 handler starts per second, and a job type
-// limited to 5 per second across two queues: no one-second window (sliding, over the
-// handlers' start times) holds more than 5 starts, and every message is handled.
+// limited to 5 per second across two queues: the starts keep the bucket's rate, no
+// one-second window (sliding, over the handlers' start times) holds more than 5 starts
+// and one delayed by the scheduler, and every message is handled.
 func TestEmulatorRateLimits(t *testing.T) {
 	t.Parallel()
 	const perSecond, count = 5, 25
@@ -226,8 +227,16 @@ func TestEmulatorRateLimits(t *testing.T) {
 			tightest = min(tightest, times[i+perSecond].Sub(times[i]))
 		}
 		t.Logf("%d starts over %s (%.2f/s); at most %d in one second (from %s); %d starts span at least %s", len(times), span.Round(time.Millisecond), float64(len(times)-1)/span.Seconds(), most, at.Format("15:04:05.000"), perSecond+1, tightest.Round(time.Millisecond))
-		if most > perSecond {
-			t.Errorf("%d handler starts within one second from %s, want at most %d", most, at.Format("15:04:05.000"), perSecond)
+		// Tokens are granted at least 1/(0.99 x perSecond) apart; a handler's first line
+		// follows its token after a scheduling delay that a loaded machine stretches (seen:
+		// 106 ms on 2 cores under six concurrent builds), so one late start can share a
+		// window with the next perSecond. More than perSecond+1 would mean tokens granted
+		// too fast.
+		if most > perSecond+1 {
+			t.Errorf("%d handler starts within one second from %s, want at most %d (%d tokens and one start delayed by the scheduler)", most, at.Format("15:04:05.000"), perSecond+1, perSecond)
+		}
+		if least := time.Duration(float64(len(times)-2) / perSecond * float64(time.Second)); span < least {
+			t.Errorf("%d starts over %s, want at least %s (the token bucket's rate, less one start's delay)", len(times), span, least)
 		}
 		if len(times) != want {
 			t.Errorf("%d handler calls, want %d", len(times), want)

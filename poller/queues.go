@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/hostsettings"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
@@ -167,8 +168,8 @@ func (c Config) validateQueues(handlerSet bool) error {
 		case q.HeartbeatInterval < 0:
 			add("%s.HeartbeatInterval %s is negative", name, q.HeartbeatInterval)
 		}
-		if q.Backoff.Base < 0 || q.Backoff.Cap < 0 || (q.Backoff.Base > 0 && q.Backoff.Cap > 0 && q.Backoff.Base > q.Backoff.Cap) {
-			add("%s.Backoff base %s and cap %s must be 0 or more, base at most cap", name, q.Backoff.Base, q.Backoff.Cap)
+		if backoff := hostsettings.Backoff(q.Backoff); len(backoff) > 0 {
+			problems = append(problems, hostsettings.Prefixed("poller: "+name+".", backoff...))
 		}
 	}
 	return errors.Join(problems...)

@@ -203,7 +203,7 @@ func TestAbandonedHandlersDoNotStopReceiving(t *testing.T) {
 		}))
 	address := server.health.address()
 	eventually(t, "three handlers abandoned (s3 received although s1 and s2 were stuck)", func() bool {
-		return server.Stats().AbandonedHandlers == 3
+		return server.Stats().Abandoned == 3
 	})
 	eventually(t, "503 with the reason while abandoned handlers hold every slot", func() bool {
 		err := CheckHealth(context.Background(), address)
@@ -220,7 +220,7 @@ func TestAbandonedHandlersDoNotStopReceiving(t *testing.T) {
 	eventually(t, "each abandoned handler's return logged", func() bool {
 		return len(logs.find(slog.LevelWarn, "poller: abandoned handler returned")) == 3
 	})
-	if stats := server.Stats(); stats.AbandonedRunning != 0 || stats.AbandonedHandlers != 3 {
+	if stats := server.Stats(); stats.AbandonedRunning != 0 || stats.Abandoned != 3 {
 		t.Errorf("stats = %+v; want 3 abandoned, none running", stats)
 	}
 }

@@ -44,14 +44,14 @@ func TestOutcomeActions(t *testing.T) {
 		wantReason string
 		// wantVisibility is the ChangeMessageVisibility timeout expected, or -1 for none.
 		wantVisibility int32
-		wantStats      Stats
+		wantStats      sqsworker.Stats
 	}{
 		{
 			name:           "success deletes",
 			handle:         func() error { return nil },
 			wantDelete:     true,
 			wantVisibility: -1,
-			wantStats:      Stats{Deleted: 1},
+			wantStats:      sqsworker.Stats{Deleted: 1},
 		},
 		{
 			name:           "permanent error sends to the dead-letter queue, then deletes",
@@ -59,7 +59,7 @@ func TestOutcomeActions(t *testing.T) {
 			wantSend:       true,
 			wantDelete:     true,
 			wantVisibility: -1,
-			wantStats:      Stats{Deleted: 1, DeadLettered: 1, Failed: 1},
+			wantStats:      sqsworker.Stats{Deleted: 1, DeadLettered: 1, Failed: 1},
 		},
 		{
 			name:   "dead-letter send failure falls back to a backoff retry, no delete",
@@ -69,38 +69,38 @@ func TestOutcomeActions(t *testing.T) {
 			},
 			wantSend:       true,
 			wantVisibility: 3,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "dead-letter send disabled retries with backoff",
 			handle:         func() error { return sqsworker.Permanent("MalformedBody", errBoom) },
 			config:         Config{DisableDeadLetterSend: true},
 			wantVisibility: 3,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "retry after sets the requested delay",
 			handle:         func() error { return sqsworker.RetryAfter(90*time.Second, errBoom) },
 			wantVisibility: 90,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "retry after rounds up to whole seconds",
 			handle:         func() error { return sqsworker.RetryAfter(1200*time.Millisecond, nil) },
 			wantVisibility: 2,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "defer sets the delay and counts as deferred, not failed",
 			handle:         func() error { return sqsworker.Defer(45*time.Second, "lease held elsewhere") },
 			wantVisibility: 45,
-			wantStats:      Stats{Deferred: 1},
+			wantStats:      sqsworker.Stats{Deferred: 1},
 		},
 		{
 			name:           "error on first receive retries after the base delay",
 			handle:         func() error { return errBoom },
 			wantVisibility: 3,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "error on third receive retries after base * 4",
@@ -108,7 +108,7 @@ func TestOutcomeActions(t *testing.T) {
 			handle:         func() error { return errBoom },
 			setup:          func(api *fakeAPI) { api.attributes["RedrivePolicy"] = redrivePolicy(5) },
 			wantVisibility: 12,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "error at the last receive (maxReceiveCount 3) sends to the dead-letter queue as RetriesExhausted, then deletes",
@@ -118,7 +118,7 @@ func TestOutcomeActions(t *testing.T) {
 			wantReason:     sqsworker.ReasonRetriesExhausted,
 			wantDelete:     true,
 			wantVisibility: -1,
-			wantStats:      Stats{Deleted: 1, DeadLettered: 1, Failed: 1},
+			wantStats:      sqsworker.Stats{Deleted: 1, DeadLettered: 1, Failed: 1},
 		},
 		{
 			name:         "error at the last receive with the dead-letter send disabled: retried, the redrive policy moves it",
@@ -127,13 +127,13 @@ func TestOutcomeActions(t *testing.T) {
 			config:       Config{DisableDeadLetterSend: true},
 			// 12 s: the backoff of the third receive
 			wantVisibility: 12,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 		{
 			name:           "panic is an ordinary retry",
 			handle:         func() error { panic("nil map") },
 			wantVisibility: 3,
-			wantStats:      Stats{Failed: 1},
+			wantStats:      sqsworker.Stats{Failed: 1},
 		},
 	}
 	for _, tc := range tests {

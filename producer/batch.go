@@ -20,55 +20,92 @@ type Result struct {
 }
 
 // SendBatch sends jobs to queueURL in as few SendMessageBatch calls as SQS's limits
-// allow (10 entries and 1 MiB per call), in order. An entry that fails on SQS's side
-// (not a sender fault) is sent again alone with SendMessage; one that fails through the
-// sender's fault is reported. A unique key repeated within jobs is sent once; its
-// repeats get a [*DuplicateJobError]. The results match jobs one to one; the error joins
-// the failed jobs' errors, each naming its index, and is nil when every job was sent.
+// allow (10 entries and 1 MiB per call), in order: [Prepare] for each job, then
+// [Producer.SendPreparedBatch]. An entry that fails on SQS's side (not a sender fault)
+// is sent again alone with SendMessage; one that fails through the sender's fault is
+// reported. A unique key repeated within jobs is sent once; its repeats get a
+// [*DuplicateJobError]. The results match jobs one to one; the error joins the failed
+// jobs' errors, each naming its index, and is nil when every job was sent.
 func (p *Producer) SendBatch(ctx context.Context, queueURL string, jobs []Job) ([]Result, error) {
 	results := make([]Result, len(jobs))
-	var ready []*outgoing
-	var indexes []int
-	firstOfKey := map[string]int{} // unique key → index of its first job in this batch
-	repeats := map[int]int{}       // index of a repeated unique key → index of its first job
+	messages := make([]Prepared, len(jobs))
 	for i, job := range jobs {
-		if job.UniqueKey != "" && !isFIFO(queueURL) {
-			if first, seen := firstOfKey[job.UniqueKey]; seen {
-				repeats[i] = first // not reserved: it would wait for a send that waits for it
+		messages[i], results[i].Err = Prepare(queueURL, job)
+	}
+	p.sendPreparedBatch(ctx, messages, results)
+	return results, joinResults(results)
+}
+
+// SendPreparedBatch sends prepared jobs as [Producer.SendBatch] sends jobs: to each
+// message's queue (the messages may name several, each sent in its own calls), with the
+// checks and the send of [Producer.SendPrepared]. The results match messages one to one;
+// the error joins the failed messages' errors, each naming its index.
+func (p *Producer) SendPreparedBatch(ctx context.Context, messages []Prepared) ([]Result, error) {
+	results := make([]Result, len(messages))
+	p.sendPreparedBatch(ctx, messages, results)
+	return results, joinResults(results)
+}
+
+// sendPreparedBatch sends the messages whose result has no error yet and records their
+// results. A unique key (standard queues) repeated within messages is reserved once: a
+// repeat would wait for a send that waits for it.
+func (p *Producer) sendPreparedBatch(ctx context.Context, messages []Prepared, results []Result) {
+	byQueue := map[string][]int{} // queue → indexes of its ready messages
+	var queues []string
+	ready := make([]*outgoing, len(messages))
+	firstOfKey := map[string]int{} // unique key → index of its first message
+	repeats := map[int]int{}       // index of a repeated unique key → index of its first message
+	for i, m := range messages {
+		if results[i].Err != nil {
+			continue
+		}
+		if m.reserves() {
+			if first, seen := firstOfKey[m.UniqueKey]; seen {
+				repeats[i] = first
 				continue
 			}
-			firstOfKey[job.UniqueKey] = i
+			firstOfKey[m.UniqueKey] = i
 		}
-		out, err := p.prepare(ctx, queueURL, job)
+		out, err := p.ready(ctx, m)
 		if err != nil {
 			results[i].Err = err
 			continue
 		}
-		ready = append(ready, out)
-		indexes = append(indexes, i)
+		ready[i] = out
+		if _, ok := byQueue[m.QueueURL]; !ok {
+			queues = append(queues, m.QueueURL)
+		}
+		byQueue[m.QueueURL] = append(byQueue[m.QueueURL], i)
 	}
-	messages := make([]*outMessage, len(ready))
-	for j, out := range ready {
-		messages[j] = out.message
-	}
-	for j, result := range p.sendBatch(ctx, queueURL, messages) {
-		i := indexes[j]
-		results[i].MessageID, results[i].Err = p.finish(ctx, ready[j], result)
+	for _, queue := range queues {
+		indexes := byQueue[queue]
+		batch := make([]*outMessage, len(indexes))
+		for j, i := range indexes {
+			batch[j] = ready[i].message
+		}
+		for j, result := range p.sendBatch(ctx, queue, batch) {
+			i := indexes[j]
+			results[i].MessageID, results[i].Err = p.finish(ctx, ready[i], result)
+		}
 	}
 	for i, first := range repeats {
 		if results[first].Err != nil {
-			results[i].Err = fmt.Errorf("producer: not sent: job %d of the batch has the same unique key %q and was not sent", first, jobs[i].UniqueKey)
+			results[i].Err = fmt.Errorf("producer: not sent: job %d of the batch has the same unique key %q and was not sent", first, messages[i].UniqueKey)
 			continue
 		}
-		results[i].Err = &DuplicateJobError{Key: jobs[i].UniqueKey, MessageID: results[first].MessageID}
+		results[i].Err = &DuplicateJobError{Key: messages[i].UniqueKey, MessageID: results[first].MessageID}
 	}
+}
+
+// joinResults joins the errors of results, each naming its index.
+func joinResults(results []Result) error {
 	var errs []error
 	for i, result := range results {
 		if result.Err != nil {
 			errs = append(errs, fmt.Errorf("job %d: %w", i, result.Err))
 		}
 	}
-	return results, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // sendBatch sends messages with SendMessageBatch (sqsx packs them by 10 entries and

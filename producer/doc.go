@@ -5,7 +5,7 @@
 // A [Job] has a type (the job-type message attribute a sqsworker.ServeMux routes on) and
 // a JSON payload or a raw body. Options cover delays up to a year (Config.DueAtHorizon;
 // up to 15 minutes through DelaySeconds, longer through hops re-sent by
-// [Producer.DelayMiddleware] on the consumer side), idempotency keys (the attribute the idempotency middleware reads by
+// sqsworker.DelayMiddleware on the consumer side through [Producer.Hop]), idempotency keys (the attribute the idempotency middleware reads by
 // default), message groups (FIFO groups, or tenant keys of fair standard queues),
 // deduplication ids and unique jobs ([DynamoDBUniqueStore] on standard queues, the
 // deduplication id on FIFO queues). Every message is measured as SQS measures it (body
@@ -16,11 +16,20 @@
 //	jobs, err := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{})
 //	id, err := jobs.Send(ctx, queueURL, producer.Job{Type: "welcome-email", Payload: WelcomeEmail{To: "ada@example.com"}})
 //
-// On the consumer side, DelayMiddleware goes outermost (a hop re-sends the message as it
+// On the consumer side, sqsworker.DelayMiddleware goes outermost (a hop re-sends the message as it
 // came: before a claim-check resolver, and before idempotency, since each hop has a new
 // message id), the mux innermost:
 //
-//	handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+//	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), idempotency.Middleware(store, idempotency.Config{}))
+//
+// # Prepared jobs
+//
+// [Prepare] checks a job for its queue and encodes it into a [Prepared] without calling
+// any service; [Producer.SendPrepared] and [Producer.SendPreparedBatch] send it later,
+// through the same code as Send (trace context, delay hops, size check and claim check,
+// unique keys, batching). Its JSON form is stable and versioned ([PreparedVersion]):
+// package outbox stores it as it is, and the scheduler and the CLI send through it, so
+// a new Job option changes this package only.
 //
 // # Unique jobs
 //

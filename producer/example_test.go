@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -68,7 +69,7 @@ func ExampleProducer_Send() {
 
 		mux := sqsworker.NewServeMux()
 		store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), "jobs-idempotency")
-		handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), idempotency.Middleware(store, idempotency.Config{}))
+		handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), idempotency.Middleware(store, idempotency.Config{}))
 		_ = handler // poller.New(client, poller.Config{QueueURL: queueURL}, handler)
 		return id, err
 	}
@@ -79,9 +80,9 @@ type WelcomeEmail struct {
 	To string `json:"to"`
 }
 
-// Delays longer than SQS's 15 minutes hop: the worker's DelayMiddleware re-sends the job
-// until it is due, so waiting counts no receives.
-func ExampleProducer_DelayMiddleware() {
+// Delays longer than SQS's 15 minutes hop: the worker's sqsworker.DelayMiddleware re-sends
+// the job through the producer's Hop until it is due, so waiting counts no receives.
+func ExampleProducer_Hop() {
 	var client *sqs.Client // sqs.NewFromConfig(awsConfig)
 	ctx, queueURL := context.Background(), os.Getenv("QUEUE_URL")
 	jobs, _ := producer.New(client, producer.Config{})
@@ -90,7 +91,7 @@ func ExampleProducer_DelayMiddleware() {
 		log.Fatal(err)
 	}
 	mux := sqsworker.NewServeMux()
-	handler := sqsworker.Chain(mux, jobs.DelayMiddleware()) // outermost
+	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs)) // outermost
 	_, _ = poller.New(client, poller.Config{QueueURL: queueURL}, handler)
 }
 
@@ -119,7 +120,7 @@ func ExampleUniqueMiddleware() {
 		Type: "report", Body: `{}`, UniqueKey: "report-2026-11", UniqueFor: time.Hour, UniqueMode: producer.UniqueUntilDone,
 	})
 	mux := sqsworker.NewServeMux()
-	handler := sqsworker.Chain(mux, jobs.DelayMiddleware(), producer.UniqueMiddleware(store, nil)) // inside DelayMiddleware
+	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), producer.UniqueMiddleware(store, nil)) // inside DelayMiddleware
 	_, _ = poller.New(sqs.NewFromConfig(awsConfig), poller.Config{QueueURL: os.Getenv("QUEUE_URL")}, handler)
 }
 
@@ -133,4 +134,27 @@ func ExampleBatcher() {
 	defer batcher.Close(context.Background()) // sends the open batch, waits for the calls in flight
 	id, err := batcher.Send(context.Background(), producer.Job{Type: "ping", Body: `{}`})
 	fmt.Println(id, err)
+}
+
+// Prepare checks and encodes a job without any service call; its JSON form can be
+// stored (package outbox does) and sent later with SendPrepared.
+func ExamplePrepare() {
+	prepared, err := producer.Prepare("https://sqs.eu-west-1.amazonaws.com/123456789012/jobs", producer.Job{
+		Type: "report", Payload: map[string]string{"month": "2026-11"}, Delay: 40 * time.Minute,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	encoded, err := json.Marshal(prepared)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(encoded))
+	// Later, perhaps in another process:
+	//	var stored producer.Prepared
+	//	err = json.Unmarshal(encoded, &stored)
+	//	id, err := jobs.SendPrepared(ctx, stored)
+
+	// Output:
+	// {"v":1,"queue":"https://sqs.eu-west-1.amazonaws.com/123456789012/jobs","body":"{\"month\":\"2026-11\"}","attributes":{"job-type":{"t":"String","s":"report"}},"delay":"40m0s"}
 }

@@ -8,8 +8,7 @@ import (
 	"sync"
 )
 
-// LogLines records what a logger writes, one JSON object a line; exported for the
-// emulator tests (package producer_test).
+// LogLines records what a logger writes, one JSON object a line.
 type LogLines struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

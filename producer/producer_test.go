@@ -163,24 +163,21 @@ func TestLongDelayIsSentAsAHopWithItsDueTime(t *testing.T) {
 	assert.NotContains(t, sent[1].attributes, sqsworker.AttributeDueAt, "15 minutes fit in DelaySeconds")
 }
 
-func TestDelayMiddlewareHopsUntilDue(t *testing.T) {
+// TestHopSendsTheRestAtMostMaxHop: a hop re-sends the message to its queue, body,
+// attributes (the due time among them) and group unchanged, with the rest of its delay
+// but at most MaxHop, rounded up to whole seconds; a failed send is an error naming the
+// message, an ordinary failure that keeps the original.
+func TestHopSendsTheRestAtMostMaxHop(t *testing.T) {
 	fake := newFake()
 	now := time.UnixMilli(1_800_000_000_000)
 	p := newProducer(t, fake, Config{Now: func() time.Time { return now }})
-	var handled []*sqsworker.Message
-	handler := p.DelayMiddleware()(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
-		handled = append(handled, m)
-		return nil
-	}))
 	message := &sqsworker.Message{ID: "m-0", Body: "job", QueueURL: standardURL, GroupID: "tenant", MessageAttributes: map[string]sqsworker.MessageAttribute{
 		sqsworker.AttributeJobType: {DataType: "String", StringValue: "t"},
 		sqsworker.AttributeDueAt:   {DataType: "Number", StringValue: strconv.FormatInt(now.Add(25*time.Minute+300*time.Millisecond).UnixMilli(), 10)},
 	}}
 
-	require.NoError(t, handler.Handle(context.Background(), message))
-	now = now.Add(15 * time.Minute)
-	require.NoError(t, handler.Handle(context.Background(), message))
-	assert.Empty(t, handled, "never handed over before it is due")
+	require.NoError(t, p.Hop(context.Background(), message, 25*time.Minute+300*time.Millisecond))
+	require.NoError(t, p.Hop(context.Background(), message, 10*time.Minute+300*time.Millisecond))
 	sent := fake.sent()
 	require.Len(t, sent, 2)
 	assert.EqualValues(t, 900, sent[0].delay)
@@ -192,39 +189,26 @@ func TestDelayMiddlewareHopsUntilDue(t *testing.T) {
 		assert.Equal(t, "tenant", hop.group)
 	}
 
-	now = now.Add(10*time.Minute + 300*time.Millisecond)
-	require.NoError(t, handler.Handle(context.Background(), message))
-	require.Len(t, handled, 1)
-	assert.NotContains(t, handled[0].MessageAttributes, sqsworker.AttributeDueAt)
-	assert.Contains(t, message.MessageAttributes, sqsworker.AttributeDueAt, "the host's message is not changed")
-
 	fake.sendError = func(string) error { return errors.New("throttled") }
-	message.MessageAttributes[sqsworker.AttributeDueAt] = sqsworker.MessageAttribute{DataType: "Number", StringValue: strconv.FormatInt(now.Add(time.Hour).UnixMilli(), 10)}
-	err := handler.Handle(context.Background(), message)
+	err := p.Hop(context.Background(), message, time.Hour)
 	assert.ErrorContains(t, err, "re-sending delayed message m-0")
 	assert.Equal(t, sqsworker.OutcomeRetry, sqsworker.Classify(err).Kind, "a failed hop keeps the original")
 }
 
-// TestDelayMiddlewareLogsEachHop: each hop leaves exactly one info line naming the
-// message, its queue, its due time, the hop's delay and the new message's id; the
-// handing-over of a due job and a refused due time leave none.
-func TestDelayMiddlewareLogsEachHop(t *testing.T) {
+// TestHopLogsOneInfoLine: each hop leaves exactly one info line naming the message, its
+// queue, its due time, the hop's delay and the new message's id, and no other line (a
+// due job and a refused due time do not reach Hop: see sqsworker's delay tests).
+func TestHopLogsOneInfoLine(t *testing.T) {
 	fake := newFake()
 	now := time.UnixMilli(1_800_000_000_000)
 	logs, logger := NewLogLines()
-	p := newProducer(t, fake, Config{Now: func() time.Time { return now }, Logger: logger})
-	handler := p.DelayMiddleware()(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }))
+	p := newProducer(t, fake, Config{Logger: logger})
 	due := now.Add(20 * time.Minute)
 	message := &sqsworker.Message{ID: "m-0", Body: "job", QueueURL: standardURL, MessageAttributes: map[string]sqsworker.MessageAttribute{
 		sqsworker.AttributeDueAt: {DataType: "Number", StringValue: strconv.FormatInt(due.UnixMilli(), 10)},
 	}}
-	require.NoError(t, handler.Handle(context.Background(), message))
-	now = now.Add(15 * time.Minute)
-	require.NoError(t, handler.Handle(context.Background(), message))
-	now = now.Add(5 * time.Minute)
-	require.NoError(t, handler.Handle(context.Background(), message)) // due: handed over
-	message.MessageAttributes[sqsworker.AttributeDueAt] = sqsworker.MessageAttribute{DataType: "String", StringValue: "soon"}
-	require.Error(t, handler.Handle(context.Background(), message))
+	require.NoError(t, p.Hop(context.Background(), message, 20*time.Minute))
+	require.NoError(t, p.Hop(context.Background(), message, 5*time.Minute))
 
 	all := logs.Records("")
 	require.Len(t, all, 2, "one line per hop, none else: %v", all)

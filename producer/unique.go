@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -105,49 +104,27 @@ const (
 	maxPoll   = 500 * time.Millisecond
 )
 
-// uniqueReservation checks job's unique settings for queueURL and returns its
-// reservation-to-be (nil for a job that is not unique on a standard queue) and the
-// attributes to send: job.Attributes plus, for the modes that free the key on the
-// consumer side, [AttributeUniqueRelease]. It calls no store.
-func (p *Producer) uniqueReservation(queueURL string, job Job) (*reservation, map[string]types.MessageAttributeValue, error) {
-	switch {
-	case job.UniqueKey == "" && (job.UniqueMode != UniqueUntilWindowEnds || job.UniqueFor != 0):
-		return nil, nil, errors.New("producer: Job.UniqueMode and Job.UniqueFor need a Job.UniqueKey")
-	case job.UniqueKey == "":
-		return nil, job.Attributes, nil
-	case job.UniqueMode < UniqueUntilWindowEnds || job.UniqueMode > UniqueUntilStarted:
-		return nil, nil, fmt.Errorf("producer: unknown Job.UniqueMode %d", int(job.UniqueMode))
-	case isFIFO(queueURL) && job.UniqueMode != UniqueUntilWindowEnds:
-		return nil, nil, fmt.Errorf("producer: queue %s is FIFO: its unique key is the deduplication id, kept for SQS's 5-minute interval; Job.UniqueMode %s needs a standard queue", queueURL, job.UniqueMode)
-	case isFIFO(queueURL):
-		return nil, job.Attributes, nil
-	case p.config.Unique == nil:
-		return nil, nil, ErrNoUniqueStore
+// uniqueReservation returns m's reservation-to-be: nil for a message that is not
+// unique on a standard queue. It calls no store.
+func (p *Producer) uniqueReservation(m Prepared) (*reservation, error) {
+	if !m.reserves() {
+		return nil, nil
 	}
-	uniqueFor := job.UniqueFor
-	if uniqueFor == 0 {
-		uniqueFor = DefaultUniqueFor
-	}
-	switch {
-	case uniqueFor < MinUniqueFor:
-		return nil, nil, fmt.Errorf("producer: unique window must be at least 1s (Job.UniqueFor is %s)", uniqueFor)
-	case uniqueFor < job.Delay:
-		return nil, nil, fmt.Errorf("producer: unique window %s is shorter than the delay %s: the key must outlive the delay, or it is free again before the job runs", uniqueFor, job.Delay)
-	case uniqueFor == job.Delay:
-		return nil, nil, fmt.Errorf("producer: unique window %s equals the delay %s: the key must outlive the delay, or it is free again when the job runs", uniqueFor, job.Delay)
+	if p.config.Unique == nil {
+		return nil, ErrNoUniqueStore
 	}
 	token := make([]byte, 16)
 	_, _ = rand.Read(token)
-	r := &reservation{key: job.UniqueKey, owner: hex.EncodeToString(token), uniqueFor: uniqueFor, mode: job.UniqueMode}
-	attributes := job.Attributes
-	if job.UniqueMode != UniqueUntilWindowEnds {
-		attributes = maps.Clone(job.Attributes)
-		if attributes == nil {
-			attributes = map[string]types.MessageAttributeValue{}
-		}
-		attributes[AttributeUniqueRelease] = stringValue(releaseValue(job.UniqueMode, r.owner, r.key))
+	return &reservation{key: m.UniqueKey, owner: hex.EncodeToString(token), uniqueFor: m.uniqueFor(), mode: m.UniqueMode}, nil
+}
+
+// releaseAttribute returns the [AttributeUniqueRelease] value of r, for the modes that
+// free the key on the consumer side.
+func (r *reservation) releaseAttribute() (types.MessageAttributeValue, bool) {
+	if r == nil || r.mode == UniqueUntilWindowEnds {
+		return types.MessageAttributeValue{}, false
 	}
-	return r, attributes, nil
+	return stringValue(releaseValue(r.mode, r.owner, r.key)), true
 }
 
 // reserve takes r's key for this call, or returns a [*DuplicateJobError] naming the

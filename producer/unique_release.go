@@ -62,7 +62,7 @@ func parseRelease(message *sqsworker.Message) (release uniqueRelease, ok bool, v
 //
 // A failure to free is logged (logger; slog.Default() if nil) and does not change the
 // message's outcome: the key is then free when its window ends. A malformed attribute
-// is logged and ignored. Put it after Producer.DelayMiddleware in the chain (inside it),
+// is logged and ignored. Put it after sqsworker.DelayMiddleware in the chain (inside it),
 // so a hop does not count as the job's start.
 func UniqueMiddleware(store UniqueStore, logger *slog.Logger) sqsworker.Middleware {
 	if store == nil {

@@ -67,6 +67,6 @@ func ExampleSchedule_NextRuns() {
 		fmt.Println(scheduler.TickID(s.Name, run))
 	}
 	// Output:
+	// nightly-report/2026-03-29T01:00:00Z
 	// nightly-report/2026-03-30T00:30:00Z
-	// nightly-report/2026-03-31T00:30:00Z
 }

@@ -29,14 +29,14 @@ type Schedule struct {
 	// and the descriptors.
 	Cron string `json:"cron"`
 	// TimeZone is the IANA time zone the expression is read in, for example
-	// "Europe/Berlin"; if empty, UTC. Across DST changes robfig/cron v3.0.1 has no tick
-	// at a wall time that does not exist (spring forward: "30 2 * * *" in
-	// America/New_York skips 8 March 2026) and two ticks at a wall time that occurs
-	// twice (fall back: "30 1 * * *" ticks at 05:30 and 06:30 UTC on 1 November 2026),
-	// each with its own tick id, and a time at a midnight that does not exist moves a
-	// year ("0 0 4 11 *" in America/Sao_Paulo, whose 4 November 2018 began at 01:00,
-	// next ticks in 2019); @every ticks are independent of the zone. Keep daily jobs out
-	// of the transition hours (00:00 to 03:00 local) where that matters.
+	// "Europe/Berlin"; if empty, UTC. Across daylight-saving changes a schedule with
+	// listed hours (daily or coarser: "30 2 * * *", "0 9 * * MON-FRI", "0 */6 * * *")
+	// ticks once per local slot: a slot inside a spring-forward gap at the first instant
+	// after the gap ("30 2 * * *" in America/New_York on 8 March 2026 ticks at 03:00 EDT),
+	// a slot that occurs twice at fall back at its first occurrence only, and a slot at
+	// a midnight that does not exist at the day's first instant, never a year later. A
+	// schedule that runs every hour or more often runs by elapsed time: both occurrences
+	// of a repeated hour, none in a skipped one. @every ticks are independent of the zone.
 	TimeZone string `json:"time_zone,omitempty"`
 	// JobType is sent as the job-type message attribute (and, for EventBridge targets,
 	// the "job_type" body field: see [JobTypeField]).

@@ -211,6 +211,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return err
 		}
 		s.schedules[i].queueURL = url
+		if _, err := s.schedules[i].message(s.schedules[i].Name); err != nil {
+			return fmt.Errorf("scheduler: schedule %q: %w", s.schedules[i].Name, err)
+		}
 	}
 	s.started = true
 	base := context.WithoutCancel(ctx)

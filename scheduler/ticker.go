@@ -197,8 +197,12 @@ func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, tm *
 		tm.states[sc.Name] = state
 		ev.Attempt = state.sends
 		s.emit(ctx, with(ev, EventTickClaimed))
+		message, err := sc.message(id)
+		if err != nil {
+			return err // Start checked the schedule's message: not reached
+		}
 		sendCtx, cancel := context.WithTimeout(ctx, s.config.LeaseDuration+s.config.RenewInterval)
-		messageID, err := s.producer.Send(sendCtx, sc.queueURL, sc.job(id))
+		messageID, err := s.producer.SendPrepared(sendCtx, message)
 		cancel()
 		if err != nil {
 			return err // the claimed tick is sent again: it may have reached the queue
@@ -225,10 +229,11 @@ func with(ev Event, kind EventKind) Event {
 	return ev
 }
 
-// job is the message of the schedule's tick id: the job type and payload, the tick id as
-// idempotency key, and on FIFO queues as deduplication id (the message group is GroupID
-// or the schedule's name).
-func (sc *compiled) job(id string) producer.Job {
+// message is the prepared message of the schedule's tick id: the job type and
+// payload, the tick id as idempotency key, and on FIFO queues as deduplication id (the
+// message group is GroupID or the schedule's name). Start prepares one for each
+// schedule, so a schedule the producer refuses fails Start.
+func (sc *compiled) message(id string) (producer.Prepared, error) {
 	job := producer.Job{Type: sc.JobType, Body: sc.body(), IdempotencyKey: id}
 	if sqsinfo.IsFIFOName(sc.queueURL) {
 		job.DeduplicationID = id
@@ -237,5 +242,5 @@ func (sc *compiled) job(id string) producer.Job {
 			job.GroupID = sc.Name
 		}
 	}
-	return job
+	return producer.Prepare(sc.queueURL, job)
 }

@@ -53,6 +53,9 @@ func (tt timetable) next(t time.Time) time.Time {
 		step := int64(tt.every / time.Second)
 		return time.Unix(floorDiv(t.Unix(), step)*step+step, 0).UTC()
 	}
+	if spec, ok := tt.spec.(*cron.SpecSchedule); ok && wallClock(spec) {
+		return wallNext(spec, t)
+	}
 	return tt.spec.Next(t).UTC()
 }
 

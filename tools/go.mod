@@ -1,6 +1,7 @@
-// Tools the tests, the demo and the README run with `go tool` (through go.work, or from
-// this directory), kept out of the library's go.mod: the Lambda Runtime Interface Emulator
-// (internal/testing/rie builds it with `go tool -n aws-lambda-rie` here).
+// Tools the tests, the demo, the README and the checks of make vet run with `go tool` or
+// `go run` (through go.work, or from this directory), kept out of the library's go.mod: the
+// Lambda Runtime Interface Emulator (internal/testing/rie builds it with `go tool -n
+// aws-lambda-rie` here) and licensecheck (make license-check).
 // Module kind: development (never fetched by users; may import the root module's internal
 // packages; scripts/check-module-imports).
 module github.com/sqsworker/sqsworker/tools
@@ -8,6 +9,11 @@ module github.com/sqsworker/sqsworker/tools
 go 1.26.6
 
 tool github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+
+require (
+	github.com/google/licensecheck v0.3.1
+	golang.org/x/mod v0.43.0
+)
 
 require (
 	github.com/aws/aws-lambda-runtime-interface-emulator v0.0.0-20261030222936-bef5c4ba774d // indirect

@@ -44,7 +44,7 @@ func (h LambdaHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 	options := []lambda.Option{
 		lambda.WithLogger(settings.Logger), lambda.WithBackoff(settings.Backoff),
 		lambda.WithObserver(settings.Observer), lambda.WithErrorHandler(settings.ErrorHandler),
-		lambda.WithDeadLetterSend(!settings.DisableDeadLetterSend),
+		lambda.WithDisableDeadLetterSend(settings.DisableDeadLetterSend),
 	}
 	if settings.Concurrency > 0 {
 		options = append(options, lambda.WithConcurrency(settings.Concurrency))

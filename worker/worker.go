@@ -56,6 +56,10 @@
 //	SQSWORKER_LOG_FORMAT                  json (default) or text, on stderr
 //	SQSWORKER_LOG_LEVEL                   debug, info (default), warn or error
 //
+// As a Lambda function with neither of these set, AWS_LAMBDA_LOG_FORMAT (JSON or Text) and
+// AWS_LAMBDA_LOG_LEVEL (TRACE to FATAL), from the function's logging configuration, choose
+// the logger (lambda.LoggerFromEnvironment).
+//
 // AWS settings (region, credentials, AWS_ENDPOINT_URL_SQS) come from the SDK's default chain.
 package worker
 
@@ -233,6 +237,7 @@ type environment struct {
 	reportBatchItemFailures *bool
 	faultThreshold          *int
 	logFormat               string
+	lambdaLogger            *slog.Logger // from AWS_LAMBDA_LOG_*, when those decide (lambdalog.go)
 	logLevel                slog.Level
 	deadLetterSend          *bool
 }
@@ -295,6 +300,7 @@ func readEnv(getenv func(string) string) (environment, error) {
 		healthAddress:  value(EnvHealthAddress),
 		backoff:        sqsworker.Backoff{Base: duration(EnvBackoffBase), Cap: duration(EnvBackoffCap)},
 		logFormat:      strings.ToLower(value(EnvLogFormat)),
+		lambdaLogger:   lambdaLogger(getenv),
 	}
 	env.queues = parseQueues(value(EnvQueues), func(err error) { problems = append(problems, err) })
 	if set := countSet(env.queueURL != "", env.queueName != "", value(EnvQueues) != ""); set > 1 {
@@ -393,6 +399,9 @@ func countSet(values ...bool) int {
 }
 
 func (e environment) logger() *slog.Logger {
+	if e.lambdaLogger != nil {
+		return e.lambdaLogger
+	}
 	options := &slog.HandlerOptions{Level: e.logLevel}
 	if e.logFormat == "text" {
 		return slog.New(slog.NewTextHandler(os.Stderr, options))

@@ -32,10 +32,12 @@ type app struct {
 	region         string
 	profile        string
 	cfg            *aws.Config
+	// lookupEnv reads the environment variables of flags (flagenv.go).
+	lookupEnv func(string) (string, bool)
 }
 
 func newApp(stdout, stderr io.Writer) *app {
-	return &app{stdout: stdout, stderr: stderr}
+	return &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
 }
 
 // awsConfig loads the AWS configuration once, from the standard chain plus --region

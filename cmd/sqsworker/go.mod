@@ -1,6 +1,7 @@
 // The operations CLI, a module of its own so that cobra, progressbar and the CloudWatch
-// client stay out of the library's go.mod. The replace below builds it against this
-// checkout (go.work does the same for the whole repository).
+// client stay out of the library's go.mod. It requires the root module at the version
+// released with it (all modules are tagged together, scripts/release); go.work builds it
+// against this checkout.
 module github.com/sqsworker/sqsworker/cmd/sqsworker
 
 go 1.26.6
@@ -17,7 +18,8 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
+	github.com/spf13/pflag v1.0.9
+	github.com/sqsworker/sqsworker v0.1.0
 	golang.org/x/term v0.44.0
 )
 
@@ -46,12 +48,9 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/sqsworker/sqsworker => ../..

@@ -117,6 +117,7 @@ is deleted only with --force, as it is.`,
 		cmd.Flags().StringVar(&flags.prefix, "prefix", "", `key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY" (see idempotency.StoredKey)`)
 		cmd.Flags().BoolVar(&flags.stored, "stored", false, `KEY is the stored key as logged ("idempotency#PREFIX#KEY"), not the key function's`)
 		_ = cmd.MarkFlagRequired("table")
+		envFlag(cmd, "table", tableVariable)
 	}
 	return newGroup("idempotency", "Inspect or release idempotency records (get, delete)", get, remove)
 }

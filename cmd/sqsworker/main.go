@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,17 +46,59 @@ func main() {
 
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand(newApp(stdout, stderr))
+	a := newApp(stdout, stderr)
+	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, errReported) {
-		fmt.Fprintf(stderr, "sqsworker: %s\n", strings.TrimPrefix(err.Error(), "sqsworker: "))
+		message := strings.TrimPrefix(err.Error(), "sqsworker: ")
+		if a.json() || jsonRequested(args) {
+			writeJSONError(stderr, code, message)
+			return code
+		}
+		fmt.Fprintf(stderr, "sqsworker: %s\n", message)
 		if code == exitUsage {
 			fmt.Fprintln(stderr, "Run 'sqsworker --help' (or COMMAND --help) for usage.")
 		}
 	}
 	return code
+}
+
+// jsonError is the one object an error becomes on stderr under -o json: code names the
+// kind ("usage" for exit 2, "error" for exit 1, "partial" for exit 3), exit_code is the
+// process's exit code, message the text the plain output prints after "sqsworker: ".
+type jsonError struct {
+	Code     string `json:"code"`
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
+}
+
+func writeJSONError(stderr io.Writer, code int, message string) {
+	kind := map[int]string{exitUsage: "usage", exitPartial: "partial"}[code]
+	if kind == "" {
+		kind = "error"
+	}
+	_ = json.NewEncoder(stderr).Encode(jsonError{Code: kind, ExitCode: code, Message: message})
+}
+
+// jsonRequested reports whether args ask for -o json, for errors met before the flag
+// parser reached --output (an unknown flag before it, for example).
+func jsonRequested(args []string) bool {
+	for i, arg := range args {
+		if arg == "--" {
+			return false
+		}
+		switch arg {
+		case "-o" + outputJSON, "-o=" + outputJSON, "--output=" + outputJSON:
+			return true
+		case "-o", "--output":
+			if i+1 < len(args) && args[i+1] == outputJSON {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // errReported marks an outcome the command already reported on its outputs.

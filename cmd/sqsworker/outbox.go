@@ -199,7 +199,7 @@ func printFailed(ctx context.Context, a *app, box outboxstore.Store, limit int) 
 	views := make([]outboxEntryView, len(entries))
 	for i, e := range entries {
 		views[i] = outboxEntryView{ID: e.ID, QueueURL: e.QueueURL, JobType: e.Type, GroupID: e.GroupID, CreatedAt: e.CreatedAt.UTC(),
-			FailedAt: e.FailedAt.UTC(), Attempts: e.Attempts, Reason: e.FailureReason, BodyBytes: len(e.Body)}
+			FailedAt: e.FailedAt.UTC(), Attempts: e.Attempts, Reason: e.FailureReason, BodyBytes: len(e.Job.Body)}
 	}
 	if a.json() {
 		return a.printJSON(views)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,11 +22,18 @@ eval "$(localstack/env)").
 
 A QUEUE argument is a queue name, URL or ARN.
 
+Environment: SQSWORKER_TABLE is --table of idempotency, schedules and ui (the flag wins);
+the operations page's token comes from SQSWORKER_UI_TOKEN or --token-file.
+
+Shell completion: 'sqsworker completion bash|zsh|fish|powershell --help' says how to load
+it; queue names complete from ListQueues with the current AWS configuration.
+
 Exit codes:
   0  success
   1  error (AWS call failed, queue or record not found, refused operation)
   2  usage error (unknown command or flag, bad argument)
   3  partial: some of the work was not done (messages not moved or not sent, task cancelled)`,
+		Version:       buildVersion(debug.ReadBuildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          groupArgs,
@@ -34,7 +42,7 @@ Exit codes:
 			if a.output != outputText && a.output != outputJSON {
 				return usageError(fmt.Errorf("--output %q: want text or json", a.output))
 			}
-			return nil
+			return applyFlagEnv(cmd, a.lookupEnv)
 		},
 	}
 	root.SetOut(a.stdout)
@@ -60,6 +68,7 @@ Exit codes:
 		newOutboxCommand(a),
 		newUICommand(a),
 	)
+	addQueueCompletion(a, root)
 	return root
 }
 

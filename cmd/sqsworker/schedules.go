@@ -100,6 +100,7 @@ table is read with strongly consistent reads; nothing is written.`,
 	}
 	cmd.Flags().StringVar(&file, "file", "", "schedule definition file (JSON: {\"schedules\": [...]})")
 	cmd.Flags().StringVar(&table, "table", "", "the scheduler's DynamoDB table (scheduler.Config.Table)")
+	envFlag(cmd, "table", tableVariable)
 	cmd.Flags().StringVar(&leaseName, "lease-name", scheduler.DefaultLeaseName, "the lease's name (scheduler.Config.LeaseName)")
 	cmd.Flags().IntVar(&next, "next", 3, "how many next runs to list per schedule")
 	return cmd

@@ -61,7 +61,7 @@ type sendReport struct {
 
 // maxDelay bounds --delay and delay_seconds: SQS's longest message retention (14 days),
 // so a typo (seconds for milliseconds) is refused rather than parked for months. Delays
-// past SQS's 900-second DelaySeconds hop (producer.Producer.DelayMiddleware).
+// past SQS's 900-second DelaySeconds hop (sqsworker.DelayMiddleware with producer.Producer.Hop).
 const maxDelay = sqsinfo.MaxRetention
 
 // delayRange is how the errors name the accepted delays.
@@ -111,8 +111,8 @@ has content-based deduplication.
 
 --delay (a line's "delay_seconds") is 0 to 14 days: 90, 90s, 15m, 40m, 36h. Up to 15m it is
 SQS's DelaySeconds; longer delays are sent as hops of 15m with the due time in the due-at
-attribute, and the worker must run producer.Producer.DelayMiddleware, which sends the job
-on until it is due (a ServeMux without it defers the job through its visibility timeout).
+attribute, and the worker must run sqsworker.DelayMiddleware (with a producer.Producer),
+which sends the job on until it is due (a ServeMux without it defers the job through its visibility timeout).
 FIFO queues take no per-message delay.
 
 When a batch call fails, send stops and reports what it sent before (text and -o json,
@@ -224,13 +224,14 @@ func readMessages(stdin io.Reader, file string, defaults fileMessage) ([]fileMes
 	return messages, nil
 }
 
-// job converts a line into the producer's job.
-func (m fileMessage) job() (producer.Job, error) {
+// prepare converts a line into the producer's job and prepares it for queueURL (the
+// producer's checks, before anything is sent).
+func (m fileMessage) prepare(queueURL string) (producer.Prepared, error) {
 	var text string
 	if err := json.Unmarshal(m.Body, &text); err != nil {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, m.Body); err != nil {
-			return producer.Job{}, err
+			return producer.Prepared{}, err
 		}
 		text = compact.String()
 	}
@@ -248,7 +249,7 @@ func (m fileMessage) job() (producer.Job, error) {
 		}
 		job.Attributes[name] = types.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(value)}
 	}
-	return job, nil
+	return producer.Prepare(queueURL, job)
 }
 
 // printSendReport prints what sendMessages did and returns the command's error: nil
@@ -304,18 +305,18 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsinfo.Q
 	}
 	for start := 0; start < len(lines); start += sqsinfo.MaxBatchEntries {
 		chunk := lines[start:min(start+sqsinfo.MaxBatchEntries, len(lines))]
-		var batch []producer.Job
+		var batch []producer.Prepared
 		var batchLines []int
 		for _, line := range chunk {
-			job, err := messages[line-1].job()
+			message, err := messages[line-1].prepare(queue.URL)
 			if err != nil {
 				report.Failed = append(report.Failed, sendFailure{Line: line, Error: err.Error()})
 				continue
 			}
-			batch = append(batch, job)
+			batch = append(batch, message)
 			batchLines = append(batchLines, line)
 		}
-		results, _ := jobs.SendBatch(ctx, queue.URL, batch)
+		results, _ := jobs.SendPreparedBatch(ctx, batch)
 		var callErr error
 		for i, result := range results {
 			if result.Err == nil {

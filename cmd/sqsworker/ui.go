@@ -155,6 +155,7 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 	flags.DurationVar(&config.Interval, "interval", ui.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
 	flags.IntVar(&config.PeekMax, "peek-max", ui.DefaultPeekMax, "how many dead letters one look receives at most")
 	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
+	envFlag(cmd, "table", tableVariable)
 	flags.StringVar(&config.KeyPrefix, "prefix", "", `idempotency key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY"`)
 	outboxFrom.addFlags(cmd, "outbox-")
 	return cmd

@@ -20,8 +20,8 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
-	github.com/sqsworker/sqsworker/otelsqsworker v0.0.0-00010101000000-000000000000
+	github.com/sqsworker/sqsworker v0.1.0
+	github.com/sqsworker/sqsworker/otelsqsworker v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 )

@@ -8,7 +8,7 @@ go 1.26.6
 
 require (
 	github.com/hashicorp/hcl/v2 v2.25.0
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
+	github.com/sqsworker/sqsworker v0.1.0
 	github.com/zclconf/go-cty v1.20.0
 )
 

@@ -541,8 +541,9 @@ func TestVariablesHaveTypeAndDescription(t *testing.T) {
 	}
 }
 
-// Cross-variable validations need Terraform >= 1.9 (OpenTofu >= 1.9); max_message_size up to
-// 1 MiB needs AWS provider >= 6.8. Every configuration pins both, and stays on provider 6.x.
+// Cross-variable validations need Terraform >= 1.9 (OpenTofu >= 1.9). Every configuration
+// accepts AWS provider 5.100 to 6.x (make tf-validate validates them against 5.100; provider
+// 5.x refuses max_message_size above 262144, 6.8 and later accept up to 1 MiB).
 func TestVersionsAllowTheValidations(t *testing.T) {
 	for _, path := range allTerraformFiles(t) {
 		if filepath.Base(path) != "versions.tf" {
@@ -567,8 +568,8 @@ func TestVersionsAllowTheValidations(t *testing.T) {
 		}
 		source := aws.GetAttr("source").AsString()
 		version := aws.GetAttr("version").AsString()
-		if source != "hashicorp/aws" || (version != ">= 6.8, < 7.0" && version != "~> 6.8") {
-			t.Errorf("%s: aws = %s %q, want hashicorp/aws \">= 6.8, < 7.0\" or \"~> 6.8\"", path, source, version)
+		if source != "hashicorp/aws" || version != ">= 5.100, < 7.0" {
+			t.Errorf("%s: aws = %s %q, want hashicorp/aws \">= 5.100, < 7.0\"", path, source, version)
 		}
 	}
 }
@@ -667,6 +668,9 @@ var validationCases = map[string][]validationCase{
 		{name: "visibility 29 for a 5 s function", vars: map[string]any{"queue_visibility_timeout_seconds": 29}, reject: "queue_visibility_timeout_seconds", want: []string{"(29)", "6 x 5 + 0 = 30"}},
 		{name: "visibility above 12 h", vars: map[string]any{"queue_visibility_timeout_seconds": 43201}, reject: "queue_visibility_timeout_seconds", want: []string{"(43201)", "43200"}},
 		{name: "max receive count 5", vars: map[string]any{"max_receive_count": 5}},
+		{name: "x86_64 accepted", vars: map[string]any{"architectures": []string{"x86_64"}}},
+		{name: "amd64 is Go's name, not Lambda's", vars: map[string]any{"architectures": []string{"amd64"}}, reject: "architectures", want: []string{`["amd64"]`, "arm64", "x86_64"}},
+		{name: "two architectures", vars: map[string]any{"architectures": []string{"arm64", "x86_64"}}, reject: "architectures", want: []string{"exactly one"}},
 		{name: "max receive count 2", vars: map[string]any{"max_receive_count": 2}, reject: "max_receive_count", want: []string{"(2)", "at least 5 for a Lambda consumer"}},
 		{name: "max receive count 4", vars: map[string]any{"max_receive_count": 4}, reject: "max_receive_count", want: []string{"(4)", "at least 5"}},
 		{name: "N25: a queue without a redrive policy", vars: map[string]any{"max_receive_count": nil, "dlq_arn": nil}, reject: "max_receive_count",
@@ -998,7 +1002,7 @@ func TestGuidanceIsHardWired(t *testing.T) {
 		// The Lambda function runs the zip from `make lambda`.
 		{"lambda-consumer", "aws_lambda_function", "this", []string{"runtime"}, str("provided.al2023")},
 		{"lambda-consumer", "aws_lambda_function", "this", []string{"handler"}, str("bootstrap")},
-		{"lambda-consumer", "aws_lambda_function", "this", []string{"architectures"}, cty.TupleVal([]cty.Value{str("arm64")})},
+		// (architectures is the variable of that name, arm64 by default: its tests/*.tftest.hcl.)
 		{"lambda-consumer", "aws_lambda_function", "this", []string{"logging_config", "log_format"}, str("JSON")},
 		// On-demand table, string key, TTL on, encryption on.
 		{"idempotency-table", "aws_dynamodb_table", "this", []string{"billing_mode"}, str("PAY_PER_REQUEST")},

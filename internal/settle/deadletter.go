@@ -18,6 +18,11 @@ import (
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
+// MaxFailureErrorBytes bounds the failure-error attribute
+// (sqsworker.AttributeFailureError); longer texts are cut at a UTF-8 boundary and end in
+// "...".
+const MaxFailureErrorBytes = 1024
+
 // minFailureErrorBytes: a failure-error attribute shortened to fit the size limit keeps
 // at least this many bytes of text, or is dropped.
 const minFailureErrorBytes = 16
@@ -108,7 +113,7 @@ type namedAttribute struct {
 func failureAttributes(queue *sqsinfo.Queue, message *sqsworker.Message, outcome sqsworker.Outcome) []namedAttribute {
 	errorText := ""
 	if outcome.Err != nil {
-		errorText = truncateUTF8(outcome.Err.Error(), sqsworker.MaxFailureErrorBytes)
+		errorText = truncateUTF8(outcome.Err.Error(), MaxFailureErrorBytes)
 	}
 	source := queue.ARN
 	if source == "" {

@@ -45,7 +45,7 @@ func TestSendToDeadLetterQueueAddsFailureAttributes(t *testing.T) {
 	assert.Equal(t, "m-1", aws.ToString(attributes[sqsworker.AttributeFailureMessageID].StringValue))
 	errorText := aws.ToString(attributes[sqsworker.AttributeFailureError].StringValue)
 	assert.True(t, strings.HasPrefix(errorText, "permanent failure (HTTP410): endpoint answered 410 Gone"), errorText)
-	assert.Len(t, errorText, sqsworker.MaxFailureErrorBytes)
+	assert.Len(t, errorText, settle.MaxFailureErrorBytes)
 	assert.True(t, strings.HasSuffix(errorText, "..."))
 	assert.Equal(t, created.ARN, aws.ToString(attributes[sqsworker.AttributeFailureSourceQueue].StringValue))
 	assert.Equal(t, "2", aws.ToString(attributes[sqsworker.AttributeFailureReceiveCount].StringValue))

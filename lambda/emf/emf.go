@@ -32,18 +32,22 @@ const DefaultNamespace = "sqsworker"
 // record's eventSourceARN (an event source mapping reads one queue).
 const DimensionQueue = "QueueName"
 
-// The metrics of every line, in this order, with their CloudWatch units.
-var metricUnits = [...]struct{ name, unit string }{
-	{"Received", "Count"},
-	{"Succeeded", "Count"},
-	{"Failed", "Count"},
-	{"Deferred", "Count"},
-	{"DeadLettered", "Count"},
-	{"DeadLetterFailures", "Count"},
-	{"Released", "Count"},
-	{"Abandoned", "Count"},
-	{"HandlerDurationMax", "Milliseconds"},
-	{"ReceiveLagMax", "Milliseconds"},
+// The metrics of every line, in this order, with their CloudWatch units; count is the
+// sqsworker.Count a count metric adds (an event adds its sqsworker.Event.Tally).
+var metricUnits = [...]struct {
+	name, unit string
+	count      sqsworker.Count
+}{
+	{"Received", "Count", sqsworker.CountReceived},
+	{"Succeeded", "Count", sqsworker.CountDeleted},
+	{"Failed", "Count", sqsworker.CountFailed},
+	{"Deferred", "Count", sqsworker.CountDeferred},
+	{"DeadLettered", "Count", sqsworker.CountDeadLettered},
+	{"DeadLetterFailures", "Count", sqsworker.CountDeadLetterFailures},
+	{"Released", "Count", sqsworker.CountReleased},
+	{"Abandoned", "Count", sqsworker.CountAbandoned},
+	{"HandlerDurationMax", "Milliseconds", -1},
+	{"ReceiveLagMax", "Milliseconds", -1},
 }
 
 // Config configures [New].
@@ -89,17 +93,10 @@ type invocation struct {
 	values [len(metricUnits)]atomic.Int64
 }
 
+// The indexes of the two maxima in metricUnits.
 const (
-	received = iota
-	succeeded
-	failed
-	deferred
-	deadLettered
-	deadLetterFailures
-	released
-	abandoned
-	handlerDurationMax
-	receiveLagMax
+	handlerDurationMax = len(metricUnits) - 2
+	receiveLagMax      = len(metricUnits) - 1
 )
 
 // Wrap returns handle with one EMF line written after every invocation, whatever it
@@ -125,28 +122,17 @@ func (r *Recorder) Observe(ctx context.Context, ev sqsworker.Event) {
 	if !ok {
 		return
 	}
+	tally := ev.Tally()
+	for i, m := range metricUnits {
+		if m.count >= 0 && tally[m.count] != 0 {
+			inv.values[i].Add(tally[m.count])
+		}
+	}
 	switch ev.Kind {
 	case sqsworker.EventReceived:
-		inv.values[received].Add(1)
 		inv.max(receiveLagMax, ev.ReceiveLag.Milliseconds())
 	case sqsworker.EventFinished:
 		inv.max(handlerDurationMax, ev.HandlerDuration.Milliseconds())
-		switch {
-		case ev.Outcome.Kind == sqsworker.OutcomeDefer:
-			inv.values[deferred].Add(1)
-		case ev.Outcome.Failed():
-			inv.values[failed].Add(1)
-		}
-	case sqsworker.EventDeleted:
-		inv.values[succeeded].Add(1)
-	case sqsworker.EventDeadLettered:
-		inv.values[deadLettered].Add(1)
-	case sqsworker.EventDeadLetterFailed:
-		inv.values[deadLetterFailures].Add(1)
-	case sqsworker.EventReleased:
-		inv.values[released].Add(1)
-	case sqsworker.EventAbandoned:
-		inv.values[abandoned].Add(1)
 	}
 }
 

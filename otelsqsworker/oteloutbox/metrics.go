@@ -65,7 +65,7 @@ type Config struct {
 // Queues and job types come from the program's own entries, so their attribute sets
 // are not bounded here. The relays report at most a few thousand entries a second, so
 // every measurement goes through the SDK, with attribute sets built once per store,
-// queue and job type. Observe is safe for concurrent use.
+// queue and job type. ObserveOutbox is safe for concurrent use.
 type Metrics struct {
 	published, failed, retried, storeErrors metric.Int64Counter
 	lag                                     metric.Float64Histogram
@@ -120,8 +120,8 @@ func NewMetrics(cfg Config) (*Metrics, error) {
 	return m, nil
 }
 
-// Observe implements [outbox.Observer].
-func (m *Metrics) Observe(ctx context.Context, ev outbox.Event) {
+// ObserveOutbox implements [outbox.Observer].
+func (m *Metrics) ObserveOutbox(ctx context.Context, ev outbox.Event) {
 	key := setKey{store: ev.Store}
 	if ev.Entry != nil {
 		key.queueURL, key.jobType = ev.Entry.QueueURL, ev.Entry.Type

@@ -41,7 +41,7 @@ func TestMetrics(t *testing.T) {
 		{Kind: outbox.EventBacklog, Store: "postgres", Backlog: 40, Lag: 3 * time.Second},
 		{Kind: outbox.EventBacklog, Store: "postgres", Backlog: 12, Lag: 1500 * time.Millisecond, Failed: 2, Parked: 1},
 	} {
-		metrics.Observe(ctx, ev)
+		metrics.ObserveOutbox(ctx, ev)
 	}
 	pg := "messaging.destination.name=orders,sqsworker.job.type=email,sqsworker.outbox.store=postgres"
 	pgPlain := "messaging.destination.name=orders,sqsworker.job.type=,sqsworker.outbox.store=postgres"

@@ -157,9 +157,9 @@ func start(t testing.TB, binary, name string, timeout time.Duration, options Opt
 			return nil, fmt.Errorf("rie: emulator exited before listening:\n%s", fn.Output())
 		default:
 		}
-		conn, err := net.DialTimeout("tcp", invokeAddress, 200*time.Millisecond)
-		if err == nil {
-			_ = conn.Close()
+		// Ready when an HTTP answer (any status: GET of / invokes nothing) comes back: a TCP
+		// accept alone came before the RIE served, and the first invocation was reset.
+		if answersHTTP(invokeAddress) {
 			t.Cleanup(func() {
 				fn.stop()
 				if t.Failed() {
@@ -174,6 +174,18 @@ func start(t testing.TB, binary, name string, timeout time.Duration, options Opt
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// answersHTTP reports whether an HTTP server answers a GET of / at address within 1 s.
+func answersHTTP(address string) bool {
+	client := http.Client{Timeout: time.Second}
+	response, err := client.Get("http://" + address + "/")
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, response.Body)
+	_ = response.Body.Close()
+	return true
 }
 
 // stop asks the RIE to shut down (SIGTERM: it kills the function's process group, which

@@ -13,7 +13,7 @@ locals {
   outbox_lag_alarm   = local.alarms && var.outbox_lag_metric_namespace != null
 
   # What dashboard.tf needs from the provider.
-  region = try(data.aws_region.current[0].region, "")
+  region = try(data.aws_region.current[0].id, "")
 
   alarm_arns = concat(
     aws_cloudwatch_metric_alarm.dlq_messages_visible[*].arn,

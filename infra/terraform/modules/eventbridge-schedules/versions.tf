@@ -6,7 +6,7 @@ terraform {
     aws = {
       source = "hashicorp/aws"
       # The same range as the other modules.
-      version = ">= 6.8, < 7.0"
+      version = ">= 5.100, < 7.0"
     }
   }
 }

@@ -22,7 +22,7 @@ resource "aws_lambda_function" "this" {
 
   # The zip from `make lambda`: a static Go binary named bootstrap for the OS-only runtime.
   runtime          = "provided.al2023"
-  architectures    = ["arm64"]
+  architectures    = var.architectures
   handler          = "bootstrap"
   filename         = var.filename
   source_code_hash = filebase64sha256(var.filename)

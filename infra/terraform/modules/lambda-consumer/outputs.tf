@@ -12,6 +12,11 @@ output "function_arn" {
   value       = try(aws_lambda_function.this[0].arn, null)
 }
 
+output "architectures" {
+  description = "Instruction set of the function (arm64 or x86_64)."
+  value       = var.architectures
+}
+
 output "timeout" {
   description = "Function timeout, in seconds."
   value       = var.timeout

@@ -40,6 +40,17 @@ variable "filename" {
   }
 }
 
+variable "architectures" {
+  description = "Instruction set of the function: [\"arm64\"] (Graviton, the default) or [\"x86_64\"]; the zip must hold a bootstrap built for it (`make lambda` builds dist/bootstrap-arm64.zip and dist/bootstrap-amd64.zip)."
+  type        = list(string)
+  default     = ["arm64"]
+
+  validation {
+    condition     = length(var.architectures) == 1 && contains(["arm64", "x86_64"], var.architectures[0])
+    error_message = "architectures (${jsonencode(var.architectures)}) must be [\"arm64\"] or [\"x86_64\"]: Lambda takes exactly one."
+  }
+}
+
 variable "timeout" {
   description = "Function timeout, in seconds (1 to 900). The queue's visibility timeout must be at least 6 times this plus the batching window."
   type        = number

@@ -47,7 +47,7 @@ locals {
         logDriver = "awslogs"
         options = {
           awslogs-group         = local.log_group_name
-          awslogs-region        = data.aws_region.current.region
+          awslogs-region        = data.aws_region.current.id
           awslogs-stream-prefix = var.container_name
         }
       }
@@ -241,7 +241,7 @@ data "aws_iam_policy_document" "assume_role" {
     condition {
       test     = "ArnLike"
       variable = "aws:SourceArn"
-      values   = ["arn:${data.aws_partition.current.partition}:ecs:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:*"]
+      values   = ["arn:${data.aws_partition.current.partition}:ecs:${data.aws_region.current.id}:${data.aws_caller_identity.current.account_id}:*"]
     }
   }
 }

@@ -7,7 +7,7 @@ terraform {
     aws = {
       source = "hashicorp/aws"
       # Same floor as the other modules, so one provider version serves them all.
-      version = ">= 6.8, < 7.0"
+      version = ">= 5.100, < 7.0"
     }
   }
 }

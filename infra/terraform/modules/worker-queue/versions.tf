@@ -7,7 +7,7 @@ terraform {
     aws = {
       source = "hashicorp/aws"
       # 6.8.0 raised aws_sqs_queue.max_message_size's upper limit to 1 MiB.
-      version = ">= 6.8, < 7.0"
+      version = ">= 5.100, < 7.0"
     }
   }
 }
