@@ -42,7 +42,7 @@ func NewDynamoDBRelay(api DynamoDBAPI, o *DynamoDB, p *producer.Producer, config
 		return nil, errors.New("outbox: NewDynamoDBRelay needs a DynamoDB client and an outbox")
 	}
 	s := &dynamoStore{api: api, outbox: o}
-	r, err := newRelay(s, p, config)
+	r, err := NewRelay(s, p, config)
 	if err != nil {
 		return nil, err
 	}
@@ -62,9 +62,9 @@ type dynamoStore struct {
 	next   int // the shard the next claim starts at
 }
 
-func (s *dynamoStore) name() string { return "dynamodb" }
+func (s *dynamoStore) Name() string { return "dynamodb" }
 
-func (s *dynamoStore) claim(ctx context.Context, limit int, minAge time.Duration) (claim, error) {
+func (s *dynamoStore) Claim(ctx context.Context, limit int, minAge time.Duration) (Claim, error) {
 	now := time.Now()
 	parked, err := s.outbox.parkedGroups(ctx, s.api)
 	if err != nil {
@@ -113,13 +113,13 @@ func (s *dynamoStore) claim(ctx context.Context, limit int, minAge time.Duration
 	return c, err
 }
 
-func (s *dynamoStore) summary(ctx context.Context) (Summary, error) {
+func (s *dynamoStore) Summary(ctx context.Context) (Summary, error) {
 	return s.outbox.Summary(ctx, s.api)
 }
 
-func (s *dynamoStore) wait(ctx context.Context, d time.Duration) { _ = sleep(ctx, d) }
+func (s *dynamoStore) Wait(ctx context.Context, d time.Duration) { _ = sleep(ctx, d) }
 
-func (s *dynamoStore) close() {}
+func (s *dynamoStore) Close() {}
 
 // newToken returns a random claim token.
 func newToken() string {
@@ -131,33 +131,33 @@ func newToken() string {
 type dynamoClaim struct {
 	store *dynamoStore
 	token string
-	list  []claimed
+	list  []Claimed
 	items map[string]dynamoItem
 }
 
 func (c *dynamoClaim) add(it dynamoItem) {
-	c.list = append(c.list, claimed{Entry: it.entry, damage: it.damage})
+	c.list = append(c.list, Claimed{Entry: it.entry, Damage: it.damage})
 	c.items[it.entry.ID] = it
 }
 
-func (c *dynamoClaim) entries() []claimed { return c.list }
+func (c *dynamoClaim) Entries() []Claimed { return c.list }
 
-func (c *dynamoClaim) settle(ctx context.Context, verdicts []verdict) error {
+func (c *dynamoClaim) Settle(ctx context.Context, verdicts []Verdict) error {
 	s := c.store
 	var published []string
 	var errs []error
 	for _, v := range verdicts {
-		it := c.items[v.id]
+		it := c.items[v.ID]
 		var err error
-		switch v.kind {
-		case verdictPublished:
-			published = append(published, v.id)
-		case verdictRetry:
-			err = s.outbox.recordRetry(ctx, s.api, it, c.token, v.attempts, v.next, v.err)
-		case verdictFailed:
-			err = s.outbox.markFailed(ctx, s.api, it, c.token, v.attempts, v.err)
-		case verdictHeld:
-			err = s.outbox.releaseItem(ctx, s.api, v.id, c.token)
+		switch v.Kind {
+		case VerdictPublished:
+			published = append(published, v.ID)
+		case VerdictRetry:
+			err = s.outbox.recordRetry(ctx, s.api, it, c.token, v.Attempts, v.Next, v.Err)
+		case VerdictFailed:
+			err = s.outbox.markFailed(ctx, s.api, it, c.token, v.Attempts, v.Err)
+		case VerdictHeld:
+			err = s.outbox.releaseItem(ctx, s.api, v.ID, c.token)
 		}
 		errs = append(errs, err)
 	}
@@ -168,7 +168,7 @@ func (c *dynamoClaim) settle(ctx context.Context, verdicts []verdict) error {
 }
 
 // release ends the claim on every entry (a claim with no entries has nothing to end).
-func (c *dynamoClaim) release(ctx context.Context) {
+func (c *dynamoClaim) Release(ctx context.Context) {
 	for _, e := range c.list {
 		_ = c.store.outbox.releaseItem(ctx, c.store.api, e.ID, c.token)
 	}

@@ -53,7 +53,7 @@ func NewPostgresRelay(pool *pgxpool.Pool, o *Postgres, p *producer.Producer, con
 	if pool == nil || o == nil {
 		return nil, errNoPool
 	}
-	return newRelay(&postgresStore{pool: pool, outbox: o, keep: config.KeepPublished}, p, config.RelayConfig)
+	return NewRelay(&postgresStore{pool: pool, outbox: o, keep: config.KeepPublished}, p, config.RelayConfig)
 }
 
 type postgresStore struct {
@@ -63,7 +63,7 @@ type postgresStore struct {
 	listen *pgxpool.Conn // the LISTEN connection; nil until the first wait, or after it broke
 }
 
-func (s *postgresStore) name() string { return "postgres" }
+func (s *postgresStore) Name() string { return "postgres" }
 
 const pendingRow = `published_at IS NULL AND failed_at IS NULL`
 
@@ -117,7 +117,7 @@ func scanClaimed(row pgx.CollectableRow) (claimedRow, error) {
 	return r, err
 }
 
-func (s *postgresStore) claim(ctx context.Context, limit int, minAge time.Duration) (claim, error) {
+func (s *postgresStore) Claim(ctx context.Context, limit int, minAge time.Duration) (Claim, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claiming entries: %w", err)
@@ -161,9 +161,9 @@ func (s *postgresStore) claimIn(ctx context.Context, tx pgx.Tx, limit int, minAg
 		}
 		all = mergeBySeq(heads, readyFollowers(followers))
 	}
-	c := &postgresClaim{store: s, tx: tx, seqs: make(map[string]int64, len(all)), list: make([]claimed, len(all))}
+	c := &postgresClaim{store: s, tx: tx, seqs: make(map[string]int64, len(all)), list: make([]Claimed, len(all))}
 	for i, r := range all {
-		c.list[i] = claimed{Entry: r.entry, damage: r.damage}
+		c.list[i] = Claimed{Entry: r.entry, Damage: r.damage}
 		c.seqs[r.entry.ID] = r.seq
 	}
 	return c, nil
@@ -201,12 +201,12 @@ func mergeBySeq(a, b []claimedRow) []claimedRow {
 	return append(append(out, a...), b...)
 }
 
-func (s *postgresStore) summary(ctx context.Context) (Summary, error) {
+func (s *postgresStore) Summary(ctx context.Context) (Summary, error) {
 	return s.outbox.Summary(ctx, s.pool)
 }
 
 // wait waits for a notification on the outbox channel, at most d.
-func (s *postgresStore) wait(ctx context.Context, d time.Duration) {
+func (s *postgresStore) Wait(ctx context.Context, d time.Duration) {
 	waitCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	if s.listen == nil {
@@ -237,35 +237,35 @@ func (s *postgresStore) dropListener() {
 	}
 }
 
-func (s *postgresStore) close() { s.dropListener() }
+func (s *postgresStore) Close() { s.dropListener() }
 
 type postgresClaim struct {
 	store *postgresStore
 	tx    pgx.Tx
-	list  []claimed
+	list  []Claimed
 	seqs  map[string]int64
 }
 
-func (c *postgresClaim) entries() []claimed { return c.list }
+func (c *postgresClaim) Entries() []Claimed { return c.list }
 
-func (c *postgresClaim) settle(ctx context.Context, verdicts []verdict) error {
+func (c *postgresClaim) Settle(ctx context.Context, verdicts []Verdict) error {
 	defer func() { _ = c.tx.Rollback(ctx) }()
 	var published []int64
 	batch := &pgx.Batch{}
 	failed := 0
 	for _, v := range verdicts {
-		seq := c.seqs[v.id]
-		switch v.kind {
-		case verdictPublished:
+		seq := c.seqs[v.ID]
+		switch v.Kind {
+		case VerdictPublished:
 			published = append(published, seq)
-		case verdictRetry:
+		case VerdictRetry:
 			batch.Queue(`UPDATE sqsworker_outbox SET attempts = $2, next_attempt_at = clock_timestamp() + make_interval(secs => $3),
-				last_error = $4 WHERE seq = $1`, seq, v.attempts, v.delay.Seconds(), truncate(v.err.Error(), 4000))
-		case verdictFailed:
+				last_error = $4 WHERE seq = $1`, seq, v.Attempts, v.Delay.Seconds(), truncate(v.Err.Error(), 4000))
+		case VerdictFailed:
 			failed++
-			reason := truncate(v.err.Error(), 4000)
+			reason := truncate(v.Err.Error(), 4000)
 			batch.Queue(`UPDATE sqsworker_outbox SET failed_at = clock_timestamp(), failure_reason = $2, attempts = $3,
-				last_error = $2 WHERE seq = $1`, seq, reason, v.attempts)
+				last_error = $2 WHERE seq = $1`, seq, reason, v.Attempts)
 		}
 	}
 	if len(published) > 0 {
@@ -286,4 +286,4 @@ func (c *postgresClaim) settle(ctx context.Context, verdicts []verdict) error {
 	return nil
 }
 
-func (c *postgresClaim) release(ctx context.Context) { _ = c.tx.Rollback(ctx) }
+func (c *postgresClaim) Release(ctx context.Context) { _ = c.tx.Rollback(ctx) }

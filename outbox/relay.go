@@ -87,77 +87,97 @@ type RelayStats struct {
 	Cycles, StoreErrors int64
 }
 
-// store is one outbox backend as a relay sees it: the seam a store implements.
-type store interface {
-	name() string
-	// claim takes up to limit entries that are due (never tried, or past their next
-	// attempt time) and at least minAge old, in publish order. For a FIFO message group
-	// it takes entries only from the group's earliest unpublished entry on, and none of
-	// a group whose earliest entry is failed, waiting for its next attempt, or claimed
-	// by another relay. The entries stay this relay's until the claim is settled. An
-	// entry that cannot be decoded is claimed with its error (claimed.damage). A claim
-	// may come with an error when the store failed part way: it holds what was taken.
-	claim(ctx context.Context, limit int, minAge time.Duration) (claim, error)
-	// summary counts the unpublished, failed and parked entries.
-	summary(ctx context.Context) (Summary, error)
-	// wait returns after d, when new entries may have arrived, or when ctx ends.
-	wait(ctx context.Context, d time.Duration)
-	// close releases what the store holds for the relay (the listening connection).
-	close()
+// Store is one outbox backend as a relay sees it: the seam a store implements (the
+// DynamoDB and PostgreSQL stores behind [NewDynamoDBRelay] and [NewPostgresRelay], or
+// a third party's, given to [NewRelay]). The relay calls it from its one goroutine, so
+// a Store need not be safe for concurrent use by one relay; several relays (processes)
+// may share one outbox, and the guarantees below must hold across them.
+// outboxtest.Run checks them.
+type Store interface {
+	// Name labels the store in events ([Event.Store]), say "postgres".
+	Name() string
+	// Claim takes up to limit entries that are due (never tried, or past their
+	// NextAttemptAt) and created at least minAge ago, in publish order. For a FIFO
+	// message group ([Entry.Ordered]) it takes entries only from the group's earliest
+	// unpublished entry on, in order, and none of a group whose earliest entry is failed,
+	// waiting for its next attempt or claimed by another relay. Claimed entries are taken
+	// by no other relay until the claim is settled or released (or, where the store
+	// leases them, until the lease ends). An entry that cannot be decoded is claimed
+	// with its error ([Claimed.Damage], wrapping [ErrDamaged]); it parks its group. An
+	// error with a nil Claim means nothing was taken; an error with a Claim means the
+	// store failed part way and the Claim holds what was taken.
+	Claim(ctx context.Context, limit int, minAge time.Duration) (Claim, error)
+	// Summary counts the unpublished, failed and parked entries (for [EventBacklog]).
+	Summary(ctx context.Context) (Summary, error)
+	// Wait returns after d, sooner when new entries may have arrived (a store with
+	// notifications), or when ctx ends.
+	Wait(ctx context.Context, d time.Duration)
+	// Close releases what the store holds for the relay (say a listening connection);
+	// the relay calls it once, when its loop ends.
+	Close()
 }
 
-// claimed is an entry of a claim.
-type claimed struct {
+// Claimed is an entry of a [Claim].
+type Claimed struct {
 	Entry
-	// damage is set when the stored entry could not be decoded (it wraps ErrDamaged);
-	// Entry then has what could be read (at least the id).
-	damage error
+	// Damage is set when the stored entry could not be decoded (it wraps ErrDamaged);
+	// Entry then has what could be read (at least the ID). The relay marks it failed.
+	Damage error
 }
 
-// claim is a set of entries held by one relay cycle.
-type claim interface {
-	entries() []claimed
-	// settle records the verdicts (one per entry of the claim, any order) and ends the
-	// claim: together, in one transaction where the store has them.
-	settle(ctx context.Context, verdicts []verdict) error
-	// release ends the claim without a change.
-	release(ctx context.Context)
+// Claim is a set of entries held by one relay cycle.
+type Claim interface {
+	// Entries returns the claimed entries in publish order.
+	Entries() []Claimed
+	// Settle records the verdicts (one per entry of the claim, in any order) and ends
+	// the claim: together, in one transaction where the store has them. An error means
+	// some verdicts may not have been recorded: their entries stay unpublished and are
+	// claimed again (a published one is then sent again, with the same deduplication id
+	// and idempotency key).
+	Settle(ctx context.Context, verdicts []Verdict) error
+	// Release ends the claim without a change (best effort: a lease ends by itself).
+	Release(ctx context.Context)
 }
 
-// verdictKind is what a relay cycle decided for a claimed entry.
-type verdictKind int
+// VerdictKind is what a relay cycle decided for a claimed entry.
+type VerdictKind int
 
 const (
-	// verdictPublished: SQS confirmed the entry: remove (or mark) it.
-	verdictPublished verdictKind = iota + 1
-	// verdictRetry: the send failed: record attempts, next and err, keep the entry.
-	verdictRetry
-	// verdictFailed: mark the entry failed with err as its reason (and attempts); an
-	// ordered entry parks its group.
-	verdictFailed
-	// verdictHeld: not sent (an earlier entry of its group was not): no change.
-	verdictHeld
+	// VerdictPublished: SQS confirmed the entry: remove (or mark) it.
+	VerdictPublished VerdictKind = iota + 1
+	// VerdictRetry: the send failed: record Attempts, Next (or now plus Delay) and Err
+	// as LastError, keep the entry; it is due again at Next.
+	VerdictRetry
+	// VerdictFailed: mark the entry failed with Err as its reason, and Attempts; an
+	// ordered entry parks its group until retried or skipped.
+	VerdictFailed
+	// VerdictHeld: not sent (an earlier entry of its group was not): no change.
+	VerdictHeld
 )
 
-// verdict is the settlement of one claimed entry.
-type verdict struct {
-	id       string
-	kind     verdictKind
-	attempts int
-	// delay (retry) is the backoff before the next attempt; next is now plus delay on the
-	// relay's clock (a store may apply delay on its own clock).
-	delay time.Duration
-	next  time.Time
-	err   error
+// Verdict is the settlement of one claimed entry.
+type Verdict struct {
+	// ID is the entry's [Entry.ID].
+	ID   string
+	Kind VerdictKind
+	// Attempts is the entry's failed attempts after this cycle (retry and failed).
+	Attempts int
+	// Delay (retry) is the backoff before the next attempt; Next is now plus Delay on
+	// the relay's clock (a store may apply Delay on its own clock instead).
+	Delay time.Duration
+	Next  time.Time
+	// Err is the send's error (retry), the reason (failed) or why it was held.
+	Err error
 }
 
 // Relay publishes the entries of an outbox to SQS, in a loop, until it is shut down: it
 // claims a batch, sends it through a [producer.Producer] and removes (or marks) what SQS
-// confirmed, marking refused entries failed. Make one with [NewPostgresRelay] or
-// [NewDynamoDBRelay]. Its lifecycle is the poller's: [Relay.Start], [Relay.Shutdown],
-// or [Relay.Run] for both around a signal. It owns one goroutine, which Shutdown ends.
+// confirmed, marking refused entries failed. Make one with [NewPostgresRelay],
+// [NewDynamoDBRelay] or, for another store, [NewRelay]. Its lifecycle is the poller's:
+// [Relay.Start], [Relay.Shutdown], or [Relay.Run] for both around a signal. It owns one
+// goroutine, which Shutdown ends.
 type Relay struct {
-	store    store
+	store    Store
 	producer *producer.Producer
 	config   RelayConfig
 	observer Observer
@@ -177,8 +197,13 @@ type Relay struct {
 	crash func(point string)
 }
 
-func newRelay(s store, p *producer.Producer, config RelayConfig) (*Relay, error) {
+// NewRelay returns a relay that publishes the entries of s through p. It returns an
+// error for a nil store or producer and for a config out of its ranges.
+func NewRelay(s Store, p *producer.Producer, config RelayConfig) (*Relay, error) {
 	var errs []error
+	if s == nil {
+		errs = append(errs, errors.New("outbox: nil store"))
+	}
 	if p == nil {
 		errs = append(errs, errors.New("outbox: nil producer"))
 	}
@@ -294,7 +319,7 @@ func (r *Relay) stopping() bool {
 
 func (r *Relay) loop(ctx context.Context) {
 	defer close(r.done)
-	defer r.store.close()
+	defer r.store.Close()
 	for !r.stopping() && ctx.Err() == nil {
 		r.report(ctx)
 		full, err := r.cycle(ctx)
@@ -313,7 +338,7 @@ func (r *Relay) loop(ctx context.Context) {
 			case <-waitCtx.Done():
 			}
 		}()
-		r.store.wait(waitCtx, r.config.PollInterval)
+		r.store.Wait(waitCtx, r.config.PollInterval)
 		cancel()
 	}
 }
@@ -330,7 +355,7 @@ func (r *Relay) report(ctx context.Context) {
 		return
 	}
 	r.lastReport = time.Now()
-	summary, err := r.store.summary(ctx)
+	summary, err := r.store.Summary(ctx)
 	if err != nil {
 		r.storeErrors.Add(1)
 		r.observe(ctx, Event{Kind: EventStoreError, Err: err})
@@ -341,7 +366,7 @@ func (r *Relay) report(ctx context.Context) {
 }
 
 func (r *Relay) observe(ctx context.Context, ev Event) {
-	ev.Store = r.store.name()
+	ev.Store = r.store.Name()
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
