@@ -5,12 +5,9 @@ package sqsworker_test
 // in parallel with the others on its own queues.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,50 +48,6 @@ func startPoller(t *testing.T, client *sqs.Client, queueURL string, handler sqsw
 		_ = server.Shutdown(ctx)
 	})
 	return server
-}
-
-// settledEmpty waits until the queue holds no message: none visible, in flight or delayed.
-// Callers give it more than the test queues' 30 s visibility timeout, so a message whose
-// receive response was lost can come back and be counted.
-func settledEmpty(t *testing.T, client *sqs.Client, queueURL string, timeout time.Duration) {
-	t.Helper()
-	testenv.Eventually(t, timeout, "queue "+queueURL+" empty", func() bool {
-		attributes := testenv.QueueAttributes(t, client, queueURL)
-		return attributes["ApproximateNumberOfMessages"] == "0" && attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
-			attributes["ApproximateNumberOfMessagesDelayed"] == "0"
-	})
-}
-
-// logLines records what a logger writes, one JSON object a line.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// newLogLines returns a recorder and a debug-level logger writing to it.
-func newLogLines() (*logLines, *slog.Logger) {
-	lines := &logLines{}
-	return lines, slog.New(slog.NewJSONHandler(lines, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// Records returns every line written so far whose msg is message ("" for all).
-func (l *logLines) Records(message string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var records []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(l.buf.String()), "\n") {
-		var record map[string]any
-		if json.Unmarshal([]byte(line), &record) == nil && (message == "" || record["msg"] == message) {
-			records = append(records, record)
-		}
-	}
-	return records
 }
 
 // scaledClock runs factor times faster than the wall clock, from start.
@@ -158,7 +111,7 @@ func TestEmulatorFortyMinuteDelayThroughHops(t *testing.T) {
 		defer mu.Unlock()
 		return len(handled) > 0
 	})
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 	testenv.Eventually(t, 10*time.Second, "every delete confirmed", func() bool { return server.Stats().InFlight == 0 })
 
 	mu.Lock()
@@ -184,7 +137,7 @@ func TestEmulatorFarOrMalformedDueAtDeadLettersWithoutHopping(t *testing.T) {
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
 	api := &sendCounter{API: client}
-	logs, logger := newLogLines()
+	logs, logger := testenv.NewLogLines()
 	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Logger: logger})
 	var handled atomic.Int32
 	mux := sqsworker.NewServeMux()
@@ -231,7 +184,7 @@ func TestEmulatorFarOrMalformedDueAtDeadLettersWithoutHopping(t *testing.T) {
 	assert.Contains(t, attribute("malformed", sqsworker.AttributeFailureError), `"next tuesday" (String) is not a positive integer`)
 	assert.Equal(t, "1", attribute("malformed", sqsworker.AttributeFailureReceiveCount))
 	testenv.Eventually(t, 10*time.Second, "both originals deleted", func() bool { return server.Stats().Deleted == 2 })
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 	assert.EqualValues(t, 2, server.Stats().Received, "one receive each")
 	assert.Zero(t, api.sends.Load(), "no hop")
 	assert.Empty(t, logs.Records("producer: delayed job re-sent"))
@@ -255,7 +208,7 @@ func TestEmulatorHopLeavesOneInfoLine(t *testing.T) {
 		}
 		return start
 	}
-	logs, logger := newLogLines()
+	logs, logger := testenv.NewLogLines()
 	api := &sendCounter{API: client}
 	p := newProducer(t, api, producer.Config{MaxHop: time.Second, Now: clock, Logger: logger})
 	var handled atomic.Int32

@@ -226,10 +226,7 @@ func outboxID(m sqstypes.Message) string {
 // queueEmpty waits until SQS counts no message in queueURL, visible, in flight or delayed.
 func queueEmpty(t *testing.T, client *sqs.Client, queueURL string) {
 	t.Helper()
-	testenv.Eventually(t, 15*time.Second, "queue "+queueURL+" empty", func() bool {
-		a := testenv.QueueAttributes(t, client, queueURL)
-		return a["ApproximateNumberOfMessages"] == "0" && a["ApproximateNumberOfMessagesNotVisible"] == "0" && a["ApproximateNumberOfMessagesDelayed"] == "0"
-	})
+	testenv.WaitQueueEmpty(t, client, queueURL, 15*time.Second)
 }
 
 func TestRollbackProducesNothing(t *testing.T) {

@@ -85,18 +85,6 @@ func receiveAll(t *testing.T, client *sqs.Client, queueURL string, want int, tim
 	return arrivals
 }
 
-// settledEmpty waits until the queue holds no message: none visible, in flight or delayed.
-// Callers give it more than the test queues' 30 s visibility timeout, so a message whose
-// receive response was lost can come back and be counted.
-func settledEmpty(t *testing.T, client *sqs.Client, queueURL string, timeout time.Duration) {
-	t.Helper()
-	testenv.Eventually(t, timeout, "queue "+queueURL+" empty", func() bool {
-		attributes := testenv.QueueAttributes(t, client, queueURL)
-		return attributes["ApproximateNumberOfMessages"] == "0" && attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
-			attributes["ApproximateNumberOfMessagesDelayed"] == "0"
-	})
-}
-
 func TestEmulatorUnknownJobTypeDeadLettersAfterOneReceive(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
@@ -130,7 +118,7 @@ func TestEmulatorUnknownJobTypeDeadLettersAfterOneReceive(t *testing.T) {
 	assert.Zero(t, known.Load())
 	testenv.Eventually(t, 10*time.Second, "the original deleted", func() bool { return server.Stats().Deleted == 1 })
 	assert.EqualValues(t, 1, server.Stats().Received, "one receive of "+id)
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 }
 
 func TestEmulatorUniqueJobFromTwentyProducers(t *testing.T) {
@@ -170,7 +158,7 @@ func TestEmulatorUniqueJobFromTwentyProducers(t *testing.T) {
 	}
 	arrivals := receiveAll(t, client, queue.URL, 1, 45*time.Second)
 	assert.Equal(t, map[string]int{`{"order":42}`: 1}, arrivals)
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 }
 
 func TestEmulatorBatcherMergesAThousandSends(t *testing.T) {
@@ -209,7 +197,7 @@ func TestEmulatorBatcherMergesAThousandSends(t *testing.T) {
 	for body, count := range arrivals {
 		assert.Equal(t, 1, count, body)
 	}
-	settledEmpty(t, testenv.SQS(t), queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, testenv.SQS(t), queue.URL, 45*time.Second)
 }
 
 func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
@@ -245,7 +233,7 @@ func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
 	arrivals := receiveAll(t, client, queue.URL, 1, 60*time.Second)
 	assert.Len(t, arrivals, 1, "only the job that fits was sent")
 	assert.Equal(t, 1, arrivals[exact], "the 1 MiB job arrived once, unchanged")
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 }
 
 // An expired key is free again although its item is still in the table (DynamoDB's TTL
@@ -300,7 +288,7 @@ func TestEmulatorUniqueJobOnFIFOQueue(t *testing.T) {
 	require.NoError(t, errors.Join(errs...))
 	arrivals := receiveAll(t, client, queue.URL, 1, 45*time.Second)
 	assert.Equal(t, map[string]int{`{"order":42}`: 1}, arrivals)
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 	distinct := map[string]bool{}
 	for _, id := range ids {
 		distinct[id] = true
@@ -338,7 +326,7 @@ func TestEmulatorIdempotencyKeyAndTraceContextReachTheWorker(t *testing.T) {
 		require.NoError(t, err)
 		testenv.Eventually(t, 30*time.Second, "the message deleted", func() bool { return server.Stats().Deleted == int64(sent+1) })
 	}
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{traceparent}, runs, "one run, with the producer's trace context")

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
 
 const (
@@ -201,7 +202,7 @@ func TestHopSendsTheRestAtMostMaxHop(t *testing.T) {
 func TestHopLogsOneInfoLine(t *testing.T) {
 	fake := newFake()
 	now := time.UnixMilli(1_800_000_000_000)
-	logs, logger := NewLogLines()
+	logs, logger := testenv.NewLogLines()
 	p := newProducer(t, fake, Config{Logger: logger})
 	due := now.Add(20 * time.Minute)
 	message := &sqsworker.Message{ID: "m-0", Body: "job", QueueURL: standardURL, MessageAttributes: map[string]sqsworker.MessageAttribute{

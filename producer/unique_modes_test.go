@@ -329,7 +329,7 @@ func TestEmulatorRedrivenUniqueJobHandledOnce(t *testing.T) {
 	_, err = client.StartMessageMoveTask(t.Context(), &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(queue.DeadLetterQueueARN), DestinationArn: aws.String(queue.ARN)})
 	require.NoError(t, err)
 	testenv.Eventually(t, testenv.ReceiveTimeout, "the redriven m1 handled", func() bool { return successes.Load() == 1 })
-	settledEmpty(t, client, queue.URL, 45*time.Second)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 45*time.Second)
 	assert.EqualValues(t, 2, attempts.Load(), "the dead-lettered attempt and the redriven one")
 	assert.EqualValues(t, 1, successes.Load())
 	assert.Zero(t, consumer.calls.Load(), "the consumer side consults no table")
