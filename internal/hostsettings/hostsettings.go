@@ -67,3 +67,20 @@ func Logger(logger *slog.Logger) *slog.Logger {
 	}
 	return logger
 }
+
+// FillBackoff returns backoff with its unset parts taken from defaults: all of defaults
+// when backoff is the zero value (no Jitter or Random of its own either), else only its
+// zero Base and Cap. It is how a setting made in code meets a shared default (the
+// worker's Settings, the environment).
+func FillBackoff(backoff, defaults sqsworker.Backoff) sqsworker.Backoff {
+	if backoff.Base == 0 && backoff.Cap == 0 && backoff.Jitter == sqsworker.JitterFull && backoff.Random == nil {
+		return defaults
+	}
+	if backoff.Base == 0 {
+		backoff.Base = defaults.Base
+	}
+	if backoff.Cap == 0 {
+		backoff.Cap = defaults.Cap
+	}
+	return backoff
+}
