@@ -15,7 +15,10 @@ func TestOptionsFromEnvironmentSetWhatEachVariableSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := newConfig(options)
+	cfg, err := newConfig(options)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cfg.deadlineMargin != 3*time.Second || cfg.fifoMode != FIFOStopAtFirstFailure || !cfg.entireBatchFailureError ||
 		cfg.reportBatchItemFailures || cfg.faultThreshold != 0 {
 		t.Errorf("config %+v, want margin 3s, stop-at-first-failure, entire-batch error, no item failures, threshold 0", cfg)

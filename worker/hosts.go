@@ -53,7 +53,11 @@ func (h LambdaHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 	if settings.SQSClient != nil {
 		options = append(options, lambda.WithSQSClient(settings.SQSClient))
 	}
-	startLambda(ctx, lambda.NewBatchHandler(handler, append(options, h.Options...)...))
+	batch, err := lambda.NewBatchHandler(handler, append(options, h.Options...)...)
+	if err != nil {
+		return err
+	}
+	startLambda(ctx, batch.Handle)
 	return nil
 }
 
