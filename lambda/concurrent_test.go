@@ -186,22 +186,3 @@ func TestInvocationLogsCarryTheRequestID(t *testing.T) {
 		}
 	}
 }
-
-// TestDefaultLoggerIsSlogDefault: without WithLogger, failures go to slog.Default().
-// Not parallel: it replaces the process's default logger for its duration.
-func TestDefaultLoggerIsSlogDefault(t *testing.T) {
-	var logs bytes.Buffer
-	previous := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil)))
-	t.Cleanup(func() { slog.SetDefault(previous) })
-	_, event := fixture(t, "sqs_event.json")
-	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
-		return errors.New("downstream 503")
-	}), lambda.WithSQSClient(&recordingSQS{}))
-	if _, err := fn(t.Context(), event); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Count(logs.String(), `"msg":"lambda: handler failed"`); got != 3 {
-		t.Errorf("%d 'handler failed' lines in slog.Default(); want 3:\n%s", got, logs.String())
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -110,7 +111,9 @@ func newConfig(options []Option) (config, error) {
 	if len(problems) > 0 {
 		return config{}, hostsettings.Prefixed("lambda: ", problems...)
 	}
-	cfg.logger = hostsettings.Logger(cfg.logger)
+	if cfg.logger == nil {
+		cfg.logger = LoggerFromEnvironment(os.Getenv, os.Stderr)
+	}
 	cfg.backoff = hostsettings.ForConcurrentUse(cfg.backoff)
 	return cfg, nil
 }
@@ -175,7 +178,9 @@ func WithBackoff(backoff sqsworker.Backoff) Option {
 }
 
 // WithLogger sets the logger for per-record failures, dead-letter sends and failed SQS
-// calls; if not given or nil, slog.Default() (read when NewBatchHandler is called). Pass
+// calls; if not given or nil, the logger the function's logging configuration asks for,
+// [LoggerFromEnvironment](os.Getenv, os.Stderr): AWS_LAMBDA_LOG_FORMAT JSON or Text,
+// AWS_LAMBDA_LOG_LEVEL, read when NewBatchHandler is called. Pass
 // slog.New(slog.DiscardHandler) to discard them. Every line of an invocation carries its
 // Lambda request id (aws_request_id) when the context has one, so the lines of
 // concurrent invocations can be told apart. The logger is shared by every invocation.

@@ -60,7 +60,8 @@ func ForConcurrentUse(backoff sqsworker.Backoff) sqsworker.Backoff {
 	return backoff
 }
 
-// Logger returns logger, or slog.Default() when nil: both hosts' default.
+// Logger returns logger, or slog.Default() when nil: the poller's default. (The Lambda
+// adapter's is the function's logging configuration, lambda.LoggerFromEnvironment.)
 func Logger(logger *slog.Logger) *slog.Logger {
 	if logger == nil {
 		return slog.Default()
