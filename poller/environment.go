@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -79,21 +80,11 @@ func ConfigFromEnvironment(ctx context.Context, client API, getenv func(string) 
 			config.Queues = queues
 		}
 	}
-	if config.Priority == Weighted {
-		config.Priority = priority
-	}
-	if config.HandlerTimeout == 0 {
-		config.HandlerTimeout = handlerTimeout
-	}
-	if config.DrainTimeout == 0 {
-		config.DrainTimeout = drainTimeout
-	}
-	if config.StopTimeout == 0 {
-		config.StopTimeout = stopTimeout
-	}
-	if config.HealthCheckAddress == "" {
-		config.HealthCheckAddress = env.Value(EnvHealthAddress)
-	}
+	config.Priority = cmp.Or(config.Priority, priority)
+	config.HandlerTimeout = cmp.Or(config.HandlerTimeout, handlerTimeout)
+	config.DrainTimeout = cmp.Or(config.DrainTimeout, drainTimeout)
+	config.StopTimeout = cmp.Or(config.StopTimeout, stopTimeout)
+	config.HealthCheckAddress = cmp.Or(config.HealthCheckAddress, env.Value(EnvHealthAddress))
 	config.AllowUnboundedRetries = config.AllowUnboundedRetries || allowUnboundedRetries
 
 	if config.QueueURL == "" && len(config.Queues) == 0 && queueName != "" {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -105,21 +106,15 @@ func (h PollerHost) Run(ctx context.Context, handler sqsworker.Handler, settings
 
 // withSettings fills config's zero shared fields from settings.
 func withSettings(config poller.Config, settings Settings) poller.Config {
-	if config.Concurrency == 0 {
-		config.Concurrency = settings.Concurrency
-	}
+	config.Concurrency = cmp.Or(config.Concurrency, settings.Concurrency)
 	config.Backoff = hostsettings.FillBackoff(config.Backoff, settings.Backoff)
-	if !config.DisableDeadLetterSend {
-		config.DisableDeadLetterSend = settings.DisableDeadLetterSend
-	}
+	config.DisableDeadLetterSend = config.DisableDeadLetterSend || settings.DisableDeadLetterSend
 	if config.ErrorHandler == nil {
 		config.ErrorHandler = settings.ErrorHandler
 	}
 	if config.Observer == nil {
 		config.Observer = settings.Observer
 	}
-	if config.Logger == nil {
-		config.Logger = settings.Logger
-	}
+	config.Logger = cmp.Or(config.Logger, settings.Logger)
 	return config
 }

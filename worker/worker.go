@@ -48,6 +48,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -200,9 +201,7 @@ type environment struct {
 // fillSettings fills settings' zero fields from the environment: the one place a shared
 // setting meets its variable.
 func (e environment) fillSettings(settings Settings) Settings {
-	if settings.Concurrency == 0 {
-		settings.Concurrency = e.concurrency
-	}
+	settings.Concurrency = cmp.Or(settings.Concurrency, e.concurrency)
 	settings.Backoff = hostsettings.FillBackoff(settings.Backoff, e.backoff)
 	if settings.Logger == nil {
 		settings.Logger = e.logger()

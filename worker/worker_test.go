@@ -129,26 +129,8 @@ func TestALambdaVariableSetWrongDoesNotStopAPoller(t *testing.T) {
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	t.Setenv(poller.EnvQueueURL, queue.URL)
-	if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String("a")}); err != nil {
-		t.Fatal(err)
-	}
-	var handled atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
-			handled.Add(1)
-			return nil
-		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}})
-	}()
-	testenv.Eventually(t, 20*time.Second, "the message handled and deleted", func() bool {
-		visible, inFlight := testenv.Counts(t, client, queue.URL)
-		return handled.Load() == 1 && visible+inFlight == 0
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
+	if stats := runPollerUntilDrained(t, client, []string{queue.URL}, "a"); stats.Deleted != 1 {
+		t.Errorf("poller stats: %d deleted, want 1", stats.Deleted)
 	}
 	// The same variables stop a Lambda function, each named.
 	t.Setenv(EnvRuntimeAPI, "127.0.0.1:9001")
@@ -168,31 +150,7 @@ func TestRunPoller(t *testing.T) {
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	t.Setenv(poller.EnvQueueURL, queue.URL)
-	for _, body := range []string{"a", "b", "c"} {
-		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var handled atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	var stats poller.Stats
-	go func() {
-		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
-			handled.Add(1)
-			return nil
-		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}, OnPollerStopped: func(s poller.Stats) { stats = s }})
-	}()
-	testenv.Eventually(t, 20*time.Second, "three messages handled and deleted", func() bool {
-		visible, inFlight := testenv.Counts(t, client, queue.URL)
-		return handled.Load() == 3 && visible+inFlight == 0
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if stats.Deleted != 3 {
+	if stats := runPollerUntilDrained(t, client, []string{queue.URL}, "a", "b", "c"); stats.Deleted != 3 {
 		t.Errorf("poller stats: %d deleted, want 3", stats.Deleted)
 	}
 }
@@ -206,30 +164,48 @@ func TestRunPollerSeveralQueues(t *testing.T) {
 	first := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	second := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	t.Setenv(poller.EnvQueues, first.URL+"=3,"+second.URL)
-	for _, url := range []string{first.URL, second.URL} {
-		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
-			t.Fatal(err)
+	if stats := runPollerUntilDrained(t, client, []string{first.URL, second.URL}, "x"); stats.Deleted != 2 {
+		t.Errorf("poller stats: %d deleted, want 2", stats.Deleted)
+	}
+}
+
+// runPollerUntilDrained sends bodies to each of urls, runs Run (as the long-poll worker,
+// configured by the environment) until every message is handled and deleted, stops it
+// and returns the poller's counts. Run must return nil after the graceful stop.
+func runPollerUntilDrained(t *testing.T, client *sqs.Client, urls []string, bodies ...string) poller.Stats {
+	t.Helper()
+	for _, url := range urls {
+		for _, body := range bodies {
+			if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	want := int32(len(urls) * len(bodies))
 	var handled atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	var stats poller.Stats
 	go func() {
 		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 			handled.Add(1)
 			return nil
-		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}})
+		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}, OnPollerStopped: func(s poller.Stats) { stats = s }})
 	}()
-	testenv.Eventually(t, 20*time.Second, "both messages handled and deleted", func() bool {
-		a, aFlight := testenv.Counts(t, client, first.URL)
-		b, bFlight := testenv.Counts(t, client, second.URL)
-		return handled.Load() == 2 && a+aFlight+b+bFlight == 0
+	testenv.Eventually(t, 20*time.Second, "every message handled and deleted", func() bool {
+		left := 0
+		for _, url := range urls {
+			visible, inFlight := testenv.Counts(t, client, url)
+			left += visible + inFlight
+		}
+		return handled.Load() == want && left == 0
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	return stats
 }
 
 func TestRunPollerWithoutQueue(t *testing.T) {
