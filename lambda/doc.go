@@ -90,6 +90,12 @@
 //		awslambda.Start(batch.Handle)
 //	}
 //
+// [OptionsFromEnvironment] reads the adapter's SQSWORKER_* variables (the Env constants:
+// deadline margin, FIFO mode, the batch failure switches, the fault threshold) into
+// options, as worker.Run does for a Lambda function; it reads no poller variable. Without
+// [WithLogger] the adapter logs as the function's logging configuration says
+// ([LoggerFromEnvironment]).
+//
 // The function's execution role needs, beyond the event source mapping's own
 // sqs:ReceiveMessage, sqs:DeleteMessage and sqs:GetQueueAttributes:
 // sqs:ChangeMessageVisibility on the source queue, sqs:GetQueueUrl, and sqs:SendMessage on

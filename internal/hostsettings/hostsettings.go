@@ -2,7 +2,9 @@
 // (the poller's Config and the Lambda adapter's options): their concurrency, their retry
 // policy, their logger. Each host names a setting its own way (poller.Config.Concurrency,
 // lambda.WithConcurrency) and prefixes the problems found here with its own name, so the
-// same bad setting reads the same on both hosts.
+// same bad setting reads the same on both hosts. [Environment] is how each host reads
+// its own variables (poller.ConfigFromEnvironment, lambda.OptionsFromEnvironment) and
+// package worker the shared ones.
 package hostsettings
 
 import (
