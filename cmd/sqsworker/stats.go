@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"os"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
