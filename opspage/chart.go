@@ -14,7 +14,7 @@ import (
 // The size of a chart, in SVG user units (pixels at 100 %), and the margins that hold
 // its axis labels.
 const (
-	chartWidth, chartHeight         = 460, 150
+	chartWidth, chartHeight         = 420, 150
 	chartLeft, chartRight           = 52, 10
 	chartTop, chartBottom           = 24, 20
 	plotWidth, plotHeight   float64 = chartWidth - chartLeft - chartRight, chartHeight - chartTop - chartBottom
@@ -39,10 +39,10 @@ type point struct {
 // bound and the throughput between consecutive polls.
 func queueSeries(samples []sample, fromCounters bool) []series {
 	depth := series{Name: "depth", Title: "Depth (visible + in flight + delayed)", Format: countText}
-	age := series{Name: "age", Title: "Oldest message, at most (time since the queue was last seen empty)", Format: secondsText}
-	throughput := series{Name: "throughput", Title: "Throughput (net drain of the queue)", Format: rateText}
+	age := series{Name: "age", Title: "Oldest message, at most (since last empty)", Format: secondsText}
+	throughput := series{Name: "throughput", Title: "Throughput (net drain, at least)", Format: rateText}
 	if fromCounters {
-		throughput.Title = "Throughput (handler calls that returned)"
+		throughput.Title = "Throughput (handler calls returned)"
 	}
 	for i, s := range samples {
 		depth.Points = append(depth.Points, point{At: s.at, Value: float64(s.depth), Known: true})
@@ -58,10 +58,10 @@ func queueSeries(samples []sample, fromCounters bool) []series {
 }
 
 // drawChart draws s from from to to as an inline SVG: a line per run of known values, a
-// dot for a lone one, the axis from 0 to a round maximum, the time axis in minutes
-// before to, and the latest known value in the heading. Every text is escaped; the SVG
-// uses presentation attributes only (the page's Content-Security-Policy refuses inline
-// styles) and the page's stylesheet colours it.
+// dot for a lone one, the axis from 0 to a round maximum, the time axis in minutes (or
+// seconds, under two minutes) before to, and the latest known value in the heading.
+// Every text is escaped; the SVG uses presentation attributes only (the page's
+// Content-Security-Policy refuses inline styles) and the page's stylesheet colours it.
 func drawChart(s series, from, to time.Time) template.HTML {
 	top := 0.0
 	var last *point
@@ -95,11 +95,12 @@ func drawChart(s series, from, to time.Time) template.HTML {
 		fmt.Fprintf(&b, `<line class="chart-grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartLeft, gy, chartWidth-chartRight, gy)
 		fmt.Fprintf(&b, `<text class="chart-axis" x="%d" y="%.1f" text-anchor="end">%s</text>`, chartLeft-4, gy+4, esc(s.Format(top*fraction)))
 	}
-	minutes := int(math.Round(span / 60))
 	for _, fraction := range []float64{0, 0.5, 1} {
 		label := "now"
-		if fraction < 1 {
-			label = fmt.Sprintf("-%dm", int(math.Round(float64(minutes)*(1-fraction))))
+		if before := span * (1 - fraction); before >= 120 {
+			label = fmt.Sprintf("-%dm", int(math.Round(before/60)))
+		} else if fraction < 1 {
+			label = fmt.Sprintf("-%ds", int(math.Round(before)))
 		}
 		anchor := map[float64]string{0: "start", 0.5: "middle", 1: "end"}[fraction]
 		fmt.Fprintf(&b, `<text class="chart-axis" x="%.1f" y="%d" text-anchor="%s">%s</text>`, chartLeft+plotWidth*fraction, chartHeight-4, anchor, label)
@@ -146,7 +147,7 @@ func roundUp(v float64) float64 {
 func countText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func rateText(v float64) string {
-	if v >= 10 || v == 0 {
+	if v >= 10 || v == math.Trunc(v) {
 		return strconv.FormatFloat(math.Round(v), 'f', -1, 64) + "/s"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + "/s"
