@@ -11,13 +11,20 @@ import (
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
-// parsePages parses each page template with the shared layout.
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses each page template with the shared layout; jobLink is
+// Config.JobLink.
+func parsePages(jobLink func(string, redrive.DeadLetter) string) (map[string]*template.Template, error) {
 	names, err := fs.Glob(files, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": humantime.Timestamp, "short": humantime.Short, "task": taskText, "name": queueName, "age": age}
+	funcs := template.FuncMap{"cells": cells, "ago": ago, "until": until, "ts": humantime.Timestamp, "short": humantime.Short, "task": taskText, "name": queueName, "age": age,
+		"joblink": func(queue string, letter redrive.DeadLetter) string {
+			if jobLink == nil {
+				return ""
+			}
+			return jobLink(queue, letter)
+		}}
 	pages := map[string]*template.Template{}
 	for _, name := range names {
 		base := name[len("templates/"):]

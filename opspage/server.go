@@ -84,6 +84,12 @@ type Config struct {
 	// Outbox is the transactional outbox whose backlog, failed entries and parked FIFO
 	// groups the page shows, with Retry and Skip actions; nil to hide that part.
 	Outbox Outbox
+	// JobLink, when set, links each dead letter of the dead-letter view and of its message
+	// page to where its job is looked up (a job history, a tracing or logging UI): it
+	// returns the address for a letter of the queue named queue, or "" for no link. It is
+	// the hook for job lookups: the page has no job view of its own. html/template
+	// refuses an unsafe address (javascript: and the like become "#ZgotmplZ").
+	JobLink func(queue string, letter redrive.DeadLetter) string
 	// AccessToken is required on every request (see the package documentation,
 	// "Security"), at least [MinAccessTokenLength] bytes; if empty, New makes a random
 	// one ([Page.AccessToken]).
@@ -145,7 +151,7 @@ func New(api API, config Config) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opspage: address %q: %w", config.Addr, err)
 	}
-	pages, err := parsePages()
+	pages, err := parsePages(config.JobLink)
 	if err != nil {
 		return nil, err
 	}
