@@ -101,7 +101,9 @@ type Config struct {
 }
 
 // Page is the operations page, an http.Handler. Build it with [New], start its
-// refresher with Start, serve it, and call Close at the end.
+// refresher with Start, serve it, and call Close at the end. Before Start the page knows
+// no queue's state (a queue's pages answer 404); after Close it answers from its last
+// poll.
 type Page struct {
 	config    Config
 	api       API
