@@ -36,17 +36,24 @@ type point struct {
 }
 
 // queueSeries are the charts of one queue's kept polls: depth, the oldest message's age
-// bound and the throughput between consecutive polls.
-func queueSeries(samples []sample, fromCounters bool) []series {
+// (from Ages, or the bound) and the throughput between consecutive polls.
+func queueSeries(samples []sample, fromCounters, fromAges bool) []series {
 	depth := series{Name: "depth", Title: "Depth (visible + in flight + delayed)", Format: countText}
 	age := series{Name: "age", Title: "Oldest message, at most (since last empty)", Format: secondsText}
 	throughput := series{Name: "throughput", Title: "Throughput (net drain, at least)", Format: rateText}
 	if fromCounters {
 		throughput.Title = "Throughput (handler calls returned)"
 	}
+	if fromAges {
+		age.Title = "Oldest message"
+	}
 	for i, s := range samples {
 		depth.Points = append(depth.Points, point{At: s.at, Value: float64(s.depth), Known: true})
-		age.Points = append(age.Points, point{At: s.at, Value: s.emptyFor.Seconds(), Known: s.emptySeen})
+		if fromAges {
+			age.Points = append(age.Points, point{At: s.at, Value: s.age.Seconds(), Known: s.ageKnown})
+		} else {
+			age.Points = append(age.Points, point{At: s.at, Value: s.emptyFor.Seconds(), Known: s.emptySeen})
+		}
 		p := point{At: s.at}
 		if i > 0 {
 			r := rates(samples[i-1], s, fromCounters)

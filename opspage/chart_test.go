@@ -30,7 +30,7 @@ func TestChartOfKnownSamples(t *testing.T) {
 		{at: from.Add(time.Minute), depth: 7, emptyFor: time.Minute, emptySeen: true},
 	}
 	charts := map[string]string{}
-	for _, s := range queueSeries(samples, false) {
+	for _, s := range queueSeries(samples, false, false) {
 		charts[s.Name] = string(drawChart(s, from, from.Add(time.Minute)))
 	}
 	// x: 52 + 358 × (seconds / 60); y: 24 + 106 × (1 - value / axis maximum).

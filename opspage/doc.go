@@ -44,10 +44,11 @@
 // They come from the page's own polls: the refresher keeps each queue's polls in a
 // bounded in-memory ring (at most [HistoryPoints] per queue, a poll every
 // History/(HistoryPoints-1) at the least apart), so the charts begin empty when the page
-// starts and cost no AWS call of their own; CloudWatch is not read. SQS has no
-// attribute for the oldest message's age (CloudWatch's ApproximateAgeOfOldestMessage is
-// the exact one, which `sqsworker stats` reads), so the chart shows an upper bound: the
-// time since a poll last saw the queue empty (nothing until one has). Throughput is the
+// starts and cost no AWS call of their own. SQS has no attribute for the oldest
+// message's age: with [Config.Ages] (the CLI's --cloudwatch: CloudWatch's
+// ApproximateAgeOfOldestMessage) the chart shows its answers, asked once per
+// [AgeInterval] per queue; without it, an upper bound, the time since a poll last saw
+// the queue empty (nothing until one has). Throughput is the
 // change of the Counters between kept polls, or the net fall of the depth (a lower
 // bound). The charts are drawn on the server as inline SVG (presentation attributes and
 // the page's stylesheet only, which its Content-Security-Policy allows), and the script

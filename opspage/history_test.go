@@ -2,6 +2,8 @@ package opspage
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +122,50 @@ func TestHistoryOldestAgeBound(t *testing.T) {
 	}
 	if want := "unknown unknown 0s 5s 10s 15s 20s"; strings.Join(got, " ") != want {
 		t.Fatalf("age bounds %v, want %s", got, want)
+	}
+}
+
+// fakeAges answers OldestAge from a table and counts its calls.
+type fakeAges struct {
+	calls int
+	age   time.Duration
+	err   error
+}
+
+func (f *fakeAges) OldestAge(_ context.Context, name string) (time.Duration, bool, error) {
+	f.calls++
+	return f.age, f.err == nil && f.age > 0, f.err
+}
+
+// With Config.Ages the age chart is its answers, asked at most once per AgeInterval per
+// queue and kept in between; an error is the queue's AgeError and no value.
+func TestHistoryAgesFromSource(t *testing.T) {
+	t.Parallel()
+	ages := &fakeAges{age: 90 * time.Second}
+	r, clock := newClockedRefresher(t, newCountingAPI(), DefaultInterval, DefaultHistory)
+	r.ages = ages
+	pollEvery(r, clock, DefaultInterval, 13) // one minute: asked at 0 s and 60 s
+	if ages.calls != 2 {
+		t.Fatalf("Ages asked %d times in 13 polls over 60 s, want 2", ages.calls)
+	}
+	ages.age, ages.err = 0, errors.New("AccessDenied")
+	pollEvery(r, clock, DefaultInterval, 13)
+	kept := r.historyOf(plainURL)
+	var got []string
+	for _, s := range queueSeries(kept, false, true)[1].Points {
+		if s.Known {
+			got = append(got, fmt.Sprint(s.Value))
+		} else {
+			got = append(got, "-")
+		}
+	}
+	// Polls kept at 0 s to 60 s, then (the second batch begins at 60 s again) 65 s to
+	// 120 s: the read at 60 s holds until the one at 120 s fails.
+	want := strings.Repeat("90 ", 24) + "-"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("age points %v, want %s", got, want)
+	}
+	if snapshot := r.snapshotNow(); snapshot.Queues[0].AgeError != "AccessDenied" || ages.calls != 3 {
+		t.Fatalf("AgeError %q after %d calls, want AccessDenied after 3", snapshot.Queues[0].AgeError, ages.calls)
 	}
 }

@@ -44,6 +44,8 @@ type queueView struct {
 	// Since is when the charts begin; Kept how many polls they draw from.
 	Since time.Time
 	Kept  int
+	// FromAges says the age chart comes from Config.Ages, not from the polls' bound.
+	FromAges bool
 }
 
 // queueView draws the charts of the configured queue named by the "queue" parameter,
@@ -59,8 +61,8 @@ func (s *Page) queueView(r *http.Request) (*queueView, error) {
 		to = samples[n-1].at
 	}
 	from := to.Add(-s.config.History)
-	view := &queueView{Queue: queue, Since: from, Kept: len(samples)}
-	for _, series := range queueSeries(samples, s.config.Counters != nil) {
+	view := &queueView{Queue: queue, Since: from, Kept: len(samples), FromAges: s.config.Ages != nil}
+	for _, series := range queueSeries(samples, s.config.Counters != nil, s.config.Ages != nil) {
 		view.Charts = append(view.Charts, drawChart(series, from, to))
 	}
 	return view, nil

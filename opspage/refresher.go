@@ -37,6 +37,7 @@ type refresher struct {
 	api      PollAPI
 	queues   []string
 	counters Counters
+	ages     Ages // may be nil
 	interval time.Duration
 	now      func() time.Time
 
@@ -49,6 +50,7 @@ type refresher struct {
 	dlqURLs map[string]string    // dead-letter queue ARN -> URL
 	last    map[string]sample    // queue URL -> previous poll
 	empty   map[string]time.Time // queue URL -> the last poll that saw it empty
+	aged    map[string]ageRead   // queue URL -> the last read of Ages
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -65,6 +67,17 @@ type sample struct {
 	// when no poll since the page started saw it empty.
 	emptyFor  time.Duration
 	emptySeen bool
+	// age is the oldest message's age from Ages, when ageKnown.
+	age      time.Duration
+	ageKnown bool
+}
+
+// ageRead is one answer of Ages.
+type ageRead struct {
+	at    time.Time
+	age   time.Duration
+	known bool
+	err   string
 }
 
 // newRefresher returns a refresher of the queues at queueURLs, reading counters (may be
@@ -83,7 +96,7 @@ func newRefresher(api PollAPI, queueURLs []string, counters Counters, interval, 
 		api: api, queues: queueURLs, counters: counters, interval: interval, now: time.Now,
 		histories: map[string]*history{},
 		polled:    make(chan struct{}),
-		dlqURLs:   map[string]string{}, last: map[string]sample{}, empty: map[string]time.Time{},
+		dlqURLs:   map[string]string{}, last: map[string]sample{}, empty: map[string]time.Time{}, aged: map[string]ageRead{},
 	}
 	for _, url := range queueURLs {
 		r.histories[url] = newHistory(window, interval)
@@ -219,6 +232,18 @@ func (r *refresher) pollQueue(ctx context.Context, url string, dlqs map[string]*
 	}
 	if at, ok := r.empty[url]; ok {
 		current.emptyFor, current.emptySeen = now.Sub(at), true
+	}
+	if r.ages != nil {
+		read, ok := r.aged[url]
+		if !ok || now.Sub(read.at) >= AgeInterval {
+			read = ageRead{at: now}
+			var err error
+			if read.age, read.known, err = r.ages.OldestAge(ctx, q.Name); err != nil {
+				read.known, read.err = false, err.Error()
+			}
+			r.aged[url] = read
+		}
+		current.age, current.ageKnown, q.AgeError = read.age, read.known, read.err
 	}
 	q.Rates = rates(r.last[url], current, r.counters != nil)
 	r.last[url] = current

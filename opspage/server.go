@@ -64,6 +64,9 @@ type Config struct {
 	// --metrics reads the workers' Prometheus counters); otherwise they are derived from
 	// the change of the SQS counts.
 	Counters Counters
+	// Ages, when set, is where the oldest message's age comes from (the CLI's
+	// --cloudwatch: CloudWatch); otherwise the chart shows an upper bound from the polls.
+	Ages Ages
 	// Interval is the refresh interval (at least [MinInterval]); if zero,
 	// [DefaultInterval].
 	Interval time.Duration
@@ -145,6 +148,7 @@ func New(api API, config Config) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
+	refresher.ages = config.Ages
 	if config.AccessToken == "" {
 		config.AccessToken = newToken()
 	}

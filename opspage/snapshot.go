@@ -37,6 +37,9 @@ type QueueSnapshot struct {
 	Rates Rates `json:"rates"`
 	// Error is why the queue could not be read this time ("" when it was).
 	Error string `json:"error,omitempty"`
+	// AgeError is why Config.Ages could not tell the oldest message's age, at its last
+	// read ("" when it could, or without Ages).
+	AgeError string `json:"age_error,omitempty"`
 }
 
 // DLQSnapshot is a dead-letter queue's counts and its recent native move tasks.

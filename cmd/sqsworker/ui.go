@@ -25,6 +25,7 @@ func newUICommand(a *app) *cobra.Command {
 	var queues, metrics []string
 	var addr string
 	var access uiAccess
+	var fromCloudWatch bool
 	var outboxFrom outboxSource
 	config := opspage.Config{}
 	cmd := &cobra.Command{
@@ -38,7 +39,8 @@ workers' /metrics, otelsqsworker's Prometheus handler, when --metrics is given; 
 change of the SQS counts otherwise), refreshed live; the server reads them once per queue
 per --interval (GetQueueAttributes) whatever the number of open pages. Each queue's page
 charts its depth, the age of its oldest message (an upper bound: the time since a poll saw
-it empty) and its throughput over the last --history, from those same polls, kept in memory.
+it empty; with --cloudwatch, CloudWatch's ApproximateAgeOfOldestMessage, read once a minute)
+and its throughput over the last --history, from those same polls, kept in memory.
 For each dead-letter queue: the messages grouped by failure reason, each message's
 attributes, reason, receive count and expiry, its body on request; a filtered redrive
 (the client-side mover of 'redrive move') that runs a dry run first and moves only when
@@ -88,6 +90,13 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 			tlsConfig, err := access.tlsConfig()
 			if err != nil {
 				return err
+			}
+			if fromCloudWatch {
+				ages, reason := a.cloudWatchAges(ctx)
+				if ages == nil {
+					return usageError(errors.New("--cloudwatch: " + reason))
+				}
+				config.Ages = ages
 			}
 			client, err := a.sqs(ctx)
 			if err != nil {
@@ -158,6 +167,7 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 	flags.StringVar(&access.argvToken, "token", "", "refused: a token on the command line is visible to every local user (use "+uiTokenVariable+" or --token-file)")
 	_ = flags.MarkHidden("token")
 	flags.DurationVar(&config.Interval, "interval", opspage.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
+	flags.BoolVar(&fromCloudWatch, "cloudwatch", false, "chart the oldest message's age from CloudWatch (ApproximateAgeOfOldestMessage, GetMetricStatistics once a minute per queue) instead of the page's upper bound")
 	flags.DurationVar(&config.History, "history", opspage.DefaultHistory, "how far back the queue charts go (at most 24h; kept in memory from the page's own polls)")
 	flags.IntVar(&config.PeekMax, "peek-max", opspage.DefaultPeekMax, "how many dead letters one look receives at most")
 	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
