@@ -97,9 +97,16 @@ func newGuard(config guardConfig) (*guard, error) {
 	if ip := net.ParseIP(host); host == "" || host == "localhost" || (ip != nil && ip.IsLoopback()) || (ip != nil && ip.IsUnspecified()) {
 		names = append(names, "127.0.0.1", "localhost", "::1")
 	}
+	// A browser leaves the scheme's default port out of the Host header: a page reached
+	// at https://ops.example.com (Addr ops.example.com:443, Secure) is asked for with Host
+	// ops.example.com.
+	bare := (port == "443" && config.Secure) || (port == "80" && !config.Secure)
 	for _, name := range names {
 		if name != "" && !(net.ParseIP(name) != nil && net.ParseIP(name).IsUnspecified()) {
 			g.hosts[strings.ToLower(net.JoinHostPort(name, port))] = true
+			if bare {
+				g.hosts[strings.ToLower(strings.TrimSuffix(net.JoinHostPort(name, port), ":"+port))] = true
+			}
 		}
 	}
 	return g, nil

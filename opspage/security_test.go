@@ -151,6 +151,30 @@ func TestHostHeader(t *testing.T) {
 	if w := serveOnce(public.protect(http.NotFoundHandler()), r); w.Code != http.StatusMisdirectedRequest {
 		t.Errorf("a page on 10.0.0.5 accepted Host localhost: %d", w.Code)
 	}
+	// On the scheme's default port a browser sends the host alone; on another port, or on
+	// the default port of the other scheme, the port is required.
+	for _, tc := range []struct {
+		addr   string
+		secure bool
+		host   string
+		want   int
+	}{
+		{"ops.example.com:443", true, "ops.example.com", http.StatusOK}, {"ops.example.com:443", true, "ops.example.com:443", http.StatusOK},
+		{"ops.example.com:80", false, "OPS.example.com", http.StatusOK}, {"[2001:db8::1]:443", true, "[2001:db8::1]", http.StatusOK},
+		{"ops.example.com:443", false, "ops.example.com", http.StatusMisdirectedRequest}, {"ops.example.com:8443", true, "ops.example.com", http.StatusMisdirectedRequest},
+		{"ops.example.com:443", true, "evil.example", http.StatusMisdirectedRequest},
+	} {
+		g, err := newGuard(guardConfig{Addr: tc.addr, CSRF: "t", AccessToken: "0123456789abcdef", Secure: tc.secure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Host = tc.host
+		r.Header.Set("Authorization", "Bearer 0123456789abcdef")
+		if w := serveOnce(g.protect(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})), r); w.Code != tc.want {
+			t.Errorf("Addr %s (secure %v), Host %q = %d, want %d", tc.addr, tc.secure, tc.host, w.Code, tc.want)
+		}
+	}
 }
 
 // routes are every route of the page, with a method.

@@ -47,7 +47,8 @@ type API interface {
 type Config struct {
 	// Addr is the address browsers use to reach the page, host:port with the actual port
 	// (the Host header of every request must name it; a loopback host also accepts
-	// 127.0.0.1, localhost and [::1] with that port). Required.
+	// 127.0.0.1, localhost and [::1] with that port; on port 443 with Secure, or 80
+	// without, the host alone too, as browsers send it). Required.
 	Addr string
 	// Prefix is the path the page is mounted under in a larger server, such as "/ops"
 	// (a trailing slash is dropped): every link, form, asset and redirect of the page
