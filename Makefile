@@ -80,11 +80,11 @@ test-elasticmq: up $(TESTSUMMARY)
 	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
 	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
-## ui-screenshots: rewrite docs/ui-*.png (queues, dead letters, dry run, idempotency, outbox), the operations page as the headless-Chromium test sees it
+## ui-screenshots: rewrite docs/ui-*.png (queues, a queue's charts, dead letters, dry run, idempotency, outbox), the operations page as the headless-Chromium test sees it
 ui-screenshots: up-emulator
 	localstack/postgres-up
 	localstack/chromium-up
-	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./cmd/sqsworker/internal/ui
+	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser(Charts)?$$' ./cmd/sqsworker/internal/ui
 
 ## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL, which it then installs and starts); prints the summary line
 DEMO_STORE ?= dynamodb
