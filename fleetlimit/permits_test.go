@@ -139,3 +139,39 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		assert.Error(t, err, name)
 	}
 }
+
+// retryingAPI runs the first UpdateItem twice and answers with the second result, as
+// the SDK's retry of a write whose answer was lost does.
+type retryingAPI struct {
+	table.API
+	retried atomic.Bool
+}
+
+func (r *retryingAPI) UpdateItem(ctx context.Context, input *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if r.retried.CompareAndSwap(false, true) {
+		if _, err := r.API.UpdateItem(ctx, input, optFns...); err != nil {
+			return nil, err
+		}
+	}
+	return r.API.UpdateItem(ctx, input, optFns...)
+}
+
+// A take whose first attempt succeeded but whose answer was lost finds the slot held by
+// its own acquisition and keeps it: the retry neither fails nor takes a second permit.
+func TestRetriedAcquireKeepsOnePermit(t *testing.T) {
+	t.Parallel()
+	client := testenv.DynamoDB(t)
+	name := testenv.NewTable(t, client)
+	limiter := newLimiter(t, &retryingAPI{API: client}, fleetlimit.Config{Table: name, Name: "retry", Concurrency: 2})
+	first, err := limiter.Acquire(context.Background(), "k")
+	require.NoError(t, err)
+	second, err := limiter.Acquire(context.Background(), "k")
+	require.NoError(t, err, "the retry left the other permit free")
+	_, err = limiter.Acquire(context.Background(), "k")
+	_, busy := errors.AsType[*fleetlimit.BusyError](err)
+	assert.True(t, busy, "two permits, two holders: %v", err)
+	require.NoError(t, first.Release(context.Background()))
+	require.NoError(t, second.Release(context.Background()))
+	_, err = limiter.Acquire(context.Background(), "k")
+	require.NoError(t, err, "both released")
+}
