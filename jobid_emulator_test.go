@@ -90,4 +90,3 @@ func TestEmulatorJobIDFollowsTheJob(t *testing.T) {
 	assert.NotEqual(t, attempts[1].messageID, attempts[2].messageID, "the redriven copy is a new message")
 	assert.Len(t, seen, 3)
 }
-
