@@ -25,7 +25,33 @@ const maxCancelRounds = 3
 //
 // Each round is one conditional UpdateItem; a job that starts between the rounds takes
 // a second.
+//
+// With Config.Idempotency, the job's idempotency record is read first: a completed one
+// is a finished job, one in progress a running job.
 func (s *Store) Cancel(ctx context.Context, id string) (Record, error) {
+	r, found, err := s.idempotencyRecord(ctx, id)
+	if err != nil {
+		return Record{}, err
+	}
+	if found {
+		own, ownErr := s.get(ctx, id)
+		merged := merge(id, own, ownErr == nil, r)
+		if merged.State.Finished() {
+			return merged, &FinishedError{Record: merged}
+		}
+		u := &update{}
+		u.set(attrState, str(string(StateRunning)), "if_not_exists(#"+attrState+", :"+attrState+")")
+		u.set(attrCancel, &types.AttributeValueMemberBOOL{Value: true})
+		item, _, err := s.run(ctx, id, u)
+		if err != nil {
+			return Record{}, err
+		}
+		own, err = record(item)
+		if err != nil {
+			return Record{}, fmt.Errorf("jobs: job %s: %w", id, err)
+		}
+		return merge(id, own, true, r), nil
+	}
 	for range maxCancelRounds {
 		u := &update{condition: "attribute_not_exists(#" + attrState + ") OR #" + attrState + " IN (:enqueued, :retrying, :interrupted)"}
 		u.set(attrState, str(string(StateCancelled)))

@@ -46,6 +46,14 @@ type MiddlewareConfig struct {
 	Logger *slog.Logger
 	// Now tells the time for the progress rate limit; if nil, time.Now.
 	Now func() time.Time
+	// InIdempotencyRecord says the handler runs inside the idempotency middleware
+	// (package idempotency, applied before this one), whose record holds the job's
+	// state and result: the middleware then writes nothing on the hot path. Before the
+	// handler it reads the job's own record for a cancellation request (one eventually
+	// consistent GetItem, no write); it writes only progress, and a cancellation's end.
+	// Failed attempts are not recorded (the idempotency middleware deletes its record on
+	// failure). Give the Store Config.Idempotency to read such records.
+	InIdempotencyRecord bool
 }
 
 // Middleware returns a [sqsworker.Middleware] that records each job it runs (a message
@@ -86,6 +94,9 @@ func (s *Store) handle(ctx context.Context, config MiddlewareConfig, next sqswor
 		return next.Handle(ctx, message)
 	}
 	logger := config.Logger.With(slog.String("job_id", id), slog.String("message_id", message.ID))
+	if config.InIdempotencyRecord {
+		return s.handleIdempotent(ctx, config, next, message, logger)
+	}
 	r, started, err := s.start(ctx, id, message.JobType(), message.QueueURL)
 	if err != nil {
 		logger.WarnContext(ctx, "jobs: recording the start failed; the job is retried", slog.Any("error", err))
@@ -97,21 +108,56 @@ func (s *Store) handle(ctx context.Context, config MiddlewareConfig, next sqswor
 		}
 		return sqsworker.Cancelled(fmt.Errorf("job %s was cancelled before it started", id))
 	}
-	a := &attempt{store: s, id: id, interval: config.ProgressInterval, now: config.Now}
-	handlerCtx, cancel := context.WithCancelCause(context.WithValue(ctx, attemptKey{}, a))
-	defer cancel(nil)
-	stop := s.watch(handlerCtx, id, config.CheckInterval, cancel, logger)
-	defer stop() // a panic passes on; the next attempt's start overwrites the record
-	handlerErr := next.Handle(handlerCtx, message)
-	stop()
+	a, cancelled, handlerErr := s.call(ctx, config, next, message, logger)
 	result, progress := a.outcome()
-	if errors.Is(context.Cause(handlerCtx), errCancelRequested) {
+	if cancelled {
 		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, progress)
 		return sqsworker.Cancelled(fmt.Errorf("job %s cancelled while running: %w", id, errOrCanceled(handlerErr)))
 	}
 	state := s.state(ctx, config, message, handlerErr)
 	s.end(ctx, logger, id, state, errorText(handlerErr), result, progress)
 	return handlerErr
+}
+
+// handleIdempotent runs a job whose state the idempotency record holds
+// (MiddlewareConfig.InIdempotencyRecord).
+func (s *Store) handleIdempotent(ctx context.Context, config MiddlewareConfig, next sqsworker.Handler, message *sqsworker.Message, logger *slog.Logger) error {
+	id := message.JobID()
+	cancelled, err := s.cancelledBeforeStart(ctx, id)
+	if err != nil {
+		logger.WarnContext(ctx, "jobs: reading the cancellation request failed; the job is retried", slog.Any("error", err))
+		return err
+	}
+	if cancelled {
+		return sqsworker.Cancelled(fmt.Errorf("job %s was cancelled before it started", id))
+	}
+	a, cancelled, handlerErr := s.call(ctx, config, next, message, logger)
+	_, progress := a.outcome()
+	switch {
+	case cancelled:
+		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, progress)
+		return sqsworker.Cancelled(fmt.Errorf("job %s cancelled while running: %w", id, errOrCanceled(handlerErr)))
+	case len(progress) > 0: // the last progress the rate limit held back
+		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultStoreTimeout)
+		defer cancel()
+		if err := s.progress(storeCtx, id, progress); err != nil {
+			logger.WarnContext(ctx, "jobs: recording the last progress failed", slog.Any("error", err))
+		}
+	}
+	return handlerErr
+}
+
+// call runs the handler with the attempt in its context, watching for a cancellation
+// request, and reports whether one cancelled it.
+func (s *Store) call(ctx context.Context, config MiddlewareConfig, next sqsworker.Handler, message *sqsworker.Message, logger *slog.Logger) (*attempt, bool, error) {
+	a := &attempt{store: s, id: message.JobID(), interval: config.ProgressInterval, now: config.Now}
+	handlerCtx, cancel := context.WithCancelCause(context.WithValue(ctx, attemptKey{}, a))
+	defer cancel(nil)
+	stop := s.watch(handlerCtx, a.id, config.CheckInterval, cancel, logger)
+	defer stop() // a panic passes on; the next attempt's start overwrites the record
+	handlerErr := next.Handle(handlerCtx, message)
+	stop()
+	return a, errors.Is(context.Cause(handlerCtx), errCancelRequested), handlerErr
 }
 
 // state is the state an attempt's outcome leaves the job in.

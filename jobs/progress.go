@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sqsworker/sqsworker/idempotency"
 )
 
 var (
@@ -75,20 +77,27 @@ func Progress(ctx context.Context, v any) error {
 }
 
 // SetResult keeps v, encoded as JSON, as the job's result, written with the job's end
-// (no write of its own). The last call wins. Errors: [ErrNoRecord] outside a recorded
-// job, v's encoding error, [ErrResultTooLarge] past MaxResultBytes (nothing is kept:
-// store a larger result in S3 and set its key instead).
+// (no write of its own), and hands it to [idempotency.SetResult] too, so a job under the
+// idempotency middleware keeps it in its completed idempotency record. The last call
+// wins. Errors: [ErrNoRecord] outside both a recorded job and the idempotency
+// middleware, v's encoding error, [ErrResultTooLarge] past MaxResultBytes (nothing is
+// kept). A larger result is not stored by reference: store it in S3 (or anywhere) and
+// set its key as the result.
 func SetResult(ctx context.Context, v any) error {
-	a, err := attemptOf(ctx)
-	if err != nil {
-		return err
-	}
 	document, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("jobs: encoding the result: %w", err)
 	}
 	if len(document) > MaxResultBytes {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrResultTooLarge, len(document), MaxResultBytes)
+	}
+	kept := idempotency.SetResult(ctx, document) // the idempotency record keeps it too, when there is one
+	a, err := attemptOf(ctx)
+	if err != nil {
+		if kept {
+			return nil
+		}
+		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -49,6 +50,12 @@ type Config struct {
 	TTL time.Duration
 	// Now tells the time of the records' writes; if nil, time.Now.
 	Now func() time.Time
+	// Idempotency, when set, is the idempotency middleware's store, in which jobs run
+	// with MiddlewareConfig.InIdempotencyRecord keep their state and result: [Store.Get]
+	// and [Store.Cancel] read it too, under the job id as idempotency key with
+	// IdempotencyKeyPrefix (the middleware's Config.KeyPrefix).
+	Idempotency          idempotency.Store
+	IdempotencyKeyPrefix string
 }
 
 // Store reads and writes job records in the shared table. It is safe for concurrent use.
@@ -91,10 +98,28 @@ func (s *Store) expiration(now time.Time) types.AttributeValue {
 	return num(now.Add(s.config.TTL).Unix() + 1)
 }
 
-// Get returns the record of job id (a strongly consistent read). Errors: [ErrNotFound]
-// when there is none (never recorded, or expired), [ErrMalformedRecord] for an item
-// that is not a job record, GetItem's error.
+// Get returns the record of job id (a strongly consistent read; with
+// Config.Idempotency, a second one of the job's idempotency record, whose state and
+// result complete it). Errors: [ErrNotFound] when there is none (never recorded, or
+// expired), [ErrMalformedRecord] for an item that is not a job record, the reads'
+// errors.
 func (s *Store) Get(ctx context.Context, id string) (Record, error) {
+	own, ownErr := s.get(ctx, id)
+	if ownErr != nil && !errors.Is(ownErr, ErrNotFound) {
+		return Record{}, ownErr
+	}
+	r, found, err := s.idempotencyRecord(ctx, id)
+	if err != nil {
+		return Record{}, err
+	}
+	if !found {
+		return own, ownErr
+	}
+	return merge(id, own, ownErr == nil, r), nil
+}
+
+// get reads the job's own record.
+func (s *Store) get(ctx context.Context, id string) (Record, error) {
 	k, err := key(id)
 	if err != nil {
 		return Record{}, err
