@@ -103,7 +103,7 @@ func (s *Store) handle(ctx context.Context, config MiddlewareConfig, next sqswor
 		return err
 	}
 	if !started {
-		if r.State != StateCancelled { // cancelled while an earlier attempt ran, which then crashed
+		if !r.State.Finished() { // cancelled while an earlier attempt ran, which then crashed
 			s.end(ctx, logger, id, StateCancelled, "", nil, nil)
 		}
 		return sqsworker.Cancelled(fmt.Errorf("job %s was cancelled before it started", id))
