@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -112,7 +112,7 @@ func (s *Store) finish(ctx context.Context, id string, state State, errorText st
 	u := &update{}
 	u.set(attrState, str(string(state)))
 	if errorText != "" {
-		u.set(attrLastError, str(truncateUTF8(errorText, MaxErrorBytes)))
+		u.set(attrLastError, str(settle.TruncateUTF8(errorText, MaxErrorBytes)))
 	}
 	if len(result) > 0 {
 		u.set(attrResult, str(string(result)))
@@ -148,16 +148,4 @@ func (s *Store) cancelRequested(ctx context.Context, id string) (bool, error) {
 	}
 	cancel, _ := out.Item[attrCancel].(*types.AttributeValueMemberBOOL)
 	return cancel != nil && cancel.Value, nil
-}
-
-// truncateUTF8 cuts text to at most limit bytes at a rune boundary, ending in "...".
-func truncateUTF8(text string, limit int) string {
-	if len(text) <= limit {
-		return text
-	}
-	cut := limit - len("...")
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut] + "..."
 }
