@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -84,5 +83,5 @@ func (s *Store) cancelledBeforeStart(ctx context.Context, id string) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("jobs: job %s: %w", id, err)
 	}
-	return r.CancelRequested && (r.ExpiresAt.IsZero() || !r.ExpiresAt.Before(time.Now())), nil
+	return r.CancelRequested && (r.ExpiresAt.IsZero() || !r.ExpiresAt.Before(s.config.Now())), nil
 }
