@@ -1,7 +1,10 @@
 package producer
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
@@ -16,6 +19,16 @@ const MaxJobIDBytes = 128
 // in the same millisecond by one process sort in the order they were made.
 // [Prepare] calls it for every job whose ID is empty.
 func NewJobID() string { return ulid.Make().String() }
+
+// DerivedJobID returns the job id of the job named name at t, the same for the same
+// pair: a ULID whose time is t (to the millisecond) and whose random part is the first
+// 80 bits of name's SHA-256. A sender that may send one job more than once (the
+// scheduler's tick, sent again after a failed send) gives each send that id (Job.ID), so
+// the copies share one job record and sort by t among ids made by [NewJobID].
+func DerivedJobID(t time.Time, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return ulid.MustNew(ulid.Timestamp(t), bytes.NewReader(sum[:10])).String()
+}
 
 // jobID returns the job's id: job.ID when set, a new one otherwise. A chosen id must be
 // valid UTF-8 of 1 to MaxJobIDBytes bytes.

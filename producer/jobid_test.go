@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/oklog/ulid/v2"
@@ -91,4 +92,16 @@ func TestSendsCarryTheJobID(t *testing.T) {
 	assert.NotEmpty(t, results[0].JobID)
 	assert.Equal(t, results[0].JobID, sent[3].attribute(sqsworker.AttributeJobID))
 	assert.Equal(t, "three", sent[4].attribute(sqsworker.AttributeJobID))
+}
+
+// TestDerivedJobID: the same name and time give the same ULID, with that time; another
+// name another id.
+func TestDerivedJobID(t *testing.T) {
+	at := time.Date(2026, 12, 3, 2, 0, 0, 0, time.UTC)
+	id := DerivedJobID(at, "nightly/2026-12-03T02:00:00Z")
+	assert.Equal(t, id, DerivedJobID(at, "nightly/2026-12-03T02:00:00Z"))
+	assert.NotEqual(t, id, DerivedJobID(at, "hourly/2026-12-03T02:00:00Z"))
+	parsed, err := ulid.ParseStrict(id)
+	require.NoError(t, err)
+	assert.Equal(t, at, ulid.Time(parsed.Time()).UTC())
 }
