@@ -37,9 +37,10 @@
 // [StateRetrying] (the attempt failed; SQS delivers the job again),
 // [StateInterrupted] (the attempt's context ended before the handler did: the host is
 // shutting down, or a Lambda invocation's deadline came; SQS delivers it again),
-// [StateDeadLettered] (a permanent failure, or [MiddlewareConfig.MaxReceiveCount]
-// attempts failed), [StateFailed] (a permanent failure on a worker that does not send
-// dead letters itself) or [StateCancelled].
+// [StateDeadLettered] (a permanent failure: the host sends it to the dead-letter queue),
+// [StateFailed] (its retries ran out: the attempt at [MiddlewareConfig.MaxReceiveCount]
+// failed, and the host dead-letters it with reason RetriesExhausted) or
+// [StateCancelled].
 //
 // # Cancellation
 //

@@ -38,9 +38,9 @@ type MiddlewareConfig struct {
 	// zero, DefaultProgressInterval.
 	ProgressInterval time.Duration
 	// MaxReceiveCount is the queue's redrive policy maxReceiveCount: an attempt that
-	// fails at that receive count is recorded as dead-lettered (the hosts send it to the
-	// dead-letter queue themselves, reason RetriesExhausted). Zero: unknown, such an
-	// attempt is recorded as retrying.
+	// fails at that receive count is the last, and the job is recorded as failed (the
+	// hosts send it to the dead-letter queue themselves, reason RetriesExhausted). Zero:
+	// unknown, such an attempt is recorded as retrying.
 	MaxReceiveCount int
 	// Logger receives the record's write failures (Warn); if nil, slog.Default().
 	Logger *slog.Logger
@@ -174,7 +174,7 @@ func (s *Store) state(ctx context.Context, config MiddlewareConfig, message *sqs
 		return StateRetrying
 	}
 	if config.MaxReceiveCount > 0 && message.ReceiveCount >= config.MaxReceiveCount {
-		return StateDeadLettered
+		return StateFailed // retries exhausted
 	}
 	if ctx.Err() != nil {
 		return StateInterrupted // the host's context ended: shutdown or the invocation's deadline

@@ -154,3 +154,38 @@ func TestEmulatorChattyProgressWritesAtTheBound(t *testing.T) {
 	assert.True(t, strings.HasSuffix(r.LastError, "..."))
 	assert.ErrorIs(t, jobs.Progress(context.Background(), 1), jobs.ErrNoRecord)
 }
+
+// TestEmulatorStatesOfFailedAttempts: a retryable failure is retrying, the same at the
+// queue's maxReceiveCount is failed (retries exhausted), a permanent failure is
+// dead-lettered, an attempt whose context ended first is interrupted.
+func TestEmulatorStatesOfFailedAttempts(t *testing.T) {
+	t.Parallel()
+	store, _ := newStore(t)
+	for _, c := range []struct {
+		name         string
+		err          error
+		receiveCount int
+		cancelHost   bool
+		want         jobs.State
+	}{
+		{"retryable", errors.New("503"), 1, false, jobs.StateRetrying},
+		{"retries exhausted", errors.New("503"), 3, false, jobs.StateFailed},
+		{"permanent", sqsworker.Permanent("Bad", errors.New("bad")), 1, false, jobs.StateDeadLettered},
+		{"host context ended", context.Canceled, 1, true, jobs.StateInterrupted},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+			if c.cancelHost {
+				cancel() // the host shuts down while the handler runs
+			}
+			return c.err
+		})
+		id := producer.NewJobID()
+		err := sqsworker.Chain(handler, store.Middleware(jobs.MiddlewareConfig{MaxReceiveCount: 3})).Handle(ctx, message(t, id, c.receiveCount))
+		cancel()
+		require.Error(t, err, c.name)
+		r, err := store.Get(context.Background(), id)
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.want, r.State, c.name)
+	}
+}
