@@ -3,11 +3,12 @@
 // queue depth, throughput and failure rate, refreshed live), browses dead-letter
 // queues grouped by failure reason, redrives them (a filtered client-side move with a
 // dry run first, or SQS's native message move task), looks up and releases
-// idempotency records, and shows a transactional outbox ([Config.Outbox]): its backlog,
+// idempotency records, shows a job's record by its id ([Config.Jobs], linked from a dead
+// letter's job-id attribute), and shows a transactional outbox ([Config.Outbox]): its backlog,
 // its failed entries with their reasons and attempts, the FIFO message groups they park,
 // and Retry and Skip (confirmed first) of a failed entry. It is a front end only: the
-// work is done by the redrive, idempotency and outbox packages, exactly as the CLI's
-// `redrive`, `dlq`, `idempotency` and `outbox` commands do it.
+// work is done by the redrive, idempotency, jobs and outbox packages, exactly as the
+// CLI's `redrive`, `dlq`, `idempotency`, `jobs` and `outbox` commands do it.
 //
 // # How it is built
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	// KeyPrefix is the middleware's Config.KeyPrefix: a key typed on the page is
 	// stored as idempotency.StoredKey(KeyPrefix, key).
 	KeyPrefix string
+	// Jobs is the store of the job records the page shows by job id (GET /jobs?id=),
+	// linked from a dead letter's job-id attribute; nil to hide that part.
+	Jobs *jobs.Store
 	// Outbox is the transactional outbox whose backlog, failed entries and parked FIFO
 	// groups the page shows, with Retry and Skip actions; nil to hide that part.
 	Outbox Outbox
@@ -159,6 +163,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /movetask/cancel", s.moveTaskCancel)
 	mux.HandleFunc("GET /idempotency", s.idempotencyPage)
 	mux.HandleFunc("POST /idempotency/release", s.idempotencyRelease)
+	mux.HandleFunc("GET /jobs", s.jobsPage)
 	mux.HandleFunc("GET /outbox", s.outboxPage)
 	mux.HandleFunc("POST /outbox/retry", s.outboxRetry)
 	mux.HandleFunc("POST /outbox/skip", s.outboxSkip)
@@ -173,6 +178,7 @@ type page struct {
 	Snapshot Snapshot
 	Table    string
 	Outbox   string // the outbox's name, "" without one
+	Jobs     bool   // job records can be looked up
 	Data     any
 	Error    string
 }
@@ -182,7 +188,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name, title string, d
 }
 
 func (s *Server) renderError(w http.ResponseWriter, status int, name, title string, data any, problem string) {
-	p := page{Title: title, CSRF: s.csrf, Interval: s.refresher.Interval().Milliseconds(), Snapshot: s.refresher.Snapshot(), Table: s.config.Table, Data: data, Error: problem}
+	p := page{Title: title, CSRF: s.csrf, Interval: s.refresher.Interval().Milliseconds(), Snapshot: s.refresher.Snapshot(), Table: s.config.Table, Jobs: s.config.Jobs != nil, Data: data, Error: problem}
 	if s.config.Outbox != nil {
 		p.Outbox = s.config.Outbox.Name()
 	}
