@@ -20,12 +20,25 @@ const (
 	// (Number). The producer sets it for delays longer than SQS's 15-minute DelaySeconds
 	// limit; the worker's [DelayMiddleware] re-sends the job until it is due.
 	AttributeDueAt = "due-at"
+	// AttributeJobID carries the job's id (String): a ULID that package producer gives
+	// every job it prepares (or Job.ID when the sender chose one). It stays with the job
+	// through retries (the same message), delay hops, the host's dead-letter send and
+	// redrives (each copies the message's attributes), while the SQS message id changes
+	// with every new message; job records and cancellation are keyed by it.
+	AttributeJobID = "job-id"
 )
 
 // JobType returns the job type of the message: its [AttributeJobType] attribute, or ""
 // when it has none.
 func (m *Message) JobType() string {
 	value, _ := m.StringAttribute(AttributeJobType)
+	return value
+}
+
+// JobID returns the job id of the message: its [AttributeJobID] attribute, or "" when it
+// has none (a message not sent through package producer).
+func (m *Message) JobID() string {
+	value, _ := m.StringAttribute(AttributeJobID)
 	return value
 }
 

@@ -19,6 +19,9 @@ const (
 	OutcomeDefer
 	// OutcomeRetry makes the message visible again after the backoff policy's delay.
 	OutcomeRetry
+	// OutcomeCancelled deletes the message of a cancelled job ([Cancelled]): it is not
+	// retried, not dead-lettered, and counts as neither failed nor deferred.
+	OutcomeCancelled
 )
 
 // String returns the kind's name as used in logs ("delete", "dead-letter", ...).
@@ -34,6 +37,8 @@ func (k OutcomeKind) String() string {
 		return "defer"
 	case OutcomeRetry:
 		return "retry"
+	case OutcomeCancelled:
+		return "cancelled"
 	}
 	return "unknown"
 }
@@ -45,24 +50,28 @@ type Outcome struct {
 	// never negative. Zero otherwise.
 	Delay time.Duration
 	// Reason names the failure class: the PermanentError's Reason, "Panic",
-	// "HandlerError", or the DeferError's reason. Empty for OutcomeDelete.
+	// "HandlerError", the DeferError's reason, or "Cancelled". Empty for OutcomeDelete.
 	Reason string
 	// Err is the handler's error (nil for OutcomeDelete).
 	Err error
 }
 
-// Failed reports whether the outcome counts as a failed attempt (everything but delete and defer).
+// Failed reports whether the outcome counts as a failed attempt (everything but delete,
+// defer and cancelled).
 func (o Outcome) Failed() bool {
-	return o.Kind != OutcomeDelete && o.Kind != OutcomeDefer
+	return o.Kind != OutcomeDelete && o.Kind != OutcomeDefer && o.Kind != OutcomeCancelled
 }
 
 // Classify decides a message's fate from its handler's error. It is the one place both
 // hosts take that decision. Wrapped errors are looked through with errors.As and
-// errors.Is. Precedence when an error wraps several markers: permanent, then defer, then
-// retry-after; everything else (a panic included) is an ordinary retry.
+// errors.Is. Precedence when an error wraps several markers: cancelled, then permanent,
+// then defer, then retry-after; everything else (a panic included) is an ordinary retry.
 func Classify(err error) Outcome {
 	if err == nil {
 		return Outcome{Kind: OutcomeDelete}
+	}
+	if errors.Is(err, ErrCancelled) {
+		return Outcome{Kind: OutcomeCancelled, Reason: ReasonCancelled, Err: err}
 	}
 	if permanent, ok := errors.AsType[*PermanentError](err); ok {
 		return Outcome{Kind: OutcomeDeadLetter, Reason: permanent.Reason, Err: err}

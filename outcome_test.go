@@ -36,6 +36,8 @@ func TestClassify(t *testing.T) {
 		{name: "permanent wins over retry after", err: Permanent("Bad", RetryAfter(time.Second, nil)), wantKind: OutcomeDeadLetter, wantReason: "Bad", wantFailed: true},
 		{name: "defer wins over retry after", err: RetryAfter(time.Second, Defer(2*time.Second, "Busy")), wantKind: OutcomeDefer, wantDelay: 2 * time.Second, wantReason: "Busy"},
 		{name: "panic retries", err: &PanicError{Value: "boom"}, wantKind: OutcomeRetry, wantReason: "Panic", wantFailed: true},
+		{name: "cancelled is not a failure", err: Cancelled(nil), wantKind: OutcomeCancelled, wantReason: "Cancelled"},
+		{name: "cancelled wins over permanent", err: Cancelled(Permanent("Bad", context.Canceled)), wantKind: OutcomeCancelled, wantReason: "Cancelled"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

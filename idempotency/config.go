@@ -51,12 +51,12 @@ type KeyFunc func(message *sqsworker.Message) (string, error)
 type PayloadHashFunc func(message *sqsworker.Message) (string, error)
 
 // Config configures [Middleware]. The zero value is usable: the producer's idempotency
-// key attribute (else the message id) as key, the whole body validated, completed
+// key attribute (else the job id, else the message id) as key, the whole body validated, completed
 // records kept for one hour.
 type Config struct {
 	// KeyFunc specifies the idempotency key of a message; if nil, defaults to
-	// [KeyFromProducer]: the "idempotency-key" attribute when present, else the message
-	// id. See also [KeyFromJSONField] and [KeyFromMessageAttribute].
+	// [KeyFromProducer]: the "idempotency-key" attribute when present, else the job id
+	// ("job-id"), else the message id. See also [KeyFromJSONField] and [KeyFromMessageAttribute].
 	KeyFunc KeyFunc
 	// KeyPrefix specifies a namespace for keys (for example the function or worker name),
 	// stored as KeyPrefix + "#" + key; if empty, keys are stored as they are. See

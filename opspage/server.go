@@ -88,10 +88,14 @@ type Config struct {
 	// Outbox is the transactional outbox whose backlog, failed entries and parked FIFO
 	// groups the page shows, with Retry and Skip actions; nil to hide that part.
 	Outbox Outbox
+	// Jobs is the store of the job records the page shows by job id (GET /jobs?id=ID, a
+	// *jobs.Store); nil to hide that part. With Jobs set and JobLink nil, a dead letter
+	// with a job-id attribute links to its record on this page.
+	Jobs JobRecords
 	// JobLink, when set, links each dead letter of the dead-letter view and of its message
 	// page to where its job is looked up (a job history, a tracing or logging UI): it
-	// returns the address for a letter of the queue named queue, or "" for no link. It is
-	// the hook for job lookups: the page has no job view of its own. html/template
+	// returns the address for a letter of the queue named queue, or "" for no link; it
+	// takes the place of the page's own job view as the link's target. html/template
 	// refuses an unsafe address (javascript: and the like become "#ZgotmplZ").
 	JobLink func(queue string, letter redrive.DeadLetter) string
 	// AccessToken is required on every request (see the package documentation,
@@ -158,6 +162,9 @@ func New(api API, config Config) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opspage: address %q: %w", config.Addr, err)
 	}
+	if config.JobLink == nil && config.Jobs != nil {
+		config.JobLink = recordLink(prefix)
+	}
 	pages, err := parsePages(config.JobLink)
 	if err != nil {
 		return nil, err
@@ -209,6 +216,7 @@ func (s *Page) mux() http.Handler {
 	mux.HandleFunc("POST /movetask/cancel", s.moveTaskCancel)
 	mux.HandleFunc("GET /idempotency", s.idempotencyPage)
 	mux.HandleFunc("POST /idempotency/release", s.idempotencyRelease)
+	mux.HandleFunc("GET /jobs", s.jobsPage)
 	mux.HandleFunc("GET /outbox", s.outboxPage)
 	mux.HandleFunc("POST /outbox/retry", s.outboxRetry)
 	mux.HandleFunc("POST /outbox/skip", s.outboxSkip)
@@ -224,6 +232,7 @@ type page struct {
 	Snapshot Snapshot
 	Table    string
 	Outbox   string // the outbox's name, "" without one
+	Jobs     bool   // job records can be looked up
 	Data     any
 	Error    string
 }
@@ -234,7 +243,7 @@ func (s *Page) render(w http.ResponseWriter, status int, name, title string, dat
 
 func (s *Page) renderError(w http.ResponseWriter, status int, name, title string, data any, problem string) {
 	view := page{Title: title, Base: s.config.Prefix, CSRF: s.csrf, Interval: s.refresher.interval.Milliseconds(), Snapshot: s.refresher.snapshotNow(),
-		Table: s.config.Table, Data: data, Error: problem}
+		Table: s.config.Table, Jobs: s.config.Jobs != nil, Data: data, Error: problem}
 	if s.config.Outbox != nil {
 		view.Outbox = s.config.Outbox.Name()
 	}

@@ -15,6 +15,8 @@ import (
 type Result struct {
 	// MessageID is the SQS message id of the job, when it was sent.
 	MessageID string
+	// JobID is the job's id ([sqsworker.AttributeJobID]), when it was prepared.
+	JobID string
 	// Err is why the job was not sent (the errors of [Producer.Send]), or nil.
 	Err error
 }
@@ -61,6 +63,7 @@ func (p *Producer) sendPreparedBatch(ctx context.Context, messages []Prepared, r
 		if results[i].Err != nil {
 			continue
 		}
+		results[i].JobID = m.JobID()
 		if m.reserves() {
 			if first, seen := firstOfKey[m.UniqueKey]; seen {
 				repeats[i] = first

@@ -211,12 +211,13 @@ func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
 	})
 	require.NoError(t, err)
 	p := newProducer(t, client, producer.Config{})
-	// "job-type" + "String" + "blob" = 18 bytes of attributes.
-	exact := strings.Repeat("x", 1<<20-18)
-	_, err = p.Send(context.Background(), queue.URL, producer.Job{Type: "blob", Body: exact})
+	// "job-type" + "String" + "blob" and "job-id" + "String" + "j-1" = 33 bytes of
+	// attributes.
+	exact := strings.Repeat("x", 1<<20-33)
+	_, err = p.Send(context.Background(), queue.URL, producer.Job{ID: "j-1", Type: "blob", Body: exact})
 	require.NoError(t, err, "exactly 1 MiB, attributes included, fits")
 
-	_, err = p.Send(context.Background(), queue.URL, producer.Job{Type: "blob", Body: exact + "x"})
+	_, err = p.Send(context.Background(), queue.URL, producer.Job{ID: "j-1", Type: "blob", Body: exact + "x"})
 	var tooLarge *producer.TooLargeError
 	require.ErrorAs(t, err, &tooLarge)
 	assert.Equal(t, producer.TooLargeError{QueueURL: queue.URL, Size: 1<<20 + 1, Limit: 1 << 20}, *tooLarge)
@@ -225,7 +226,10 @@ func TestEmulatorOversizedJobFailsWithItsSize(t *testing.T) {
 	// The emulator counts as the producer does: the same message sent directly is refused.
 	_, err = client.SendMessage(context.Background(), &sqs.SendMessageInput{
 		QueueUrl: aws.String(queue.URL), MessageBody: aws.String(exact + "x"),
-		MessageAttributes: map[string]types.MessageAttributeValue{sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String("blob")}},
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String("blob")},
+			sqsworker.AttributeJobID:   {DataType: aws.String("String"), StringValue: aws.String("j-1")},
+		},
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Message must be shorter than 1048576 bytes")

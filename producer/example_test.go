@@ -140,6 +140,7 @@ func ExampleBatcher() {
 // stored (package outbox does) and sent later with SendPrepared.
 func ExamplePrepare() {
 	prepared, err := producer.Prepare("https://sqs.eu-west-1.amazonaws.com/123456789012/jobs", producer.Job{
+		ID:   "01KBQ2ZP5E8Y9V0D2X4M6N8R1T", // usually left empty: Prepare gives the job a new ULID
 		Type: "report", Payload: map[string]string{"month": "2026-11"}, Delay: 40 * time.Minute,
 	})
 	if err != nil {
@@ -156,7 +157,7 @@ func ExamplePrepare() {
 	//	id, err := jobs.SendPrepared(ctx, stored)
 
 	// Output:
-	// {"v":1,"queue":"https://sqs.eu-west-1.amazonaws.com/123456789012/jobs","body":"{\"month\":\"2026-11\"}","attributes":{"job-type":{"t":"String","s":"report"}},"delay":"40m0s"}
+	// {"v":1,"queue":"https://sqs.eu-west-1.amazonaws.com/123456789012/jobs","body":"{\"month\":\"2026-11\"}","attributes":{"job-id":{"t":"String","s":"01KBQ2ZP5E8Y9V0D2X4M6N8R1T"},"job-type":{"t":"String","s":"report"}},"delay":"40m0s"}
 }
 
 // A tenant key for every job to a standard queue, sent as its MessageGroupId: SQS fair

@@ -11,6 +11,12 @@ import (
 
 // Job is one job to send. Exactly one of Payload and Body is set.
 type Job struct {
+	// ID is the job's id, sent as the [sqsworker.AttributeJobID] attribute (one of the
+	// 10 SQS allows), kept through retries, delay hops, dead letters and redrives. If
+	// empty, [Prepare] gives the job a new one ([NewJobID], a ULID); a chosen id is valid
+	// UTF-8 of at most [MaxJobIDBytes]. Choose it only to make it known before the send
+	// (to record it with the business row, say); two jobs should never share one.
+	ID string
 	// Type is the job type, sent as the [sqsworker.AttributeJobType] attribute that a
 	// [sqsworker.ServeMux] routes on. Empty sends no type (a plain message).
 	Type string
@@ -49,8 +55,9 @@ type Job struct {
 	// done or has started, by [UniqueMiddleware] on the consumer side (standard queues
 	// only). The zero value is UniqueUntilWindowEnds.
 	UniqueMode UniqueMode
-	// Attributes are further message attributes. The producer's own (job type,
-	// idempotency key, due time, trace context) take precedence; SQS allows 10 in all.
+	// Attributes are further message attributes. The producer's own (job id, job
+	// type, idempotency key, due time, trace context) take precedence; SQS allows 10 in
+	// all, so a job has room for 8 of its own with a type (9 without).
 	Attributes map[string]types.MessageAttributeValue
 }
 

@@ -32,9 +32,10 @@ type Prepared struct {
 	QueueURL string
 	// Body is the message body: the job's Body or its JSON-encoded Payload.
 	Body string
-	// Attributes are the message attributes: the job's own, its type
-	// ([sqsworker.AttributeJobType]) and idempotency key
-	// ([sqsworker.AttributeIdempotencyKey]).
+	// Attributes are the message attributes: the job's own, its id
+	// ([sqsworker.AttributeJobID]), type ([sqsworker.AttributeJobType]) and idempotency
+	// key ([sqsworker.AttributeIdempotencyKey]). The id is here, so the outbox, the
+	// scheduler and every later send of this Prepared carry the same one.
 	Attributes map[string]types.MessageAttributeValue
 	// GroupID is the message group id (see Job.GroupID).
 	GroupID string
@@ -54,14 +55,20 @@ type Prepared struct {
 // those of [Producer.Send] that depend on the job and the queue alone: both or neither of
 // Payload and Body, a payload that does not encode, a negative delay, FIFO rules
 // (GroupID required, no delay, DeduplicationID on FIFO queues only), invalid unique
-// settings, more than 10 attributes (with the job type and the idempotency key).
+// settings, an invalid Job.ID, more than 10 attributes (with the job id, the job type
+// and the idempotency key). It gives the job its id (Job.ID, or a new [NewJobID]).
 func Prepare(queueURL string, job Job) (Prepared, error) {
 	body, err := jobBody(job)
 	if err != nil {
 		return Prepared{}, err
 	}
-	attributes := make(map[string]types.MessageAttributeValue, len(job.Attributes)+2)
+	id, err := jobID(job)
+	if err != nil {
+		return Prepared{}, err
+	}
+	attributes := make(map[string]types.MessageAttributeValue, len(job.Attributes)+3)
 	maps.Copy(attributes, job.Attributes)
+	attributes[sqsworker.AttributeJobID] = stringValue(id)
 	if job.Type != "" {
 		attributes[sqsworker.AttributeJobType] = stringValue(job.Type)
 	}
@@ -81,6 +88,10 @@ func Prepare(queueURL string, job Job) (Prepared, error) {
 	}
 	return prepared, nil
 }
+
+// JobID returns the job id the message carries (its [sqsworker.AttributeJobID]), or ""
+// for a Prepared not made by [Prepare] (or read from a form written before job ids).
+func (m Prepared) JobID() string { return m.stringAttribute(sqsworker.AttributeJobID) }
 
 // Type returns the job type the message carries (its [sqsworker.AttributeJobType]), or "".
 func (m Prepared) Type() string { return m.stringAttribute(sqsworker.AttributeJobType) }

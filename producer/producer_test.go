@@ -77,7 +77,7 @@ func TestSendRejectsInvalidJobs(t *testing.T) {
 		"dedup standard":   {standardURL, Job{Body: "x", DeduplicationID: "d"}, "takes no DeduplicationID"},
 		"fifo no group":    {fifoURL, Job{Body: "x"}, "has no GroupID"},
 		"fifo delay":       {fifoURL, Job{Body: "x", GroupID: "g", Delay: time.Second}, "take no per-message delay"},
-		"attributes":       {standardURL, Job{Body: "x", Type: "t", Attributes: tooMany}, "11 message attributes"},
+		"attributes":       {standardURL, Job{Body: "x", Type: "t", Attributes: tooMany}, "12 message attributes"},
 		"unique, no store": {standardURL, Job{Body: "x", UniqueKey: "k"}, "Config.Unique is nil"},
 	} {
 		_, err := p.Send(context.Background(), tc.queue, tc.job)
@@ -101,10 +101,11 @@ func TestSendCountsSizeAsSQSDoes(t *testing.T) {
 	fake := newFake()
 	fake.maxSize = 100
 	p := newProducer(t, fake, Config{})
-	// body 80 + "job-type" (8) + "String" (6) + "abcdef" (6) = 100: fits exactly.
-	_, err := p.Send(context.Background(), standardURL, Job{Type: "abcdef", Body: strings.Repeat("x", 80)})
+	// body 62 + "job-type" (8) + "String" (6) + "abcdef" (6) + "job-id" (6) + "String"
+	// (6) + "j-1234" (6) = 100: fits exactly.
+	_, err := p.Send(context.Background(), standardURL, Job{ID: "j-1234", Type: "abcdef", Body: strings.Repeat("x", 62)})
 	require.NoError(t, err)
-	_, err = p.Send(context.Background(), standardURL, Job{Type: "abcdef", Body: strings.Repeat("x", 81)})
+	_, err = p.Send(context.Background(), standardURL, Job{ID: "j-1234", Type: "abcdef", Body: strings.Repeat("x", 63)})
 	var tooLarge *TooLargeError
 	require.ErrorAs(t, err, &tooLarge)
 	assert.Equal(t, TooLargeError{QueueURL: standardURL, Size: 101, Limit: 100}, *tooLarge)
@@ -131,7 +132,9 @@ func TestSendOffloadsAboveTheThreshold(t *testing.T) {
 	fake := newFake()
 	fake.maxSize = 1000
 	store := &recordingStore{body: `["pointer"]`}
-	p := newProducer(t, fake, Config{PayloadStore: store, OffloadThreshold: 50})
+	// The threshold counts the attributes too: the job id's is 38 bytes (name, type, ULID).
+	jobIDBytes := len(sqsworker.AttributeJobID) + len("String") + 26
+	p := newProducer(t, fake, Config{PayloadStore: store, OffloadThreshold: 50 + jobIDBytes})
 	_, err := p.Send(context.Background(), standardURL, Job{Body: strings.Repeat("x", 50)})
 	require.NoError(t, err)
 	_, err = p.Send(context.Background(), standardURL, Job{Body: strings.Repeat("y", 51)})

@@ -15,7 +15,8 @@ import (
 )
 
 // Send sends one job to queueURL and returns its SQS message id: [Prepare] and
-// [Producer.SendPrepared] in one call.
+// [Producer.SendPrepared] in one call. The job's id is Job.ID when set (make one with
+// [NewJobID] to know it before the send), or a new one ([Prepare] returns it).
 //
 // Errors: an invalid job (both or neither of Payload and Body, a payload that does not
 // encode, a delay that is negative or past Config.DueAtHorizon, FIFO rules, more than 10

@@ -211,7 +211,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return err
 		}
 		s.schedules[i].queueURL = url
-		if _, err := s.schedules[i].message(s.schedules[i].Name); err != nil {
+		if _, err := s.schedules[i].message(s.schedules[i].Name, time.Now()); err != nil {
 			return fmt.Errorf("scheduler: schedule %q: %w", s.schedules[i].Name, err)
 		}
 	}

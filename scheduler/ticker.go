@@ -197,7 +197,7 @@ func (s *Scheduler) enqueue(ctx context.Context, lease Lease, sc *compiled, tm *
 		tm.states[sc.Name] = state
 		ev.Attempt = state.sends
 		s.emit(ctx, with(ev, EventTickClaimed))
-		message, err := sc.message(id)
+		message, err := sc.message(id, tick)
 		if err != nil {
 			return err // Start checked the schedule's message: not reached
 		}
@@ -229,12 +229,13 @@ func with(ev Event, kind EventKind) Event {
 	return ev
 }
 
-// message is the prepared message of the schedule's tick id: the job type and
+// message is the prepared message of the schedule's tick id at tick: the job type and
 // payload, the tick id as idempotency key, and on FIFO queues as deduplication id (the
-// message group is GroupID or the schedule's name). Start prepares one for each
-// schedule, so a schedule the producer refuses fails Start.
-func (sc *compiled) message(id string) (producer.Prepared, error) {
-	job := producer.Job{Type: sc.JobType, Body: sc.body(), IdempotencyKey: id}
+// message group is GroupID or the schedule's name), and a job id derived from the tick
+// (producer.DerivedJobID), so a tick sent again keeps its job id. Start prepares one for
+// each schedule, so a schedule the producer refuses fails Start.
+func (sc *compiled) message(id string, tick time.Time) (producer.Prepared, error) {
+	job := producer.Job{ID: producer.DerivedJobID(tick, id), Type: sc.JobType, Body: sc.body(), IdempotencyKey: id}
 	if sqsinfo.IsFIFOName(sc.queueURL) {
 		job.DeduplicationID = id
 		job.GroupID = sc.GroupID

@@ -27,7 +27,8 @@ const (
 	Limits Namespace = "limit"
 	// Batches is reserved for job batches.
 	Batches Namespace = "batch"
-	// JobRecords is reserved for job records (status and results).
+	// JobRecords holds job records: state, attempts, result, progress and cancellation
+	// (package jobs).
 	JobRecords Namespace = "job"
 	// Cancellation is reserved for job cancellation.
 	Cancellation Namespace = "cancel"
@@ -103,6 +104,13 @@ func IdempotencyKey(prefix, key string) (string, error) {
 // UniqueKey is the layout of a unique job's key item: "unique#" + the job's UniqueKey.
 func UniqueKey(key string) (string, error) {
 	return Key(Unique, key)
+}
+
+// JobRecordKey is the layout of a job's record (package jobs): "job#" + the job id
+// ([sqsworker.AttributeJobID]). The record also holds the job's cancellation request, so
+// the [Cancellation] namespace stays reserved and unused.
+func JobRecordKey(jobID string) (string, error) {
+	return Key(JobRecords, jobID)
 }
 
 // SchedulerLeaseKey is the layout of the scheduler's leader lease item named name:

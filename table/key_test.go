@@ -44,6 +44,7 @@ func TestLayouts(t *testing.T) {
 		must(table.IdempotencyKey("webhook", "d-1")):           "idempotency#webhook#d-1",
 		must(table.IdempotencyKey("", "unique#order-42")):      "idempotency##unique#order-42",
 		must(table.UniqueKey("order-42")):                      "unique#order-42",
+		must(table.JobRecordKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")): "job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
 		must(table.SchedulerLeaseKey("default")):               "scheduler#lease#default",
 		must(table.SchedulerScheduleKey("nightly#report")):     "scheduler#schedule#nightly#report",
 		must(table.Key(table.Limits, "tenant-1", "api")):       "limit#tenant-1#api",

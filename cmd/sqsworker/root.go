@@ -62,6 +62,7 @@ Exit codes:
 		newRedriveCommand(a),
 		newSendCommand(a),
 		newIdempotencyCommand(a),
+		newJobsCommand(a),
 		newESMCommand(a),
 		newCreateCommand(a),
 		newSchedulesCommand(a),

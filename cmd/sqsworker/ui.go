@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/opspage"
 )
 
@@ -45,7 +46,8 @@ For each dead-letter queue: the messages grouped by failure reason, each message
 attributes, reason, receive count and expiry, its body on request; a filtered redrive
 (the client-side mover of 'redrive move') that runs a dry run first and moves only when
 you confirm its numbers; SQS's native message move task with its progress. With --table:
-idempotency record lookup and release (as 'idempotency get' and 'delete'). With
+idempotency record lookup and release (as 'idempotency get' and 'delete'), and job records
+by job id (as 'jobs get'), linked from a dead letter's job-id attribute. With
 --outbox-table (DynamoDB) or --outbox-postgres (PostgreSQL): the transactional outbox's
 backlog (unpublished entries, the oldest one's age, failed entries, parked FIFO groups),
 its failed entries with their reasons, attempts and destinations, the parked groups with
@@ -114,7 +116,12 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 				if err != nil {
 					return err
 				}
-				config.Store = idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), config.Table)
+				client := dynamodb.NewFromConfig(cfg)
+				config.Store = idempotency.NewDynamoDBStore(client, config.Table)
+				config.Jobs, err = jobs.NewStore(client, jobs.Config{Table: config.Table, Idempotency: config.Store, IdempotencyKeyPrefix: config.KeyPrefix})
+				if err != nil {
+					return fmt.Errorf("sqsworker: %w", err)
+				}
 			}
 			if outboxFrom.given() {
 				box, err := outboxFrom.open(ctx, a)
@@ -170,7 +177,7 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 	flags.BoolVar(&fromCloudWatch, "cloudwatch", false, "chart the oldest message's age from CloudWatch (ApproximateAgeOfOldestMessage, GetMetricStatistics once a minute per queue) instead of the page's upper bound")
 	flags.DurationVar(&config.History, "history", opspage.DefaultHistory, "how far back the queue charts go (at most 24h; kept in memory from the page's own polls)")
 	flags.IntVar(&config.PeekMax, "peek-max", opspage.DefaultPeekMax, "how many dead letters one look receives at most")
-	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
+	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency and job records (enables lookup and release)")
 	envFlag(cmd, "table", tableVariable)
 	flags.StringVar(&config.KeyPrefix, "prefix", "", `idempotency key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY"`)
 	outboxFrom.addFlags(cmd, "outbox-")

@@ -26,6 +26,7 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
+	github.com/oklog/ulid/v2 v2.1.2 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect

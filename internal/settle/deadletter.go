@@ -113,7 +113,7 @@ type namedAttribute struct {
 func failureAttributes(queue *sqsinfo.Queue, message *sqsworker.Message, outcome sqsworker.Outcome) []namedAttribute {
 	errorText := ""
 	if outcome.Err != nil {
-		errorText = truncateUTF8(outcome.Err.Error(), MaxFailureErrorBytes)
+		errorText = TruncateUTF8(outcome.Err.Error(), MaxFailureErrorBytes)
 	}
 	source := queue.ARN
 	if source == "" {
@@ -151,7 +151,7 @@ func withFailureAttributes(original map[string]types.MessageAttributeValue, room
 		}
 		overhead := len(attribute.name) + len(aws.ToString(attribute.value.DataType))
 		if overhead+len(value) > room && attribute.name == sqsworker.AttributeFailureError && room-overhead >= minFailureErrorBytes+len("...") {
-			value = truncateUTF8(value, room-overhead)
+			value = TruncateUTF8(value, room-overhead)
 			attribute.value = stringAttribute(value)
 		}
 		if overhead+len(value) > room {
@@ -174,8 +174,9 @@ func stringAttribute(value string) types.MessageAttributeValue {
 	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(value)}
 }
 
-// truncateUTF8 cuts text to at most limit bytes at a rune boundary, ending in "...".
-func truncateUTF8(text string, limit int) string {
+// TruncateUTF8 cuts text to at most limit bytes at a rune boundary, ending in "..." (the
+// dead-letter copy's failure-error attribute, and a job record's last error).
+func TruncateUTF8(text string, limit int) string {
 	if len(text) <= limit {
 		return text
 	}

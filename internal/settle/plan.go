@@ -43,7 +43,7 @@ func Plan(outcome sqsworker.Outcome, message *sqsworker.Message, receivedAt, now
 	since := SinceReceive(message, receivedAt, now)
 	action := Action{Outcome: outcome}
 	switch outcome.Kind {
-	case sqsworker.OutcomeDelete:
+	case sqsworker.OutcomeDelete, sqsworker.OutcomeCancelled:
 		action.Delete = true
 	case sqsworker.OutcomeDeadLetter:
 		action.DeadLetter, action.Delete = deadLetterSend, deadLetterSend

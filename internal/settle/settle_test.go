@@ -31,6 +31,7 @@ func TestPlan(t *testing.T) {
 		wantSecs int32
 	}{
 		{name: "success", err: nil, dlq: true, want: settle.Action{Delete: true}},
+		{name: "cancelled is deleted", err: sqsworker.Cancelled(errors.New("operator")), dlq: true, want: settle.Action{Delete: true}},
 		{name: "retry uses the backoff of the receive count", err: errors.New("503"), dlq: true, want: settle.Action{Visibility: 8 * time.Second}, wantSecs: 8},
 		{name: "retry-after", err: sqsworker.RetryAfter(1500*time.Millisecond, errors.New("429")), want: settle.Action{Visibility: 1500 * time.Millisecond}, wantSecs: 2},
 		{name: "defer", err: sqsworker.Defer(time.Minute, "later"), want: settle.Action{Visibility: time.Minute}, wantSecs: 60},
@@ -111,6 +112,7 @@ func TestSettleCarriesOutEveryOutcome(t *testing.T) {
 		{name: "success", wantDone: true, wantFinished: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
 		{name: "retry", err: errors.New("x"), wantResched: 1, wantErrorHandler: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
 		{name: "defer is not a failure", err: sqsworker.Defer(time.Second, "r"), wantResched: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
+		{name: "cancelled: deleted, not retried, not dead-lettered", err: sqsworker.Cancelled(nil), wantDone: true, wantFinished: 1, wantKinds: []sqsworker.EventKind{sqsworker.EventFinished}},
 		{name: "dead letter", err: sqsworker.Permanent("Bad", errors.New("x")), wantDone: true, wantFinished: 1, wantSent: 1, wantErrorHandler: 1,
 			wantKinds: []sqsworker.EventKind{sqsworker.EventFinished, sqsworker.EventDeadLettered}},
 		{name: "dead letter send fails", err: sqsworker.Permanent("Bad", errors.New("x")), sendErr: errors.New("throttled"), wantResched: 1, wantSent: 1, wantErrorHandler: 1,

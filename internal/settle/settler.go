@@ -157,6 +157,9 @@ func (s *Settler) Settle(ctx context.Context, d Delivery, handlerErr error, f Fi
 			s.cfg.ErrorHandler(ctx, d.Message, outcome.Err)
 		}
 	}
+	if outcome.Kind == sqsworker.OutcomeCancelled {
+		logger.Info(s.cfg.Host+": job cancelled; deleting its message", "error", outcome.Err)
+	}
 	action := s.exhaust(ctx, logger, d, Plan(outcome, d.Message, d.ReceivedAt, now, s.cfg.Backoff, s.deadLetterSend()))
 	switch {
 	case action.DeadLetter:

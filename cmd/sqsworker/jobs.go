@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
+
+	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/jobs"
+	"github.com/sqsworker/sqsworker/opspage/humantime"
+)
+
+// jobView is the output of `jobs get` and `jobs cancel`.
+type jobView struct {
+	Table string `json:"table"`
+	jobs.Record
+	// Cancelled reports, for `jobs cancel`, that the request was recorded; Finished that
+	// the job had finished, so nothing changed.
+	Cancelled bool `json:"cancelled,omitempty"`
+	Finished  bool `json:"finished,omitempty"`
+}
+
+func newJobsCommand(a *app) *cobra.Command {
+	var flags jobsFlags
+	get := &cobra.Command{
+		Use:   "get ID --table TABLE",
+		Short: "Show a job's record: state, attempts, starts, last error, result, progress",
+		Long: `Show the record of job ID (the job-id attribute package producer gives every job) in the
+DynamoDB table TABLE, as package jobs keeps it: state (enqueued, running, succeeded,
+failed, retrying, dead-lettered, cancelled, interrupted), attempts, first and last start,
+last error, result and progress. A worker records jobs when its handler is wrapped in
+jobs.Store.Middleware. With --idempotency, the job's idempotency record (under the job
+id, with --prefix) completes it: the state and result of a job recorded there
+(MiddlewareConfig.InIdempotencyRecord).`,
+		Example: `  sqsworker jobs get 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs
+  sqsworker jobs get 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs -o json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := flags.store(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			record, err := store.Get(cmd.Context(), args[0])
+			if errors.Is(err, jobs.ErrNotFound) {
+				return fmt.Errorf("sqsworker: no record of job %s in table %s (not recorded, or expired)", args[0], flags.table)
+			}
+			if err != nil {
+				return fmt.Errorf("sqsworker: %w", err)
+			}
+			return a.printJob(jobView{Table: flags.table, Record: record}, time.Now())
+		},
+	}
+	cancel := &cobra.Command{
+		Use:   "cancel ID --table TABLE",
+		Short: "Cancel a job: one not started does not run, a running one's context is cancelled",
+		Long: `Cancel job ID (jobs.Store.Cancel). A job not started yet (queued, delayed, or waiting for a
+retry) does not run when its message arrives: the worker deletes it with outcome
+Cancelled. A running job's context is cancelled within one check interval of its worker
+(MiddlewareConfig.CheckInterval) and it ends as cancelled: deleted, neither retried nor
+dead-lettered. A finished job is left as it is, and the command says so (exit 1).`,
+		Example: `  sqsworker jobs cancel 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := flags.store(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			record, err := store.Cancel(cmd.Context(), args[0])
+			if finished, ok := errors.AsType[*jobs.FinishedError](err); ok {
+				if a.json() {
+					if err := a.printJSON(jobView{Table: flags.table, Record: finished.Record, Finished: true}); err != nil {
+						return err
+					}
+				}
+				return fmt.Errorf("sqsworker: %w", err)
+			}
+			if err != nil {
+				return fmt.Errorf("sqsworker: %w", err)
+			}
+			view := jobView{Table: flags.table, Record: record, Cancelled: true}
+			if a.json() {
+				return a.printJSON(view)
+			}
+			if record.State == jobs.StateRunning {
+				fmt.Fprintf(a.stdout, "Job %s is running: cancellation requested; its worker cancels it within one check interval.\n", record.ID)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "Job %s cancelled: it will not run.\n", record.ID)
+			return nil
+		},
+	}
+	for _, cmd := range []*cobra.Command{get, cancel} {
+		cmd.Flags().StringVar(&flags.table, "table", "", "DynamoDB table of the job records (required)")
+		cmd.Flags().BoolVar(&flags.idempotency, "idempotency", false, "also read the job's idempotency record (jobs recorded in it)")
+		cmd.Flags().StringVar(&flags.prefix, "prefix", "", "with --idempotency: the idempotency middleware's key prefix (Config.KeyPrefix)")
+		_ = cmd.MarkFlagRequired("table")
+		envFlag(cmd, "table", tableVariable)
+	}
+	return newGroup("jobs", "Look up or cancel a job by its id (get, cancel)", get, cancel)
+}
+
+type jobsFlags struct {
+	table       string
+	idempotency bool
+	prefix      string
+}
+
+func (f *jobsFlags) store(ctx context.Context, a *app) (*jobs.Store, error) {
+	if f.prefix != "" && !f.idempotency {
+		return nil, usageError(errors.New("--prefix needs --idempotency"))
+	}
+	cfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	config := jobs.Config{Table: f.table}
+	if f.idempotency {
+		config.Idempotency, config.IdempotencyKeyPrefix = idempotency.NewDynamoDBStore(client, f.table), f.prefix
+	}
+	store, err := jobs.NewStore(client, config)
+	if err != nil {
+		return nil, fmt.Errorf("sqsworker: %w", err)
+	}
+	return store, nil
+}
+
+func (a *app) printJob(view jobView, now time.Time) error {
+	if a.json() {
+		return a.printJSON(view)
+	}
+	out := a.stdout
+	r := view.Record
+	fmt.Fprintf(out, "Job:         %s (table %s)\n", r.ID, view.Table)
+	state := string(r.State)
+	if r.CancelRequested && r.State == jobs.StateRunning {
+		state += " (cancellation requested)"
+	}
+	fmt.Fprintf(out, "State:       %s\n", state)
+	fmt.Fprintf(out, "Type:        %s\n", orDash(r.Type, "-"))
+	fmt.Fprintf(out, "Queue:       %s\n", orDash(r.Queue, "-"))
+	fmt.Fprintf(out, "Attempts:    %d\n", r.Attempts)
+	for _, line := range []struct {
+		name string
+		at   time.Time
+	}{{"Enqueued:", r.EnqueuedAt}, {"First start:", r.FirstStartedAt}, {"Last start:", r.LastStartedAt}, {"Updated:", r.UpdatedAt}} {
+		if !line.at.IsZero() {
+			fmt.Fprintf(out, "%-12s %s (%s)\n", line.name, humantime.Timestamp(line.at), humantime.Until(line.at, now))
+		}
+	}
+	fmt.Fprintf(out, "Last error:  %s\n", orDash(r.LastError, "-"))
+	fmt.Fprintf(out, "Progress:    %s\n", orDash(string(r.Progress), "-"))
+	fmt.Fprintf(out, "Result:      %s\n", orDash(string(r.Result), "-"))
+	if !r.ExpiresAt.IsZero() {
+		fmt.Fprintf(out, "Expires:     %s (%s)\n", humantime.Timestamp(r.ExpiresAt), humantime.Until(r.ExpiresAt, now))
+	}
+	return nil
+}
