@@ -110,7 +110,10 @@ func startPoller(t *testing.T, client *sqs.Client, queueURL string, handler sqsw
 // event to lambda.NewBatchHandler, with a 30 s invocation deadline.
 func startLambda(t *testing.T, client *sqs.Client, queueURL string, handler sqsworker.Handler) {
 	t.Helper()
-	batch := lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithLogger(slog.New(slog.DiscardHandler)))
+	batch, err := lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	fn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var event events.SQSEvent
@@ -120,7 +123,7 @@ func startLambda(t *testing.T, client *sqs.Client, queueURL string, handler sqsw
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
-		response, err := batch(ctx, event)
+		response, err := batch.Handle(ctx, event)
 		if err != nil {
 			w.Header().Set("X-Amz-Function-Error", "Unhandled")
 			_ = json.NewEncoder(w).Encode(map[string]string{"errorType": "error", "errorMessage": err.Error()})
