@@ -187,11 +187,11 @@ func TestPollerServicePassesTheStopTimeout(t *testing.T) {
 	if !strings.Contains(definition, "stopTimeout = var.stop_timeout_seconds") {
 		t.Errorf("poller-service: the container's stopTimeout is not var.stop_timeout_seconds:\n%s", definition)
 	}
-	worker, err := os.ReadFile(filepath.Join(repoRoot(t), "worker", "worker.go"))
+	source, err := os.ReadFile(filepath.Join(repoRoot(t), "poller", "environment.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`EnvStopTimeout\s*=\s*"SQSWORKER_STOP_TIMEOUT"`).Match(worker) {
-		t.Error(`worker/worker.go does not read SQSWORKER_STOP_TIMEOUT (EnvStopTimeout)`)
+	if !regexp.MustCompile(`EnvStopTimeout\s*=\s*"SQSWORKER_STOP_TIMEOUT"`).Match(source) {
+		t.Error(`poller/environment.go does not read SQSWORKER_STOP_TIMEOUT (EnvStopTimeout)`)
 	}
 }
