@@ -150,7 +150,7 @@ func (o *DynamoDB) CreateTableInput() *dynamodb.CreateTableInput {
 // producer's Config.Unique; a key already taken publishes the entry without a send). An
 // entry above DynamoDB's 400 KB item limit is an error here.
 func (o *DynamoDB) Put(queueURL string, job producer.Job) (types.TransactWriteItem, Entry, error) {
-	entry, err := newEntry(queueURL, job, o.now())
+	entry, err := NewEntry(queueURL, job, o.now())
 	if err != nil {
 		return types.TransactWriteItem{}, Entry{}, err
 	}
@@ -190,7 +190,7 @@ func (o *DynamoDB) TransactItems(items []types.TransactWriteItem, queueURL strin
 
 // item encodes entry as a pending item.
 func (o *DynamoDB) item(e Entry) (map[string]types.AttributeValue, error) {
-	job, err := encodeJob(e)
+	job, err := e.EncodeJob()
 	if err != nil {
 		return nil, err
 	}

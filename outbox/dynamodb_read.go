@@ -87,7 +87,7 @@ func decodeEntry(get func(name string) (string, bool)) (it dynamoItem, ok bool) 
 	}
 	if len(bad) > 0 {
 		it.damage = fmt.Errorf("%w: item %q: %s", ErrDamaged, e.ID, strings.Join(bad, ", "))
-	} else if err := decodeJob(e, job, hasJob); err != nil {
+	} else if err := e.DecodeJob(job, hasJob); err != nil {
 		it.damage = err
 	}
 	return it, true

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -41,13 +42,18 @@ func NewDynamoDBRelay(api DynamoDBAPI, o *DynamoDB, p *producer.Producer, config
 	if api == nil || o == nil {
 		return nil, errors.New("outbox: NewDynamoDBRelay needs a DynamoDB client and an outbox")
 	}
-	s := &dynamoStore{api: api, outbox: o}
-	r, err := NewRelay(s, p, config)
-	if err != nil {
-		return nil, err
+	return NewRelay(NewDynamoDBStore(api, o, cmp.Or(config.ClaimLease, DefaultClaimLease)), p, config)
+}
+
+// NewDynamoDBStore returns the [Store] of the DynamoDB outbox o, for [NewRelay]: the
+// claims [NewDynamoDBRelay] describes, each held for lease (if zero or negative,
+// DefaultClaimLease). Most users call NewDynamoDBRelay, which sets lease from
+// RelayConfig.ClaimLease.
+func NewDynamoDBStore(api DynamoDBAPI, o *DynamoDB, lease time.Duration) Store {
+	if lease <= 0 {
+		lease = DefaultClaimLease
 	}
-	s.lease = r.config.ClaimLease
-	return r, nil
+	return &dynamoStore{api: api, outbox: o, lease: lease}
 }
 
 // clockAllowance is how far past its own clock a relay reads the index: entries of a

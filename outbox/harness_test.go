@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -21,43 +18,6 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/producer"
 )
-
-const (
-	envTable = "OUTBOX_TEST_TABLE"  // DynamoDB outbox table of the relay process
-	envPgURL = "OUTBOX_TEST_PG_URL" // PostgreSQL URL (with its search_path) of the relay process
-)
-
-// crashLease is the DynamoDB claim lease of a relay subprocess: its claims outlive it
-// by at most this.
-const crashLease = 2 * time.Second
-
-// processRelay builds the relay of a relay subprocess from the environment.
-func processRelay(ctx context.Context, store string) (*Relay, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
-	if err != nil {
-		return nil, err
-	}
-	relayConfig := RelayConfig{PollInterval: 50 * time.Millisecond, ClaimLease: crashLease}
-	switch store {
-	case "dynamodb":
-		o, err := NewDynamoDB(DynamoDBConfig{Table: os.Getenv(envTable)})
-		if err != nil {
-			return nil, err
-		}
-		return NewDynamoDBRelay(dynamodb.NewFromConfig(cfg), o, p, relayConfig)
-	case "postgres":
-		pool, err := pgxpool.New(ctx, os.Getenv(envPgURL))
-		if err != nil {
-			return nil, err
-		}
-		return NewPostgresRelay(pool, NewPostgres(PostgresConfig{}), p, PostgresRelayConfig{RelayConfig: relayConfig})
-	}
-	return nil, fmt.Errorf("unknown store %q", store)
-}
 
 // newOutboxTable creates a uniquely named outbox table (with its index and stream) and
 // deletes it when the test ends.
@@ -137,28 +97,6 @@ func (h *dynamoHarness) failed(t *testing.T) []Entry {
 	return entries
 }
 
-func (h *dynamoHarness) parked(t *testing.T) []ParkedGroup {
-	t.Helper()
-	groups, err := h.outbox.Parked(context.Background(), h.client, 1000)
-	require.NoError(t, err)
-	return groups
-}
-
-func (h *dynamoHarness) summary(t *testing.T) Summary {
-	t.Helper()
-	s, err := h.outbox.Summary(context.Background(), h.client)
-	require.NoError(t, err)
-	return s
-}
-
-func (h *dynamoHarness) retry(t *testing.T, id string) error {
-	return h.outbox.Retry(context.Background(), h.client, id)
-}
-
-func (h *dynamoHarness) skip(t *testing.T, id string) error {
-	return h.outbox.Skip(context.Background(), h.client, id)
-}
-
 // plantDamaged writes a pending entry whose stored job is not JSON, ahead of every
 // other entry in the index.
 func (h *dynamoHarness) plantDamaged(t *testing.T, queueURL string) string {
@@ -170,10 +108,6 @@ func (h *dynamoHarness) plantDamaged(t *testing.T, queueURL string) string {
 	}})
 	require.NoError(t, err)
 	return id
-}
-
-func (h *dynamoHarness) processEnv() []string {
-	return []string{envRelayProcess + "=dynamodb", envTable + "=" + h.outbox.Table()}
 }
 
 type postgresHarness struct {
@@ -272,28 +206,6 @@ func (h *postgresHarness) failed(t *testing.T) []Entry {
 	return entries
 }
 
-func (h *postgresHarness) parked(t *testing.T) []ParkedGroup {
-	t.Helper()
-	groups, err := h.outbox.Parked(context.Background(), h.pool, 1000)
-	require.NoError(t, err)
-	return groups
-}
-
-func (h *postgresHarness) summary(t *testing.T) Summary {
-	t.Helper()
-	s, err := h.outbox.Summary(context.Background(), h.pool)
-	require.NoError(t, err)
-	return s
-}
-
-func (h *postgresHarness) retry(t *testing.T, id string) error {
-	return h.outbox.Retry(context.Background(), h.pool, id)
-}
-
-func (h *postgresHarness) skip(t *testing.T, id string) error {
-	return h.outbox.Skip(context.Background(), h.pool, id)
-}
-
 // plantDamaged writes a pending row whose stored job is not a prepared job.
 func (h *postgresHarness) plantDamaged(t *testing.T, queueURL string) string {
 	t.Helper()
@@ -302,10 +214,6 @@ func (h *postgresHarness) plantDamaged(t *testing.T, queueURL string) string {
 		VALUES ($1, $2, '{"v":1,"queue":')`, id, queueURL)
 	require.NoError(t, err)
 	return id
-}
-
-func (h *postgresHarness) processEnv() []string {
-	return []string{envRelayProcess + "=postgres", envPgURL + "=" + h.url}
 }
 
 // dynamodbTransact builds a TransactWriteItems input.

@@ -139,7 +139,7 @@ func NewPostgres(config PostgresConfig) *Postgres {
 func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs ...producer.Job) ([]Entry, error) {
 	entries := make([]Entry, len(jobs))
 	for i, job := range jobs {
-		entry, err := newEntry(queueURL, job, o.now())
+		entry, err := NewEntry(queueURL, job, o.now())
 		if err != nil {
 			return nil, fmt.Errorf("outbox: job %d: %w", i, err)
 		}
@@ -151,7 +151,7 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 	}
 	for i := range entries {
 		e := &entries[i]
-		job, err := encodeJob(*e)
+		job, err := e.EncodeJob()
 		if err != nil {
 			return nil, fmt.Errorf("outbox: job %d: %w", i, err)
 		}

@@ -39,7 +39,7 @@ func scanEntry(row pgx.CollectableRow) (postgresRow, error) {
 	if r.entry.Attempts == 0 {
 		r.entry.NextAttemptAt = time.Time{} // never tried: due since it was written
 	}
-	r.damage = decodeJob(&r.entry, deref(job), job != nil)
+	r.damage = r.entry.DecodeJob(deref(job), job != nil)
 	return r, nil
 }
 

@@ -53,7 +53,14 @@ func NewPostgresRelay(pool *pgxpool.Pool, o *Postgres, p *producer.Producer, con
 	if pool == nil || o == nil {
 		return nil, errNoPool
 	}
-	return NewRelay(&postgresStore{pool: pool, outbox: o, keep: config.KeepPublished}, p, config.RelayConfig)
+	return NewRelay(NewPostgresStore(pool, o, config.KeepPublished), p, config.RelayConfig)
+}
+
+// NewPostgresStore returns the [Store] of the sqsworker_outbox table of pool's database,
+// for [NewRelay]: the claims [NewPostgresRelay] describes; keepPublished is
+// PostgresRelayConfig.KeepPublished. Most users call NewPostgresRelay.
+func NewPostgresStore(pool *pgxpool.Pool, o *Postgres, keepPublished bool) Store {
+	return &postgresStore{pool: pool, outbox: o, keep: keepPublished}
 }
 
 type postgresStore struct {

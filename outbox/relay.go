@@ -191,10 +191,6 @@ type Relay struct {
 
 	published, failed, retried, cycles, storeErrors atomic.Int64
 	lastReport                                      time.Time
-
-	// crash, if set (tests), is called at "claimed" (before the send) and "sent" (after
-	// the send, before settling).
-	crash func(point string)
 }
 
 // NewRelay returns a relay that publishes the entries of s through p. It returns an
@@ -340,12 +336,6 @@ func (r *Relay) loop(ctx context.Context) {
 		}()
 		r.store.Wait(waitCtx, r.config.PollInterval)
 		cancel()
-	}
-}
-
-func (r *Relay) crashAt(point string) {
-	if r.crash != nil {
-		r.crash(point)
 	}
 }
 

@@ -29,9 +29,7 @@ func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
 			preset[i] = outcome{refused: e.Damage}
 		}
 	}
-	r.crashAt("claimed")
 	outcomes := publish(ctx, r.producer, entries, preset)
-	r.crashAt("sent")
 	now := time.Now()
 	verdicts := make([]Verdict, len(entries))
 	for i, o := range outcomes {

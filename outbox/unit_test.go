@@ -116,7 +116,7 @@ func (c *countingSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttribute
 func fifoEntries(t *testing.T, groups ...string) []Entry {
 	var entries []Entry
 	for i, g := range groups {
-		e, err := newEntry("https://sqs.example/1/q.fifo", producer.Job{Body: g + "-" + strconv.Itoa(i), GroupID: g}, time.Now())
+		e, err := NewEntry("https://sqs.example/1/q.fifo", producer.Job{Body: g + "-" + strconv.Itoa(i), GroupID: g}, time.Now())
 		require.NoError(t, err)
 		entries = append(entries, e)
 	}
@@ -155,7 +155,7 @@ func TestPublishBatchesStandardEntriesByTen(t *testing.T) {
 	require.NoError(t, err)
 	var entries []Entry
 	for i := range 25 {
-		e, err := newEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
+		e, err := NewEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
 		require.NoError(t, err)
 		entries = append(entries, e)
 	}
@@ -183,7 +183,7 @@ func TestShardsKeepAGroupOnOneShard(t *testing.T) {
 	assert.Len(t, shards, 1, "one group, one shard")
 	spread := map[string]bool{}
 	for i := range 200 {
-		e, err := newEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
+		e, err := NewEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
 		require.NoError(t, err)
 		spread[o.shardOf(e)] = true
 	}
@@ -197,7 +197,7 @@ func TestPublishStopsCallingAQueueWhoseWholeCallFailed(t *testing.T) {
 	api := &countingSQS{failBodies: map[string]bool{}}
 	var entries []Entry
 	for i := range 25 {
-		e, err := newEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
+		e, err := NewEntry("https://sqs.example/1/q", producer.Job{Body: strconv.Itoa(i)}, time.Now())
 		require.NoError(t, err)
 		entries = append(entries, e)
 		api.failBodies[strconv.Itoa(i)] = true

@@ -1,0 +1,132 @@
+package outbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxtest"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+func TestDynamoDBStorePassesTheSuite(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T) outboxtest.Harness { return newDynamoSuite(t) })
+}
+
+// dynamoSuite is the DynamoDB store (moto) as the conformance suite drives it: entries
+// committed with an order item of a business table by TransactWriteItems.
+type dynamoSuite struct {
+	client *dynamodb.Client
+	outbox *outbox.DynamoDB
+	orders string // the business table
+}
+
+func newDynamoSuite(t *testing.T) *dynamoSuite {
+	client := testenv.DynamoDB(t)
+	o, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	require.NoError(t, err)
+	_, err = client.CreateTable(context.Background(), o.CreateTableInput())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(o.Table())})
+	})
+	return &dynamoSuite{client: client, outbox: o, orders: testenv.NewTable(t, client)}
+}
+
+func attr(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func (h *dynamoSuite) transact(t *testing.T, queueURL string, jobs []producer.Job, commit bool) []outbox.Entry {
+	t.Helper()
+	order := types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(h.orders), Item: map[string]types.AttributeValue{"id": attr(testenv.UniqueName(t))},
+	}}
+	if !commit {
+		order.Put.ConditionExpression = aws.String("attribute_exists(id)") // the order does not exist yet
+	}
+	items, entries, err := h.outbox.TransactItems([]types.TransactWriteItem{order}, queueURL, jobs...)
+	require.NoError(t, err)
+	_, err = h.client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if !commit {
+		var cancelled *types.TransactionCanceledException
+		require.ErrorAs(t, err, &cancelled)
+		return nil
+	}
+	require.NoError(t, err)
+	return entries
+}
+
+func (h *dynamoSuite) Commit(t *testing.T, queueURL string, jobs ...producer.Job) []outbox.Entry {
+	return h.transact(t, queueURL, jobs, true)
+}
+
+func (h *dynamoSuite) Rollback(t *testing.T, queueURL string, jobs ...producer.Job) {
+	h.transact(t, queueURL, jobs, false)
+}
+
+func (h *dynamoSuite) Store(_ *testing.T, lease time.Duration) outbox.Store {
+	return outbox.NewDynamoDBStore(h.client, h.outbox, lease)
+}
+
+// Crash changes nothing: a dead relay's claims end with their lease.
+func (h *dynamoSuite) Crash(*testing.T, outbox.Store) {}
+
+func (h *dynamoSuite) Pending(t *testing.T) []string {
+	output, err := h.client.Query(context.Background(), &dynamodb.QueryInput{
+		TableName: aws.String(h.outbox.Table()), IndexName: aws.String(outbox.DefaultIndex),
+		KeyConditionExpression:    aws.String("outbox_state = :s"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": attr("pending#0")},
+	})
+	require.NoError(t, err)
+	require.Empty(t, output.LastEvaluatedKey, "one page")
+	var ids []string
+	for _, item := range output.Items {
+		ids = append(ids, item["id"].(*types.AttributeValueMemberS).Value)
+	}
+	return ids
+}
+
+func (h *dynamoSuite) Failed(t *testing.T) []outbox.Entry {
+	entries, err := h.outbox.Failed(context.Background(), h.client, 1000)
+	require.NoError(t, err)
+	return entries
+}
+
+func (h *dynamoSuite) Parked(t *testing.T) []outbox.ParkedGroup {
+	groups, err := h.outbox.Parked(context.Background(), h.client, 1000)
+	require.NoError(t, err)
+	return groups
+}
+
+func (h *dynamoSuite) Summary(t *testing.T) outbox.Summary {
+	s, err := h.outbox.Summary(context.Background(), h.client)
+	require.NoError(t, err)
+	return s
+}
+
+func (h *dynamoSuite) Retry(_ *testing.T, id string) error {
+	return h.outbox.Retry(context.Background(), h.client, id)
+}
+
+func (h *dynamoSuite) Skip(_ *testing.T, id string) error {
+	return h.outbox.Skip(context.Background(), h.client, id)
+}
+
+// PlantDamaged writes a pending entry whose stored job is cut short, its index key
+// (1 s after the epoch) ahead of every other entry's.
+func (h *dynamoSuite) PlantDamaged(t *testing.T, queueURL string) string {
+	e, err := outbox.NewEntry(queueURL, outboxtest.Job(0), time.Unix(1, 0))
+	require.NoError(t, err)
+	_, err = h.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(h.outbox.Table()), Item: map[string]types.AttributeValue{
+		"id": attr(e.ID), "outbox_state": attr("pending#0"), "outbox_seq": attr("000000000001000000000000" + e.ID),
+		"queue_url": attr(queueURL), "job": attr(`{"v":1,"queue":`), "created_ms": &types.AttributeValueMemberN{Value: "1000"},
+	}})
+	require.NoError(t, err)
+	return e.ID
+}

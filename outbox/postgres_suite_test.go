@@ -1,0 +1,152 @@
+package outbox_test
+
+import (
+	"context"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxtest"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+func TestPostgresStorePassesTheSuite(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T) outboxtest.Harness { return newPostgresSuite(t) })
+}
+
+// postgresSuite is the PostgreSQL store as the conformance suite drives it: a schema of
+// its own per case, entries committed with an order row. Each store has a pool of its
+// own, named by its application_name, so that Crash can end its connections.
+type postgresSuite struct {
+	pool   *pgxpool.Pool
+	url    string
+	outbox *outbox.Postgres
+	names  map[outbox.Store]string // store → application_name of its pool
+}
+
+func newPostgresSuite(t *testing.T) *postgresSuite {
+	base := testenv.PostgresURL(t)
+	schema := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t), "-", "_"))
+	admin, err := pgx.Connect(context.Background(), base)
+	require.NoError(t, err)
+	_, err = admin.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		_ = admin.Close(context.Background())
+	})
+	separator := "?"
+	if strings.Contains(base, "?") {
+		separator = "&"
+	}
+	h := &postgresSuite{url: base + separator + "search_path=" + schema, outbox: outbox.NewPostgres(outbox.PostgresConfig{}), names: map[outbox.Store]string{}}
+	h.pool = h.newPool(t, "")
+	require.NoError(t, outbox.MigratePostgres(context.Background(), h.pool))
+	_, err = h.pool.Exec(context.Background(), "CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note text)")
+	require.NoError(t, err)
+	return h
+}
+
+func (h *postgresSuite) newPool(t *testing.T, name string) *pgxpool.Pool {
+	url := h.url + "&pool_max_conns=8"
+	if name != "" {
+		url += "&application_name=" + name
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func (h *postgresSuite) write(t *testing.T, queueURL string, jobs []producer.Job, commit bool) []outbox.Entry {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := h.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "INSERT INTO orders (note) VALUES ('an order')")
+	require.NoError(t, err)
+	entries, err := h.outbox.Enqueue(ctx, tx, queueURL, jobs...)
+	require.NoError(t, err)
+	if !commit {
+		require.NoError(t, tx.Rollback(ctx))
+		return nil
+	}
+	require.NoError(t, tx.Commit(ctx))
+	return entries
+}
+
+func (h *postgresSuite) Commit(t *testing.T, queueURL string, jobs ...producer.Job) []outbox.Entry {
+	return h.write(t, queueURL, jobs, true)
+}
+
+func (h *postgresSuite) Rollback(t *testing.T, queueURL string, jobs ...producer.Job) {
+	h.write(t, queueURL, jobs, false)
+}
+
+// Store ignores lease: a claim is a transaction, which ends with its connection.
+func (h *postgresSuite) Store(t *testing.T, _ time.Duration) outbox.Store {
+	name := "outboxtest-" + rand.Text() // unique in the server: Crash ends its connections only
+	s := outbox.NewPostgresStore(h.newPool(t, name), h.outbox, false)
+	h.names[s] = name
+	return s
+}
+
+// Crash has the server end the store's connections (and so its transactions and their
+// row locks), as it does when a relay's process dies.
+func (h *postgresSuite) Crash(t *testing.T, s outbox.Store) {
+	_, err := h.pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+		WHERE application_name = $1 AND datname = current_database()`, h.names[s])
+	require.NoError(t, err)
+}
+
+func (h *postgresSuite) Pending(t *testing.T) []string {
+	rows, err := h.pool.Query(context.Background(), "SELECT id FROM sqsworker_outbox WHERE published_at IS NULL AND failed_at IS NULL ORDER BY seq")
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return ids
+}
+
+func (h *postgresSuite) Failed(t *testing.T) []outbox.Entry {
+	entries, err := h.outbox.Failed(context.Background(), h.pool, 1000)
+	require.NoError(t, err)
+	return entries
+}
+
+func (h *postgresSuite) Parked(t *testing.T) []outbox.ParkedGroup {
+	groups, err := h.outbox.Parked(context.Background(), h.pool, 1000)
+	require.NoError(t, err)
+	return groups
+}
+
+func (h *postgresSuite) Summary(t *testing.T) outbox.Summary {
+	s, err := h.outbox.Summary(context.Background(), h.pool)
+	require.NoError(t, err)
+	return s
+}
+
+func (h *postgresSuite) Retry(_ *testing.T, id string) error {
+	return h.outbox.Retry(context.Background(), h.pool, id)
+}
+
+func (h *postgresSuite) Skip(_ *testing.T, id string) error {
+	return h.outbox.Skip(context.Background(), h.pool, id)
+}
+
+// PlantDamaged writes a pending row whose stored job is cut short, its seq before the
+// committed ones (they are written later).
+func (h *postgresSuite) PlantDamaged(t *testing.T, queueURL string) string {
+	e, err := outbox.NewEntry(queueURL, outboxtest.Job(0), time.Unix(1, 0))
+	require.NoError(t, err)
+	_, err = h.pool.Exec(context.Background(), `INSERT INTO sqsworker_outbox (id, queue_url, job) VALUES ($1, $2, '{"v":1,"queue":')`, e.ID, queueURL)
+	require.NoError(t, err)
+	return e.ID
+}
