@@ -2,7 +2,7 @@
 // transactional outbox pattern, for DynamoDB and PostgreSQL.
 //
 // A job is written as an outbox entry in the same transaction as the business data
-// ([DynamoDB.TransactItems] for a TransactWriteItems call, [Postgres.Enqueue] inside a
+// (outboxdynamo.Outbox.TransactItems for a TransactWriteItems call, [Postgres.Enqueue] inside a
 // pgx.Tx). A relay publishes committed entries to SQS afterwards, through a
 // [producer.Producer] (SendMessageBatch, size checks, claim check), and removes or marks
 // them once SQS confirmed the send:
@@ -10,10 +10,16 @@
 //   - [Relay], a container loop with the poller's lifecycle (New, Start, Shutdown, Run),
 //     over a PostgreSQL table ([NewPostgresRelay]: FOR UPDATE SKIP LOCKED claims,
 //     LISTEN/NOTIFY wake-ups, polling as the fallback) or a DynamoDB table's sparse index
-//     of unpublished entries ([NewDynamoDBRelay]: a Query, never a Scan, and a
+//     of unpublished entries (outboxdynamo.NewRelay: a Query, never a Scan, and a
 //     conditional claim per entry);
-//   - [StreamHandler], a Lambda handler for the DynamoDB table's stream: the fast path,
+//   - dynamostream.Handler, a Lambda handler for the DynamoDB table's stream: the fast path,
 //     with a container relay sweeping behind it.
+//
+// This package holds what every store shares: the entry, the [Store] seam, the relay, the
+// publish step ([Publish]) and the observer. The DynamoDB store is package
+// outbox/outboxdynamo, its stream handler outbox/outboxdynamo/dynamostream (the one that
+// links aws-lambda-go); a store of your own implements [Store] and passes the
+// conformance suite of outbox/outboxtest.
 //
 // Delivery is at least once. A relay that dies between the send and the mark sends the
 // entry again; every entry carries a stable id, sent as the FIFO deduplication id (unless

@@ -43,7 +43,7 @@ type Entry struct {
 	// CreatedAt is when the entry was made (the writer's clock, millisecond precision).
 	CreatedAt time.Time
 	// Attempts is the number of sends that failed so far (0 for an entry never tried, or
-	// one retried with [DynamoDB.Retry] or [Postgres.Retry]). An attempt is counted when
+	// one retried by its store's Retry, say [Postgres.Retry]). An attempt is counted when
 	// its relay records the failure; a relay that dies during a send counts none.
 	Attempts int
 	// NextAttemptAt is when a relay may send the entry again after a failed attempt
@@ -64,8 +64,8 @@ func (e Entry) Ordered() bool { return e.GroupID != "" && sqsinfo.IsFIFOName(e.Q
 
 // ParkedGroup is a FIFO message group whose earliest unpublished entry failed: no
 // later entry of the group is sent (SQS would deliver them out of order otherwise)
-// until that entry is retried ([DynamoDB.Retry], [Postgres.Retry]) or skipped
-// ([DynamoDB.Skip], [Postgres.Skip]). Other groups go on.
+// until that entry is retried (outboxdynamo.Outbox.Retry, [Postgres.Retry]) or skipped
+// (outboxdynamo.Outbox.Skip, [Postgres.Skip]). Other groups go on.
 type ParkedGroup struct {
 	QueueURL, GroupID string
 	// Entry is the failed entry that parks the group, with its reason.
@@ -164,6 +164,20 @@ func (e *Entry) DecodeJob(stored string, present bool) error {
 	}
 	e.Job, e.Type, e.GroupID = job, job.Type(), job.GroupID
 	return nil
+}
+
+// MaxErrorText is the most bytes of an error's text a store keeps for an entry's
+// LastError and FailureReason ([ErrorText]).
+const MaxErrorText = 4000
+
+// ErrorText returns the text a store keeps for err (a verdict's Err): its first
+// MaxErrorText bytes.
+func ErrorText(err error) string {
+	text := err.Error()
+	if len(text) > MaxErrorText {
+		return text[:MaxErrorText]
+	}
+	return text
 }
 
 // newID returns a time-ordered random id: 12 hex digits of Unix milliseconds, then 80

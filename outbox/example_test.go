@@ -4,11 +4,7 @@ import (
 	"context"
 	"log"
 
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -18,47 +14,6 @@ import (
 
 type OrderPlaced struct {
 	OrderID string `json:"orderId"`
-}
-
-// An order and its webhook job in one DynamoDB transaction: both are written, or
-// neither.
-func Example_dynamoDB() {
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	db := dynamodb.NewFromConfig(cfg)
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: "orders-outbox"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	order := types.TransactWriteItem{Put: &types.Put{
-		TableName:           aws.String("orders"),
-		Item:                map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "o-1"}},
-		ConditionExpression: aws.String("attribute_not_exists(id)"),
-	}}
-	items, _, err := box.TransactItems([]types.TransactWriteItem{order}, queueURL,
-		producer.Job{Type: "order-webhook", Payload: OrderPlaced{OrderID: "o-1"}})
-	if err != nil {
-		log.Fatal(err) // for example outbox.ErrTooManyItems past 100 items
-	}
-	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
-		log.Fatal(err) // cancelled: no order, no job
-	}
-
-	// The container relay (or outbox.NewStreamHandler on Lambda).
-	jobs, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	relay, err := outbox.NewDynamoDBRelay(db, box, jobs, outbox.RelayConfig{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := relay.Run(ctx); err != nil { // nil after a graceful stop on SIGTERM: exit 0
-		log.Fatal(err)
-	}
 }
 
 // An order and its webhook job in one PostgreSQL transaction, and the relay.
@@ -103,29 +58,6 @@ func Example_postgres() {
 	if err := relay.Run(ctx); err != nil { // nil after a graceful stop: exit 0
 		log.Fatal(err)
 	}
-}
-
-// The Lambda relay: a function on the outbox table's stream, with
-// FunctionResponseTypes ["ReportBatchItemFailures"] on its event source mapping.
-func ExampleStreamHandler() {
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: "orders-outbox"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	jobs, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	handler, err := outbox.NewStreamHandler(dynamodb.NewFromConfig(cfg), box, jobs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(handler.Handle)
 }
 
 const queueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks"

@@ -2,15 +2,11 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -18,97 +14,6 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/producer"
 )
-
-// newOutboxTable creates a uniquely named outbox table (with its index and stream) and
-// deletes it when the test ends.
-func newOutboxTable(t testing.TB, client *dynamodb.Client, config DynamoDBConfig) *DynamoDB {
-	t.Helper()
-	config.Table = testenv.UniqueName(t)
-	o, err := NewDynamoDB(config)
-	require.NoError(t, err)
-	_, err = client.CreateTable(context.Background(), o.CreateTableInput())
-	var exists *dynamodbtypes.ResourceInUseException
-	if err != nil && !errors.As(err, &exists) {
-		t.Fatalf("creating outbox table: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(config.Table)})
-	})
-	return o
-}
-
-type dynamoHarness struct {
-	client *dynamodb.Client
-	outbox *DynamoDB
-	orders string // the business table
-}
-
-func newDynamoHarness(t *testing.T) *dynamoHarness {
-	client := testenv.DynamoDB(t)
-	return &dynamoHarness{client: client, outbox: newOutboxTable(t, client, DynamoDBConfig{}), orders: testenv.NewTable(t, client)}
-}
-
-func (h *dynamoHarness) orderItem(t *testing.T) dynamodbtypes.TransactWriteItem {
-	return dynamodbtypes.TransactWriteItem{Put: &dynamodbtypes.Put{
-		TableName: aws.String(h.orders),
-		Item:      map[string]dynamodbtypes.AttributeValue{"id": str(testenv.UniqueName(t))},
-	}}
-}
-
-func (h *dynamoHarness) commit(t *testing.T, queueURL string, jobs ...producer.Job) []Entry {
-	t.Helper()
-	items, entries, err := h.outbox.TransactItems([]dynamodbtypes.TransactWriteItem{h.orderItem(t)}, queueURL, jobs...)
-	require.NoError(t, err)
-	_, err = h.client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	require.NoError(t, err)
-	return entries
-}
-
-// rollback's transaction is cancelled by DynamoDB: its business item's condition fails.
-func (h *dynamoHarness) rollback(t *testing.T, queueURL string, jobs ...producer.Job) {
-	t.Helper()
-	order := h.orderItem(t)
-	order.Put.ConditionExpression = aws.String("attribute_exists(id)") // the order does not exist yet
-	items, _, err := h.outbox.TransactItems([]dynamodbtypes.TransactWriteItem{order}, queueURL, jobs...)
-	require.NoError(t, err)
-	_, err = h.client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	var cancelled *dynamodbtypes.TransactionCanceledException
-	require.ErrorAs(t, err, &cancelled)
-}
-
-func (h *dynamoHarness) relay(t *testing.T, p *producer.Producer, config RelayConfig) *Relay {
-	t.Helper()
-	r, err := NewDynamoDBRelay(h.client, h.outbox, p, config)
-	require.NoError(t, err)
-	return r
-}
-
-func (h *dynamoHarness) pending(t *testing.T) []string {
-	t.Helper()
-	entries, err := h.outbox.query(context.Background(), h.client, pendingPrefix+"0", 100000)
-	require.NoError(t, err)
-	return ids(entries)
-}
-
-func (h *dynamoHarness) failed(t *testing.T) []Entry {
-	t.Helper()
-	entries, err := h.outbox.Failed(context.Background(), h.client, 1000)
-	require.NoError(t, err)
-	return entries
-}
-
-// plantDamaged writes a pending entry whose stored job is not JSON, ahead of every
-// other entry in the index.
-func (h *dynamoHarness) plantDamaged(t *testing.T, queueURL string) string {
-	t.Helper()
-	id := newID(time.Unix(1, 0))
-	_, err := h.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(h.outbox.Table()), Item: map[string]dynamodbtypes.AttributeValue{
-		dynamoKey: str(id), dynamoState: str(pendingPrefix + "0"), dynamoSeq: str("000000000001000000000000" + id),
-		dynamoQueue: str(queueURL), dynamoJob: str(`{"v":1,"queue":`), dynamoCreated: num(1000),
-	}})
-	require.NoError(t, err)
-	return id
-}
 
 type postgresHarness struct {
 	pool   *pgxpool.Pool
@@ -214,13 +119,4 @@ func (h *postgresHarness) plantDamaged(t *testing.T, queueURL string) string {
 		VALUES ($1, $2, '{"v":1,"queue":')`, id, queueURL)
 	require.NoError(t, err)
 	return id
-}
-
-// dynamodbTransact builds a TransactWriteItems input.
-type dynamodbTransact struct {
-	items []dynamodbtypes.TransactWriteItem
-}
-
-func (d dynamodbTransact) input() *dynamodb.TransactWriteItemsInput {
-	return &dynamodb.TransactWriteItemsInput{TransactItems: d.items}
 }

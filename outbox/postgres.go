@@ -134,7 +134,7 @@ func NewPostgres(config PostgresConfig) *Postgres {
 // the caller retries. Writers of different groups never wait for each other (unless
 // their groups' 32-bit lock keys collide, which only makes them wait).
 //
-// Job errors are those of [DynamoDB.Put], each naming the job's index; database errors
+// Job errors are those of [NewEntry], each naming the job's index; database errors
 // are returned wrapped (and leave tx to the caller, who rolls it back).
 func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs ...producer.Job) ([]Entry, error) {
 	entries := make([]Entry, len(jobs))

@@ -267,10 +267,10 @@ func (c *postgresClaim) Settle(ctx context.Context, verdicts []Verdict) error {
 			published = append(published, seq)
 		case VerdictRetry:
 			batch.Queue(`UPDATE sqsworker_outbox SET attempts = $2, next_attempt_at = clock_timestamp() + make_interval(secs => $3),
-				last_error = $4 WHERE seq = $1`, seq, v.Attempts, v.Delay.Seconds(), truncate(v.Err.Error(), 4000))
+				last_error = $4 WHERE seq = $1`, seq, v.Attempts, v.Delay.Seconds(), ErrorText(v.Err))
 		case VerdictFailed:
 			failed++
-			reason := truncate(v.Err.Error(), 4000)
+			reason := ErrorText(v.Err)
 			batch.Queue(`UPDATE sqsworker_outbox SET failed_at = clock_timestamp(), failure_reason = $2, attempts = $3,
 				last_error = $2 WHERE seq = $1`, seq, reason, v.Attempts)
 		}

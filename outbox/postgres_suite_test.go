@@ -31,7 +31,7 @@ type postgresSuite struct {
 	names  map[outbox.Store]string // store → application_name of its pool
 }
 
-func newPostgresSuite(t *testing.T) *postgresSuite {
+func newPostgresSuite(t testing.TB) *postgresSuite {
 	base := testenv.PostgresURL(t)
 	schema := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t), "-", "_"))
 	admin, err := pgx.Connect(context.Background(), base)
@@ -54,7 +54,7 @@ func newPostgresSuite(t *testing.T) *postgresSuite {
 	return h
 }
 
-func (h *postgresSuite) newPool(t *testing.T, name string) *pgxpool.Pool {
+func (h *postgresSuite) newPool(t testing.TB, name string) *pgxpool.Pool {
 	url := h.url + "&pool_max_conns=8"
 	if name != "" {
 		url += "&application_name=" + name
@@ -149,4 +149,36 @@ func (h *postgresSuite) PlantDamaged(t *testing.T, queueURL string) string {
 	_, err = h.pool.Exec(context.Background(), `INSERT INTO sqsworker_outbox (id, queue_url, job) VALUES ($1, $2, '{"v":1,"queue":')`, e.ID, queueURL)
 	require.NoError(t, err)
 	return e.ID
+}
+
+// BenchmarkRelay measures the PostgreSQL relay (see outboxtest.BenchmarkRelay), to a
+// standard queue and to a FIFO one:
+//
+//	make bench-outbox   (eval "$(localstack/env)" && go test -run '^$' -bench BenchmarkRelay -benchtime 2000x ./outbox)
+func BenchmarkRelay(b *testing.B) {
+	for _, name := range []string{"postgres", "postgres-fifo"} {
+		b.Run(name, func(b *testing.B) {
+			h := newPostgresSuite(b)
+			write := func(queueURL string, jobs []producer.Job) {
+				ctx := context.Background()
+				tx, err := h.pool.Begin(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.outbox.Enqueue(ctx, tx, queueURL, jobs...); err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			outboxtest.BenchmarkRelay(b, strings.HasSuffix(name, "-fifo"), write, func(p *producer.Producer) *outbox.Relay {
+				r, err := outbox.NewPostgresRelay(h.pool, h.outbox, p, outbox.PostgresRelayConfig{RelayConfig: outbox.RelayConfig{BatchSize: 100, ReportInterval: -1}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return r
+			})
+		})
+	}
 }

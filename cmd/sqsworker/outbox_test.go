@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -33,7 +34,7 @@ func TestOutboxFailedListsRefusedEntries(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestOutboxFailedListsRefusedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay, err := outbox.NewDynamoDBRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
+	relay, err := outboxdynamo.NewRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestOutboxParkedGroupIsListedAndRetried(t *testing.T) {
 	sqsClient, db := testenv.SQS(t), testenv.DynamoDB(t)
 	existing := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{FIFO: true, NoDeadLetterQueue: true})
 	later := strings.TrimSuffix(existing.URL, ".fifo") + "-later.fifo"
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestOutboxParkedGroupIsListedAndRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay, err := outbox.NewDynamoDBRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, MaxAttempts: 1})
+	relay, err := outboxdynamo.NewRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,11 +51,11 @@ func testCrashAfterClaimLosesNothing(t *testing.T, h Harness) {
 	h.Crash(t, crashed)
 	assert.ElementsMatch(t, IDs(entries), h.Pending(t), "nothing was published or removed")
 
-	consumer := startConsumer(t, client, queue.URL)
+	consumer := StartConsumer(t, client, queue.URL)
 	StartRelay(t, newRelay(t, h, NewProducer(t, client), fast))
-	testenv.Eventually(t, 30*time.Second, "three messages handled", func() bool { return consumer.server.Stats().Deleted == 3 })
+	testenv.Eventually(t, 30*time.Second, "three messages handled", func() bool { return consumer.Deleted() == 3 })
 	queueEmpty(t, client, queue.URL)
-	onceEach(t, entries, consumer.snapshot())
+	OnceEach(t, entries, consumer.Effects())
 	assert.Empty(t, h.Pending(t))
 }
 
@@ -72,14 +72,14 @@ func testCrashAfterSendIsAbsorbedByIdempotency(t *testing.T, h Harness) {
 	h.Crash(t, crashed)
 	assert.ElementsMatch(t, IDs(entries), h.Pending(t), "sent, but not settled")
 
-	consumer := startConsumer(t, client, queue.URL)
+	consumer := StartConsumer(t, client, queue.URL)
 	r := newRelay(t, h, NewProducer(t, client), fast)
 	StartRelay(t, r)
 	// Six messages: each entry sent by the dead relay and again by this one.
-	testenv.Eventually(t, 30*time.Second, "six messages deleted", func() bool { return consumer.server.Stats().Deleted == 6 })
+	testenv.Eventually(t, 30*time.Second, "six messages deleted", func() bool { return consumer.Deleted() == 6 })
 	queueEmpty(t, client, queue.URL)
 	PublishedExactly(t, 3, r)
-	onceEach(t, entries, consumer.snapshot())
+	OnceEach(t, entries, consumer.Effects())
 	assert.Empty(t, h.Pending(t))
 }
 

@@ -156,17 +156,20 @@ func (r *Recorder) Kinds(kind outbox.EventKind) []outbox.Event {
 	return out
 }
 
-// consumer is the job's worker: the poller with the idempotency middleware (default key:
-// the idempotency-key attribute, which is the entry id), counting side effects per entry.
-type consumer struct {
+// Consumer is the job's worker: the poller with the idempotency middleware (a memory
+// store; default key: the idempotency-key attribute, which is the entry id), counting
+// the handler's side effects per entry.
+type Consumer struct {
 	server  *poller.Server
 	mu      sync.Mutex
 	effects map[string]int // outbox id → handler runs
 }
 
-func startConsumer(t *testing.T, client *sqs.Client, queueURL string) *consumer {
+// StartConsumer starts the Consumer of queueURL's JobType messages and stops it when
+// the test ends.
+func StartConsumer(t testing.TB, client *sqs.Client, queueURL string) *Consumer {
 	t.Helper()
-	c := &consumer{effects: map[string]int{}}
+	c := &Consumer{effects: map[string]int{}}
 	mux := sqsworker.NewServeMux()
 	mux.RegisterFunc(JobType, func(ctx context.Context, m *sqsworker.Message) error {
 		id, _ := m.StringAttribute(outbox.AttributeOutboxID)
@@ -188,14 +191,19 @@ func startConsumer(t *testing.T, client *sqs.Client, queueURL string) *consumer 
 	return c
 }
 
-func (c *consumer) snapshot() map[string]int {
+// Deleted is the number of messages the consumer deleted (handled, or absorbed as
+// repeats by the idempotency middleware).
+func (c *Consumer) Deleted() int64 { return c.server.Stats().Deleted }
+
+// Effects returns the handler's runs so far, by outbox id.
+func (c *Consumer) Effects() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return maps.Clone(c.effects)
 }
 
-// onceEach asserts that each entry had exactly one side effect and nothing else had any.
-func onceEach(t *testing.T, entries []outbox.Entry, effects map[string]int) {
+// OnceEach asserts that each entry had exactly one side effect and nothing else had any.
+func OnceEach(t testing.TB, entries []outbox.Entry, effects map[string]int) {
 	t.Helper()
 	want := map[string]int{}
 	for _, e := range entries {

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -83,11 +84,11 @@ func relayMain(store string) int {
 	var relay *outbox.Relay
 	switch store {
 	case storeDynamoDB:
-		box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: os.Getenv(envRelayTable)})
+		box, err := outboxdynamo.New(outboxdynamo.Config{Table: os.Getenv(envRelayTable)})
 		if err != nil {
 			return fail(err)
 		}
-		relay, err = outbox.NewDynamoDBRelay(dynamodb.NewFromConfig(cfg), box, jobs, config)
+		relay, err = outboxdynamo.NewRelay(dynamodb.NewFromConfig(cfg), box, jobs, config)
 		if err != nil {
 			return fail(err)
 		}
@@ -141,7 +142,7 @@ func newOrdersStore(ctx context.Context, o options, queueName string) (ordersSto
 type dynamoOrders struct {
 	client        *dynamodb.Client
 	orders, table string
-	box           *outbox.DynamoDB
+	box           *outboxdynamo.Outbox
 }
 
 // ordersTables returns the DynamoDB tables of the orders service for queueName.
@@ -156,7 +157,7 @@ func newDynamoOrders(ctx context.Context, queueName string) (*dynamoOrders, erro
 	}
 	s := &dynamoOrders{client: dynamodb.NewFromConfig(cfg)}
 	s.orders, s.table = ordersTables(queueName)
-	if s.box, err = outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: s.table}); err != nil {
+	if s.box, err = outboxdynamo.New(outboxdynamo.Config{Table: s.table}); err != nil {
 		return nil, err
 	}
 	ordersTable := &dynamodb.CreateTableInput{

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 )
 
 // Store is one outbox with its client. Its methods are safe for concurrent use (the
@@ -37,9 +38,9 @@ type Store interface {
 }
 
 // NewDynamoDB returns the outbox in table, read and written with api. Errors: a table
-// name outbox.NewDynamoDB refuses.
-func NewDynamoDB(api outbox.DynamoDBAPI, table string) (Store, error) {
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: table})
+// name outboxdynamo.New refuses.
+func NewDynamoDB(api outboxdynamo.API, table string) (Store, error) {
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: table})
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +48,8 @@ func NewDynamoDB(api outbox.DynamoDBAPI, table string) (Store, error) {
 }
 
 type dynamoStore struct {
-	box *outbox.DynamoDB
-	api outbox.DynamoDBAPI
+	box *outboxdynamo.Outbox
+	api outboxdynamo.API
 }
 
 func (s *dynamoStore) Name() string { return "DynamoDB table " + s.box.Table() }

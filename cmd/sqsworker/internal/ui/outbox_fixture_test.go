@@ -16,6 +16,7 @@ import (
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/outboxstore"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -51,7 +52,7 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 	switch store {
 	case "dynamodb":
 		db := testenv.DynamoDB(t)
-		box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+		box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 		if f.store, err = outboxstore.NewDynamoDB(db, box.Table()); err != nil {
 			t.Fatal(err)
 		}
-		if relay, err = outbox.NewDynamoDBRelay(db, box, jobs, config); err != nil {
+		if relay, err = outboxdynamo.NewRelay(db, box, jobs, config); err != nil {
 			t.Fatal(err)
 		}
 	case "postgres":

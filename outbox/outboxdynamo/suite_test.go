@@ -1,4 +1,4 @@
-package outbox_test
+package outboxdynamo_test
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/outbox/outboxtest"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-func TestDynamoDBStorePassesTheSuite(t *testing.T) {
+func TestStorePassesTheSuite(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T) outboxtest.Harness { return newDynamoSuite(t) })
 }
 
@@ -24,20 +25,36 @@ func TestDynamoDBStorePassesTheSuite(t *testing.T) {
 // committed with an order item of a business table by TransactWriteItems.
 type dynamoSuite struct {
 	client *dynamodb.Client
-	outbox *outbox.DynamoDB
+	outbox *outboxdynamo.Outbox
 	orders string // the business table
 }
 
 func newDynamoSuite(t *testing.T) *dynamoSuite {
 	client := testenv.DynamoDB(t)
-	o, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	return &dynamoSuite{client: client, outbox: newTable(t, client, outboxdynamo.Config{}), orders: testenv.NewTable(t, client)}
+}
+
+// newTable creates a uniquely named outbox table (with its index and stream) of config
+// and deletes it when the test ends.
+func newTable(t *testing.T, client *dynamodb.Client, config outboxdynamo.Config) *outboxdynamo.Outbox {
+	t.Helper()
+	config.Table = testenv.UniqueName(t)
+	o, err := outboxdynamo.New(config)
 	require.NoError(t, err)
 	_, err = client.CreateTable(context.Background(), o.CreateTableInput())
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(o.Table())})
 	})
-	return &dynamoSuite{client: client, outbox: o, orders: testenv.NewTable(t, client)}
+	return o
+}
+
+// relay returns a container relay over h's outbox.
+func relay(t *testing.T, h *dynamoSuite, p *producer.Producer, config outbox.RelayConfig) *outbox.Relay {
+	t.Helper()
+	r, err := outboxdynamo.NewRelay(h.client, h.outbox, p, config)
+	require.NoError(t, err)
+	return r
 }
 
 func attr(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
@@ -71,7 +88,7 @@ func (h *dynamoSuite) Rollback(t *testing.T, queueURL string, jobs ...producer.J
 }
 
 func (h *dynamoSuite) Store(_ *testing.T, lease time.Duration) outbox.Store {
-	return outbox.NewDynamoDBStore(h.client, h.outbox, lease)
+	return outboxdynamo.NewStore(h.client, h.outbox, lease)
 }
 
 // Crash changes nothing: a dead relay's claims end with their lease.
@@ -79,7 +96,7 @@ func (h *dynamoSuite) Crash(*testing.T, outbox.Store) {}
 
 func (h *dynamoSuite) Pending(t *testing.T) []string {
 	output, err := h.client.Query(context.Background(), &dynamodb.QueryInput{
-		TableName: aws.String(h.outbox.Table()), IndexName: aws.String(outbox.DefaultIndex),
+		TableName: aws.String(h.outbox.Table()), IndexName: aws.String(outboxdynamo.DefaultIndex),
 		KeyConditionExpression:    aws.String("outbox_state = :s"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": attr("pending#0")},
 	})
