@@ -188,7 +188,7 @@ OUTBOX_BENCH_N ?= 2000
 ## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry
 bench-outbox: up-emulator
 	localstack/postgres-up
-	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox ./outbox/outboxdynamo
+	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox/outboxdynamo ./outbox/outboxpg
 
 FUZZTIME ?= 20s
 FUZZ_TARGETS = .:FuzzBackoffDelay ./internal/sqsx:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \

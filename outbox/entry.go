@@ -43,7 +43,7 @@ type Entry struct {
 	// CreatedAt is when the entry was made (the writer's clock, millisecond precision).
 	CreatedAt time.Time
 	// Attempts is the number of sends that failed so far (0 for an entry never tried, or
-	// one retried by its store's Retry, say [Postgres.Retry]). An attempt is counted when
+	// one retried by its store's Retry, say outboxpg.Outbox.Retry). An attempt is counted when
 	// its relay records the failure; a relay that dies during a send counts none.
 	Attempts int
 	// NextAttemptAt is when a relay may send the entry again after a failed attempt
@@ -64,8 +64,8 @@ func (e Entry) Ordered() bool { return e.GroupID != "" && sqsinfo.IsFIFOName(e.Q
 
 // ParkedGroup is a FIFO message group whose earliest unpublished entry failed: no
 // later entry of the group is sent (SQS would deliver them out of order otherwise)
-// until that entry is retried (outboxdynamo.Outbox.Retry, [Postgres.Retry]) or skipped
-// (outboxdynamo.Outbox.Skip, [Postgres.Skip]). Other groups go on.
+// until that entry is retried (outboxdynamo.Outbox.Retry, outboxpg.Outbox.Retry) or
+// skipped (outboxdynamo.Outbox.Skip, outboxpg.Outbox.Skip). Other groups go on.
 type ParkedGroup struct {
 	QueueURL, GroupID string
 	// Entry is the failed entry that parks the group, with its reason.

@@ -88,7 +88,7 @@ type RelayStats struct {
 }
 
 // Store is one outbox backend as a relay sees it: the seam a store implements (the
-// DynamoDB and PostgreSQL stores behind outboxdynamo.NewRelay and [NewPostgresRelay], or
+// DynamoDB and PostgreSQL stores behind outboxdynamo.NewRelay and outboxpg.NewRelay, or
 // a third party's, given to [NewRelay]). The relay calls it from its one goroutine, so
 // a Store need not be safe for concurrent use by one relay; several relays (processes)
 // may share one outbox, and the guarantees below must hold across them.
@@ -172,7 +172,7 @@ type Verdict struct {
 
 // Relay publishes the entries of an outbox to SQS, in a loop, until it is shut down: it
 // claims a batch, sends it through a [producer.Producer] and removes (or marks) what SQS
-// confirmed, marking refused entries failed. Make one with [NewPostgresRelay],
+// confirmed, marking refused entries failed. Make one with outboxpg.NewRelay,
 // outboxdynamo.NewRelay or, for another store, [NewRelay]. Its lifecycle is the poller's:
 // [Relay.Start], [Relay.Shutdown], or [Relay.Run] for both around a signal. It owns one
 // goroutine, which Shutdown ends.

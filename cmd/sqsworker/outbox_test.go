@@ -18,6 +18,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -270,7 +271,7 @@ func outboxSchema(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := outbox.MigratePostgres(ctx, conn); err != nil {
+	if err := outboxpg.Migrate(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	return url, schema

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -98,7 +99,7 @@ func relayMain(store string) int {
 			return fail(err)
 		}
 		defer pool.Close()
-		relay, err = outbox.NewPostgresRelay(pool, outbox.NewPostgres(outbox.PostgresConfig{}), jobs, outbox.PostgresRelayConfig{RelayConfig: config})
+		relay, err = outboxpg.NewRelay(pool, outboxpg.New(outboxpg.Config{}), jobs, outboxpg.RelayConfig{RelayConfig: config})
 		if err != nil {
 			return fail(err)
 		}
@@ -235,7 +236,7 @@ type postgresOrders struct {
 	pool   *pgxpool.Pool
 	url    string
 	schema string
-	box    *outbox.Postgres
+	box    *outboxpg.Outbox
 }
 
 var unsafeSchemaCharacters = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -258,11 +259,11 @@ func newPostgresOrders(ctx context.Context, baseURL, queueName string) (*postgre
 	if strings.Contains(baseURL, "?") {
 		separator = "&"
 	}
-	s := &postgresOrders{url: baseURL + separator + "search_path=" + schema, schema: schema, box: outbox.NewPostgres(outbox.PostgresConfig{})}
+	s := &postgresOrders{url: baseURL + separator + "search_path=" + schema, schema: schema, box: outboxpg.New(outboxpg.Config{})}
 	if s.pool, err = pgxpool.New(ctx, s.url); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if err := outbox.MigratePostgres(ctx, s.pool); err != nil {
+	if err := outboxpg.Migrate(ctx, s.pool); err != nil {
 		s.pool.Close()
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 )
 
 // Store is one outbox with its client. Its methods are safe for concurrent use (the
@@ -88,11 +89,11 @@ func OpenPostgres(ctx context.Context, url string) (Store, error) {
 	if path := conn.RuntimeParams["search_path"]; path != "" {
 		name += " (search_path " + path + ")"
 	}
-	return &postgresStore{box: outbox.NewPostgres(outbox.PostgresConfig{}), pool: pool, name: name}, nil
+	return &postgresStore{box: outboxpg.New(outboxpg.Config{}), pool: pool, name: name}, nil
 }
 
 type postgresStore struct {
-	box  *outbox.Postgres
+	box  *outboxpg.Outbox
 	pool *pgxpool.Pool
 	name string
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -87,10 +88,10 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		if err := outbox.MigratePostgres(ctx, pool); err != nil {
+		if err := outboxpg.Migrate(ctx, pool); err != nil {
 			t.Fatal(err)
 		}
-		box := outbox.NewPostgres(outbox.PostgresConfig{})
+		box := outboxpg.New(outboxpg.Config{})
 		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			if f.group, err = box.Enqueue(ctx, tx, f.fifo, group...); err != nil {
 				return err
@@ -107,7 +108,7 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 		if f.store, err = outboxstore.OpenPostgres(ctx, url); err != nil {
 			t.Fatal(err)
 		}
-		if relay, err = outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{RelayConfig: config}); err != nil {
+		if relay, err = outboxpg.NewRelay(pool, box, jobs, outboxpg.RelayConfig{RelayConfig: config}); err != nil {
 			t.Fatal(err)
 		}
 	default:

@@ -1,4 +1,4 @@
-package outbox_test
+package outboxpg_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -17,16 +17,16 @@ type OrderPlaced struct {
 }
 
 // An order and its webhook job in one PostgreSQL transaction, and the relay.
-func Example_postgres() {
+func Example() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, "postgres://app@127.0.0.1:5432/shop")
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := outbox.MigratePostgres(ctx, pool); err != nil { // creates sqsworker_outbox where missing
+	if err := outboxpg.Migrate(ctx, pool); err != nil { // creates sqsworker_outbox where missing
 		log.Fatal(err)
 	}
-	box := outbox.NewPostgres(outbox.PostgresConfig{})
+	box := outboxpg.New(outboxpg.Config{})
 
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -51,7 +51,7 @@ func Example_postgres() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	relay, err := outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{})
+	relay, err := outboxpg.NewRelay(pool, box, jobs, outboxpg.RelayConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}

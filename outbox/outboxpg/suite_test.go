@@ -1,8 +1,9 @@
-package outbox_test
+package outboxpg
 
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +18,29 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-func TestPostgresStorePassesTheSuite(t *testing.T) {
+func TestStorePassesTheSuite(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T) outboxtest.Harness { return newPostgresSuite(t) })
 }
 
 // postgresSuite is the PostgreSQL store as the conformance suite drives it: a schema of
-// its own per case, entries committed with an order row. Each store has a pool of its
+// its own per test, entries committed with an order row. Each store has a pool of its
 // own, named by its application_name, so that Crash can end its connections.
 type postgresSuite struct {
 	pool   *pgxpool.Pool
 	url    string
-	outbox *outbox.Postgres
+	outbox *Outbox
 	names  map[outbox.Store]string // store → application_name of its pool
 }
 
 func newPostgresSuite(t testing.TB) *postgresSuite {
+	pool, url := newSchemaPool(t, 8)
+	return &postgresSuite{pool: pool, url: url, outbox: New(Config{}), names: map[outbox.Store]string{}}
+}
+
+// newSchemaPool creates a schema of its own for the test, migrates the outbox into it
+// and returns a pool whose search_path is that schema; the schema is dropped at the end.
+func newSchemaPool(t testing.TB, maxConns int) (*pgxpool.Pool, string) {
+	t.Helper()
 	base := testenv.PostgresURL(t)
 	schema := strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t), "-", "_"))
 	admin, err := pgx.Connect(context.Background(), base)
@@ -46,23 +55,22 @@ func newPostgresSuite(t testing.TB) *postgresSuite {
 	if strings.Contains(base, "?") {
 		separator = "&"
 	}
-	h := &postgresSuite{url: base + separator + "search_path=" + schema, outbox: outbox.NewPostgres(outbox.PostgresConfig{}), names: map[outbox.Store]string{}}
-	h.pool = h.newPool(t, "")
-	require.NoError(t, outbox.MigratePostgres(context.Background(), h.pool))
-	_, err = h.pool.Exec(context.Background(), "CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note text)")
-	require.NoError(t, err)
-	return h
-}
-
-func (h *postgresSuite) newPool(t testing.TB, name string) *pgxpool.Pool {
-	url := h.url + "&pool_max_conns=8"
-	if name != "" {
-		url += "&application_name=" + name
-	}
+	url := fmt.Sprintf("%s%ssearch_path=%s&pool_max_conns=%d", base, separator, schema, maxConns)
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return pool
+	require.NoError(t, Migrate(context.Background(), pool))
+	_, err = pool.Exec(context.Background(), "CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note text)")
+	require.NoError(t, err)
+	return pool, url
+}
+
+// relay returns a relay over h's table.
+func (h *postgresSuite) relay(t *testing.T, p *producer.Producer, config outbox.RelayConfig) *outbox.Relay {
+	t.Helper()
+	r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: config})
+	require.NoError(t, err)
+	return r
 }
 
 func (h *postgresSuite) write(t *testing.T, queueURL string, jobs []producer.Job, commit bool) []outbox.Entry {
@@ -94,7 +102,10 @@ func (h *postgresSuite) Rollback(t *testing.T, queueURL string, jobs ...producer
 // Store ignores lease: a claim is a transaction, which ends with its connection.
 func (h *postgresSuite) Store(t *testing.T, _ time.Duration) outbox.Store {
 	name := "outboxtest-" + rand.Text() // unique in the server: Crash ends its connections only
-	s := outbox.NewPostgresStore(h.newPool(t, name), h.outbox, false)
+	pool, err := pgxpool.New(context.Background(), h.url+"&application_name="+name)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s := NewStore(pool, h.outbox, false)
 	h.names[s] = name
 	return s
 }
@@ -154,7 +165,7 @@ func (h *postgresSuite) PlantDamaged(t *testing.T, queueURL string) string {
 // BenchmarkRelay measures the PostgreSQL relay (see outboxtest.BenchmarkRelay), to a
 // standard queue and to a FIFO one:
 //
-//	make bench-outbox   (eval "$(localstack/env)" && go test -run '^$' -bench BenchmarkRelay -benchtime 2000x ./outbox)
+//	make bench-outbox   (eval "$(localstack/env)" && go test -run '^$' -bench BenchmarkRelay -benchtime 2000x ./outbox/outboxpg)
 func BenchmarkRelay(b *testing.B) {
 	for _, name := range []string{"postgres", "postgres-fifo"} {
 		b.Run(name, func(b *testing.B) {
@@ -173,7 +184,7 @@ func BenchmarkRelay(b *testing.B) {
 				}
 			}
 			outboxtest.BenchmarkRelay(b, strings.HasSuffix(name, "-fifo"), write, func(p *producer.Producer) *outbox.Relay {
-				r, err := outbox.NewPostgresRelay(h.pool, h.outbox, p, outbox.PostgresRelayConfig{RelayConfig: outbox.RelayConfig{BatchSize: 100, ReportInterval: -1}})
+				r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: outbox.RelayConfig{BatchSize: 100, ReportInterval: -1}})
 				if err != nil {
 					b.Fatal(err)
 				}

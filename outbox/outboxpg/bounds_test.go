@@ -1,4 +1,4 @@
-package outbox
+package outboxpg
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// The PostgreSQL store keeps the job's prepared form as it is: every option the producer knows
+// The store keeps the job's prepared form as it is: every option the producer knows
 // (here a unique key, a binary attribute and a delay past the old whole-second column)
 // comes back unchanged.
-func TestPostgresKeepsThePreparedJobAsItIs(t *testing.T) {
+func TestKeepsThePreparedJobAsItIs(t *testing.T) {
 	t.Parallel()
 	queue := "https://sqs.example/1/q"
 	job := producer.Job{
@@ -25,7 +25,7 @@ func TestPostgresKeepsThePreparedJobAsItIs(t *testing.T) {
 		UniqueKey: "report-11", UniqueFor: math.MaxInt32*time.Second + 2*time.Second, UniqueMode: producer.UniqueUntilDone,
 		Attributes: map[string]sqstypes.MessageAttributeValue{"blob": {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1}}},
 	}
-	h := newPostgresHarness(t)
+	h := newPostgresSuite(t)
 	ctx := context.Background()
 	tx, err := h.pool.Begin(ctx)
 	require.NoError(t, err)
