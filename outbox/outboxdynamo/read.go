@@ -310,3 +310,31 @@ func (o *Outbox) Backlog(ctx context.Context, api API) (int, time.Duration, erro
 	s, err := o.Summary(ctx, api)
 	return s.Unpublished, s.OldestUnpublished, err
 }
+
+// Operator returns the [outbox.Operator] of o read and written with api: o's Summary,
+// Failed, Parked, Retry and Skip bound to api (for the CLI, the operations page, or a
+// program's own tooling).
+func (o *Outbox) Operator(api API) outbox.Operator { return operator{o, api} }
+
+type operator struct {
+	outbox *Outbox
+	api    API
+}
+
+func (op operator) Summary(ctx context.Context) (outbox.Summary, error) {
+	return op.outbox.Summary(ctx, op.api)
+}
+
+func (op operator) Failed(ctx context.Context, limit int) ([]outbox.Entry, error) {
+	return op.outbox.Failed(ctx, op.api, limit)
+}
+
+func (op operator) Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error) {
+	return op.outbox.Parked(ctx, op.api, limit)
+}
+
+func (op operator) Retry(ctx context.Context, id string) error {
+	return op.outbox.Retry(ctx, op.api, id)
+}
+
+func (op operator) Skip(ctx context.Context, id string) error { return op.outbox.Skip(ctx, op.api, id) }

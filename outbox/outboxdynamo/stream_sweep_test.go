@@ -52,7 +52,9 @@ func TestStreamHandlerFailsAPermanentlyBadEntryWithoutStallingTheShard(t *testin
 	}
 	assert.ElementsMatch(t, outboxtest.IDs(good), published)
 	reasons := map[string]string{}
-	for _, e := range h.Failed(t) {
+	failed, err := h.outbox.Failed(context.Background(), h.client, 100)
+	require.NoError(t, err)
+	for _, e := range failed {
 		reasons[e.ID] = e.FailureReason
 	}
 	require.Len(t, reasons, 2)

@@ -109,31 +109,7 @@ func (h *dynamoSuite) Pending(t *testing.T) []string {
 	return ids
 }
 
-func (h *dynamoSuite) Failed(t *testing.T) []outbox.Entry {
-	entries, err := h.outbox.Failed(context.Background(), h.client, 1000)
-	require.NoError(t, err)
-	return entries
-}
-
-func (h *dynamoSuite) Parked(t *testing.T) []outbox.ParkedGroup {
-	groups, err := h.outbox.Parked(context.Background(), h.client, 1000)
-	require.NoError(t, err)
-	return groups
-}
-
-func (h *dynamoSuite) Summary(t *testing.T) outbox.Summary {
-	s, err := h.outbox.Summary(context.Background(), h.client)
-	require.NoError(t, err)
-	return s
-}
-
-func (h *dynamoSuite) Retry(_ *testing.T, id string) error {
-	return h.outbox.Retry(context.Background(), h.client, id)
-}
-
-func (h *dynamoSuite) Skip(_ *testing.T, id string) error {
-	return h.outbox.Skip(context.Background(), h.client, id)
-}
+func (h *dynamoSuite) Operator() outbox.Operator { return h.outbox.Operator(h.client) }
 
 // PlantDamaged writes a pending entry whose stored job is cut short, its index key
 // (1 s after the epoch) ahead of every other entry's.

@@ -172,3 +172,38 @@ func (o *Outbox) Skip(ctx context.Context, db Execer, id string) error {
 	}
 	return nil
 }
+
+// DB runs queries and statements: *pgxpool.Pool and *pgx.Conn satisfy it (a pool for an
+// [outbox.Operator] used concurrently).
+type DB interface {
+	Querier
+	Execer
+}
+
+// Operator returns the [outbox.Operator] of o over db: o's Summary, Failed, Parked,
+// Retry and Skip bound to db (for the CLI, the operations page, or a program's own
+// tooling). It is safe for concurrent use when db is (a pool).
+func (o *Outbox) Operator(db DB) outbox.Operator { return operator{o, db} }
+
+type operator struct {
+	outbox *Outbox
+	db     DB
+}
+
+func (op operator) Summary(ctx context.Context) (outbox.Summary, error) {
+	return op.outbox.Summary(ctx, op.db)
+}
+
+func (op operator) Failed(ctx context.Context, limit int) ([]outbox.Entry, error) {
+	return op.outbox.Failed(ctx, op.db, limit)
+}
+
+func (op operator) Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error) {
+	return op.outbox.Parked(ctx, op.db, limit)
+}
+
+func (op operator) Retry(ctx context.Context, id string) error {
+	return op.outbox.Retry(ctx, op.db, id)
+}
+
+func (op operator) Skip(ctx context.Context, id string) error { return op.outbox.Skip(ctx, op.db, id) }

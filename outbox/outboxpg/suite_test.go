@@ -126,31 +126,7 @@ func (h *postgresSuite) Pending(t *testing.T) []string {
 	return ids
 }
 
-func (h *postgresSuite) Failed(t *testing.T) []outbox.Entry {
-	entries, err := h.outbox.Failed(context.Background(), h.pool, 1000)
-	require.NoError(t, err)
-	return entries
-}
-
-func (h *postgresSuite) Parked(t *testing.T) []outbox.ParkedGroup {
-	groups, err := h.outbox.Parked(context.Background(), h.pool, 1000)
-	require.NoError(t, err)
-	return groups
-}
-
-func (h *postgresSuite) Summary(t *testing.T) outbox.Summary {
-	s, err := h.outbox.Summary(context.Background(), h.pool)
-	require.NoError(t, err)
-	return s
-}
-
-func (h *postgresSuite) Retry(_ *testing.T, id string) error {
-	return h.outbox.Retry(context.Background(), h.pool, id)
-}
-
-func (h *postgresSuite) Skip(_ *testing.T, id string) error {
-	return h.outbox.Skip(context.Background(), h.pool, id)
-}
+func (h *postgresSuite) Operator() outbox.Operator { return h.outbox.Operator(h.pool) }
 
 // PlantDamaged writes a pending row whose stored job is cut short, its seq before the
 // committed ones (they are written later).

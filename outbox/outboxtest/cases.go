@@ -124,7 +124,7 @@ func testRefusedEntriesAreFailed(t *testing.T, h Harness) {
 	assert.ElementsMatch(t, []string{entries[0].ID, entries[3].ID}, got)
 	assert.Empty(t, h.Pending(t), "nothing left to retry")
 
-	failed := h.Failed(t)
+	failed := failed(t, h)
 	require.Len(t, failed, 2)
 	reasons := map[string]string{}
 	for _, e := range failed {
@@ -157,14 +157,14 @@ func testDamagedEntryIsFailedApart(t *testing.T, h Harness) {
 	got := DrainIDs(t, client, queue.URL, 2, 20*time.Second)
 	require.ElementsMatch(t, IDs(good), got)
 	testenv.Eventually(t, 10*time.Second, "the damaged entry failed", func() bool { return r.Stats().Failed == 1 })
-	failed := h.Failed(t)
+	failed := failed(t, h)
 	require.Len(t, failed, 1)
 	assert.Equal(t, damaged, failed[0].ID)
 	assert.True(t, strings.HasPrefix(failed[0].FailureReason, "outbox: entry cannot be decoded: "), failed[0].FailureReason)
 	require.Len(t, events.Kinds(outbox.EventFailed), 1)
 	assert.ErrorIs(t, events.Kinds(outbox.EventFailed)[0].Err, outbox.ErrDamaged)
 	assert.Zero(t, r.Stats().StoreErrors)
-	assert.Equal(t, outbox.Summary{Failed: 1}, h.Summary(t))
+	assert.Equal(t, outbox.Summary{Failed: 1}, summary(t, h))
 	queueEmpty(t, client, queue.URL)
 }
 
@@ -205,7 +205,7 @@ func testBrokenDestinationIsRetriedThenFailed(t *testing.T, h Harness) {
 	// Two more attempts of the 100, each a cycle about as costly as the first; the bound
 	// only catches a relay that stopped.
 	testenv.Eventually(t, 3*time.Minute+3*twoCycles, "100 entries failed", func() bool { return r.Stats().Failed == 100 })
-	failed := h.Failed(t)
+	failed := failed(t, h)
 	require.Len(t, failed, 100)
 	for _, e := range failed {
 		assert.Equal(t, missing, e.QueueURL)
@@ -226,7 +226,7 @@ func testBrokenDestinationIsRetriedThenFailed(t *testing.T, h Harness) {
 	stats.Cycles, stats.StoreErrors = 0, 0
 	assert.Equal(t, outbox.RelayStats{Published: 5, Failed: 100, Retried: 200}, stats)
 	assert.Empty(t, h.Pending(t))
-	assert.Equal(t, outbox.Summary{Failed: 100}, h.Summary(t))
+	assert.Equal(t, outbox.Summary{Failed: 100}, summary(t, h))
 }
 
 // slowestSummary times three Summary calls of h (an emulator that serves one request at
@@ -236,7 +236,7 @@ func slowestSummary(t *testing.T, h Harness) time.Duration {
 	var slowest time.Duration
 	for range 3 {
 		begin := time.Now()
-		h.Summary(t)
+		summary(t, h)
 		slowest = max(slowest, time.Since(begin))
 	}
 	return slowest
@@ -252,8 +252,8 @@ func testRetriedEntryIsSentAgain(t *testing.T, h Harness) {
 	r := newRelay(t, h, NewProducer(t, client), fast)
 	StartRelay(t, r)
 	testenv.Eventually(t, 20*time.Second, "the entry failed", func() bool { return r.Stats().Failed == 1 })
-	require.Equal(t, IDs(entries), IDs(h.Failed(t)))
-	assert.Equal(t, 1, h.Failed(t)[0].Attempts)
+	require.Equal(t, IDs(entries), IDs(failed(t, h)))
+	assert.Equal(t, 1, failed(t, h)[0].Attempts)
 
 	_, err := client.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{
 		QueueUrl: aws.String(queue.URL), Attributes: map[string]string{"MaximumMessageSize": "262144"},
@@ -261,16 +261,16 @@ func testRetriedEntryIsSentAgain(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	// A new relay: the first one's producer remembers the queue's former limit.
 	require.NoError(t, r.Shutdown(context.Background()))
-	require.NoError(t, h.Retry(t, entries[0].ID))
-	assert.ErrorIs(t, h.Retry(t, entries[0].ID), outbox.ErrNotFailed, "no longer failed")
-	assert.ErrorIs(t, h.Skip(t, entries[0].ID), outbox.ErrNotFailed)
+	require.NoError(t, h.Operator().Retry(context.Background(), entries[0].ID))
+	assert.ErrorIs(t, h.Operator().Retry(context.Background(), entries[0].ID), outbox.ErrNotFailed, "no longer failed")
+	assert.ErrorIs(t, h.Operator().Skip(context.Background(), entries[0].ID), outbox.ErrNotFailed)
 	assert.Equal(t, IDs(entries), h.Pending(t))
 	again := newRelay(t, h, NewProducer(t, client), fast)
 	StartRelay(t, again)
 	assert.Equal(t, IDs(entries), DrainIDs(t, client, queue.URL, 1, 20*time.Second))
 	PublishedExactly(t, 1, again)
-	assert.Empty(t, h.Failed(t))
-	assert.Equal(t, outbox.Summary{}, h.Summary(t))
+	assert.Empty(t, failed(t, h))
+	assert.Equal(t, outbox.Summary{}, summary(t, h))
 }
 
 // The relay reports the backlog and the age of its oldest entry before its first claim,
@@ -333,7 +333,7 @@ func testDueOrder(t *testing.T, h Harness) {
 	require.Equal(t, []string{entries[2].ID}, claimedIDs(again), "the held entry is due; the retried one waits")
 	require.NoError(t, again.Settle(ctx, []outbox.Verdict{{ID: entries[2].ID, Kind: outbox.VerdictPublished}}))
 	assert.Equal(t, []string{entries[0].ID}, h.Pending(t))
-	s := h.Summary(t)
+	s := summary(t, h)
 	assert.Equal(t, 1, s.Unpublished)
 	assert.Zero(t, s.Failed)
 }

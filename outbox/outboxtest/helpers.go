@@ -259,3 +259,25 @@ func byGroup(messages []sqstypes.Message) map[string][]string {
 	}
 	return out
 }
+
+// failed, parked and summary read h's outbox through its operator.
+func failed(t *testing.T, h Harness) []outbox.Entry {
+	t.Helper()
+	entries, err := h.Operator().Failed(context.Background(), 1000)
+	require.NoError(t, err)
+	return entries
+}
+
+func parked(t *testing.T, h Harness) []outbox.ParkedGroup {
+	t.Helper()
+	groups, err := h.Operator().Parked(context.Background(), 1000)
+	require.NoError(t, err)
+	return groups
+}
+
+func summary(t *testing.T, h Harness) outbox.Summary {
+	t.Helper()
+	s, err := h.Operator().Summary(context.Background())
+	require.NoError(t, err)
+	return s
+}

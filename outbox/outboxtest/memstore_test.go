@@ -111,19 +111,21 @@ func (o *memOutbox) Pending(*testing.T) []string {
 	return ids
 }
 
-func (o *memOutbox) Failed(*testing.T) []outbox.Entry {
+func (o *memOutbox) Operator() outbox.Operator { return o }
+
+func (o *memOutbox) Failed(_ context.Context, limit int) ([]outbox.Entry, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var failed []outbox.Entry
 	for _, r := range o.rows {
-		if r.failed {
+		if r.failed && len(failed) < limit {
 			failed = append(failed, r.entry)
 		}
 	}
-	return failed
+	return failed, nil
 }
 
-func (o *memOutbox) Parked(*testing.T) []outbox.ParkedGroup {
+func (o *memOutbox) Parked(_ context.Context, limit int) ([]outbox.ParkedGroup, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var groups []outbox.ParkedGroup
@@ -135,18 +137,18 @@ func (o *memOutbox) Parked(*testing.T) []outbox.ParkedGroup {
 		case group == "":
 		case parked:
 			groups[i].Waiting++
-		case r.failed:
+		case r.failed && len(groups) < limit:
 			at[group] = len(groups)
 			groups = append(groups, outbox.ParkedGroup{QueueURL: r.entry.QueueURL, GroupID: r.entry.GroupID, Entry: r.entry})
 		}
 	}
-	return groups
+	return groups, nil
 }
 
-func (o *memOutbox) Summary(*testing.T) outbox.Summary {
+func (o *memOutbox) Summary(context.Context) (outbox.Summary, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.summary()
+	return o.summary(), nil
 }
 
 func (o *memOutbox) summary() outbox.Summary {
@@ -178,7 +180,7 @@ func (o *memOutbox) find(id string) int {
 	return slices.IndexFunc(o.rows, func(r *memRow) bool { return r.entry.ID == id })
 }
 
-func (o *memOutbox) Retry(_ *testing.T, id string) error {
+func (o *memOutbox) Retry(_ context.Context, id string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	i := o.find(id)
@@ -191,7 +193,7 @@ func (o *memOutbox) Retry(_ *testing.T, id string) error {
 	return nil
 }
 
-func (o *memOutbox) Skip(_ *testing.T, id string) error {
+func (o *memOutbox) Skip(_ context.Context, id string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	i := o.find(id)
@@ -249,10 +251,8 @@ func (s *memStore) Claim(_ context.Context, limit int, minAge time.Duration) (ou
 	return c, nil
 }
 
-func (s *memStore) Summary(context.Context) (outbox.Summary, error) {
-	s.outbox.mu.Lock()
-	defer s.outbox.mu.Unlock()
-	return s.outbox.summary(), nil
+func (s *memStore) Summary(ctx context.Context) (outbox.Summary, error) {
+	return s.outbox.Summary(ctx)
 }
 
 func (s *memStore) Wait(ctx context.Context, d time.Duration) {

@@ -24,7 +24,7 @@
 // failing is retried with its backoff, then failed; due order and FIFO message group
 // order, a group taken only from its earliest unpublished entry and by one relay at a
 // time; a failed group entry parks its group until it is retried or skipped; the
-// counts of [outbox.Summary].
+// counts, listings and actions of the store's [outbox.Operator].
 package outboxtest
 
 import (
@@ -35,9 +35,9 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// Harness is one outbox store as the suite drives it: the store itself ([Harness.Store])
-// and the writes and operator actions that are not part of [outbox.Store] (each store
-// has its own transaction type and listing methods). Every method fails t on an
+// Harness is one outbox store as the suite drives it: the store itself ([Harness.Store]),
+// its operator ([Harness.Operator]) and the writes that are not part of either (each
+// store has its own transaction type). Every method fails t on an
 // unexpected error. A harness is used by one subtest; its methods may be called from
 // that subtest's goroutine only.
 type Harness interface {
@@ -61,17 +61,9 @@ type Harness interface {
 	// Pending returns the ids of the unpublished entries that are not failed, in
 	// publish order.
 	Pending(t *testing.T) []string
-	// Failed returns the failed entries, with their reasons.
-	Failed(t *testing.T) []outbox.Entry
-	// Parked returns the parked FIFO message groups (see [outbox.ParkedGroup]).
-	Parked(t *testing.T) []outbox.ParkedGroup
-	// Summary returns the outbox's counts.
-	Summary(t *testing.T) outbox.Summary
-	// Retry makes the failed entry id unpublished again, due at once, with no attempts
-	// counted; Skip deletes it. Both return an error wrapping [outbox.ErrNotFailed]
-	// when no failed entry has that id.
-	Retry(t *testing.T, id string) error
-	Skip(t *testing.T, id string) error
+	// Operator returns the outbox's [outbox.Operator]: the suite checks its counts,
+	// listings, Retry and Skip against what the relays did.
+	Operator() outbox.Operator
 	// PlantDamaged writes, outside any Commit, an unpublished entry for queueURL whose
 	// stored job cannot be decoded (say the stored text cut short), ahead of the entries
 	// committed after it in publish order, and returns its id.
