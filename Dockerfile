@@ -30,13 +30,14 @@ ARG TARGETARCH
 WORKDIR /src
 
 # The worker is a module of its own (examples/webhook/go.mod), built against this checkout's
-# library and otelsqsworker modules through its replace directives (../.. and
-# ../../otelsqsworker), without go.work (left out by .dockerignore; GOWORK=off says so).
+# library, otelsqsworker and outbox/outboxpg modules through its replace directives (../..,
+# ../../otelsqsworker and ../../outbox/outboxpg), without go.work (left out by .dockerignore; GOWORK=off says so).
 ENV GOWORK=off
-# Dependencies first, so source edits reuse the module download layer: the three go.mod
+# Dependencies first, so source edits reuse the module download layer: the four go.mod
 # files are the whole module graph.
 COPY go.mod go.sum ./
 COPY otelsqsworker/go.mod otelsqsworker/go.sum ./otelsqsworker/
+COPY outbox/outboxpg/go.mod outbox/outboxpg/go.sum ./outbox/outboxpg/
 COPY examples/webhook/go.mod examples/webhook/go.sum ./examples/webhook/
 RUN --mount=type=cache,target=/go/pkg/mod cd examples/webhook && go mod download
 

@@ -52,13 +52,14 @@ test: up $(TESTSUMMARY)
 #   1. unit level: every test that needs no emulator, $(STRESS_UNIT_FLAGS). A test is an
 #      emulator test exactly when it asks internal/testing/testenv for a client; with
 #      SQSWORKER_TEST_UNIT_ONLY=1 (and no endpoints) those skip, so no list is kept.
-#   2. emulator packages (those whose tests import internal/testing/testenv, from go list), run
+#   2. emulator packages (those whose tests import internal/testing/testenv or the outbox
+#      conformance suite outbox/outboxtest, which runs on the emulator; from go list), run
 #      STRESS_RUNS times in a row with GOTESTFLAGS, as make test runs them.
 STRESS_UNIT_COUNT ?= 200
 STRESS_RUNS ?= 5
 STRESS_UNIT_FLAGS ?= -race -count=$(STRESS_UNIT_COUNT) -timeout 120m
 EMULATOR_PKGS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' work \
-	| awk '/ github.com\/sqsworker\/sqsworker\/internal\/testing\/testenv( |$$)/ {print $$1}'
+	| awk '/ github.com\/sqsworker\/sqsworker\/(internal\/testing\/testenv|outbox\/outboxtest)( |$$)/ {print $$1}'
 
 ## test-stress: unit tests -race -count=STRESS_UNIT_COUNT (200), emulator packages STRESS_RUNS (5) times; prints how many runs passed
 test-stress: up $(TESTSUMMARY)
@@ -192,7 +193,7 @@ OUTBOX_BENCH_N ?= 2000
 ## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry
 bench-outbox: up-emulator
 	localstack/postgres-up
-	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox
+	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox/outboxdynamo ./outbox/outboxpg
 
 FUZZTIME ?= 20s
 FUZZ_TARGETS = .:FuzzBackoffDelay ./internal/sqsx:FuzzApplySystemAttributes ./poller:FuzzConvertMessage \

@@ -1,7 +1,6 @@
 package opspage
 
 import (
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,17 +23,10 @@ type Outbox interface {
 	// Name says which outbox this is, for people ("DynamoDB table T", "PostgreSQL
 	// host:port/database"); it must hold no secret (no password of a connection URL).
 	Name() string
-	// Summary counts the unpublished entries, the age of the oldest, the failed entries
-	// and the parked FIFO message groups.
-	Summary(ctx context.Context) (outbox.Summary, error)
-	// Failed lists up to limit failed entries with their reasons.
-	Failed(ctx context.Context, limit int) ([]outbox.Entry, error)
-	// Parked lists up to limit parked FIFO message groups with the entry that holds each.
-	Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error)
-	// Retry makes the failed entry id unpublished again, due at once; Skip deletes it.
-	// Both return an error wrapping outbox.ErrNotFailed when no failed entry has that id.
-	Retry(ctx context.Context, id string) error
-	Skip(ctx context.Context, id string) error
+	// Operator lists and acts on the outbox (Summary, Failed, Parked, Retry, Skip; see
+	// it for each method); a store's drivers return one (outboxdynamo's
+	// Outbox.Operator, outboxpg's).
+	outbox.Operator
 }
 
 // outboxView is the data of outbox.html.

@@ -15,6 +15,7 @@ import (
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/scheduler"
@@ -85,14 +86,14 @@ func Example_prometheus() {
 // The README's outbox and scheduler metrics: their observers record to the same
 // provider, so one /metrics serves them all.
 func Example_outboxAndScheduler() {
-	var relayStore *outbox.DynamoDB
+	var relayStore *outboxdynamo.Outbox
 	var dynamoClient *dynamodb.Client
 	var jobs *producer.Producer
 	var sqsClient *sqs.Client
 	var schedules []scheduler.Schedule
 	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
 	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
-	relay, err := outbox.NewDynamoDBRelay(dynamoClient, relayStore, jobs, outbox.RelayConfig{Observer: relayMetrics})
+	relay, err := outboxdynamo.NewRelay(dynamoClient, relayStore, jobs, outbox.RelayConfig{Observer: relayMetrics})
 	tickMetrics, err := otelscheduler.NewMetrics(otelscheduler.Config{MeterProvider: provider})
 	ticks, err := scheduler.New(sqsClient, dynamoClient, scheduler.Config{Table: "jobs", Observer: tickMetrics}, schedules)
 	// serve metricsHandler (poller.Config.MetricsHandler, or http.Handle("/metrics", ...));

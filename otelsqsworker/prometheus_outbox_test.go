@@ -21,6 +21,7 @@ import (
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 	"github.com/sqsworker/sqsworker/scheduler"
@@ -63,7 +64,7 @@ func TestPrometheusScrapesOutboxAndScheduler(t *testing.T) {
 
 	// The outbox.
 	jobsQueue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{})
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 	require.NoError(t, err)
 	require.NoError(t, provision.CreateNewTable(ctx, dynamo, box.CreateTableInput()))
 	t.Cleanup(func() {
@@ -79,7 +80,7 @@ func TestPrometheusScrapesOutboxAndScheduler(t *testing.T) {
 	require.NoError(t, err)
 	jobs, err := producer.New(sqsClient, producer.Config{})
 	require.NoError(t, err)
-	relay, err := outbox.NewDynamoDBRelay(dynamo, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, ReportInterval: 100 * time.Millisecond, Observer: outboxMetrics})
+	relay, err := outboxdynamo.NewRelay(dynamo, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, ReportInterval: 100 * time.Millisecond, Observer: outboxMetrics})
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(ctx))
 	t.Cleanup(func() { _ = relay.Shutdown(context.Background()) })

@@ -2,18 +2,26 @@
 // transactional outbox pattern, for DynamoDB and PostgreSQL.
 //
 // A job is written as an outbox entry in the same transaction as the business data
-// ([DynamoDB.TransactItems] for a TransactWriteItems call, [Postgres.Enqueue] inside a
-// pgx.Tx). A relay publishes committed entries to SQS afterwards, through a
+// (outboxdynamo.Outbox.TransactItems for a TransactWriteItems call, outboxpg.Outbox.Enqueue
+// inside a pgx.Tx). A relay publishes committed entries to SQS afterwards, through a
 // [producer.Producer] (SendMessageBatch, size checks, claim check), and removes or marks
 // them once SQS confirmed the send:
 //
 //   - [Relay], a container loop with the poller's lifecycle (New, Start, Shutdown, Run),
-//     over a PostgreSQL table ([NewPostgresRelay]: FOR UPDATE SKIP LOCKED claims,
+//     over a PostgreSQL table (outboxpg.NewRelay: FOR UPDATE SKIP LOCKED claims,
 //     LISTEN/NOTIFY wake-ups, polling as the fallback) or a DynamoDB table's sparse index
-//     of unpublished entries ([NewDynamoDBRelay]: a Query, never a Scan, and a
+//     of unpublished entries (outboxdynamo.NewRelay: a Query, never a Scan, and a
 //     conditional claim per entry);
-//   - [StreamHandler], a Lambda handler for the DynamoDB table's stream: the fast path,
+//   - dynamostream.Handler, a Lambda handler for the DynamoDB table's stream: the fast path,
 //     with a container relay sweeping behind it.
+//
+// This package holds what every store shares: the entry, the [Store] seam, the relay, the
+// publish step ([Publish]) and the observer, and links no database driver. The DynamoDB
+// store is package outbox/outboxdynamo, its stream handler
+// outbox/outboxdynamo/dynamostream (the one that links aws-lambda-go); the PostgreSQL
+// store is module github.com/sqsworker/sqsworker/outbox/outboxpg (the one that links
+// pgx). A store of your own implements [Store] and passes the conformance suite of
+// outbox/outboxtest.
 //
 // Delivery is at least once. A relay that dies between the send and the mark sends the
 // entry again; every entry carries a stable id, sent as the FIFO deduplication id (unless
@@ -28,7 +36,7 @@
 // a key already taken (a duplicate, or the relay's own earlier send) publishes the entry
 // with the holder's message id and sends nothing. Entries written before the prepared
 // form (pre-1.0) are not read: drain the outbox with the earlier release before
-// upgrading (MigratePostgres refuses an older table holding unpublished rows; on
+// upgrading (outboxpg.Migrate refuses an older table holding unpublished rows; on
 // DynamoDB such an entry fails as [ErrDamaged]).
 
 // # Failures: the relay goes on with the rest
@@ -50,31 +58,4 @@
 // for its next attempt or is failed, no later entry of the group is sent. A failed one
 // parks the group ([ParkedGroup], listed by Parked and `sqsworker outbox list
 // --parked`) until it is retried or skipped; other groups and queues go on.
-//
-// # FIFO order on PostgreSQL: commit order, by a per-group lock
-//
-// A relay sends a group's rows in seq order, and a row only when no earlier row of its
-// group is unpublished. seq is taken when a row is inserted, but a row is visible only
-// when its transaction commits: a row inserted first and committed later would be
-// invisible when the relay sends the row behind it. PostgreSQL event stores meet the
-// same gap three ways:
-//
-//   - gap detection (Marten's high-water mark, Eventuous' gap handling): readers wait
-//     for a missing sequence number, then skip it after a timeout. A slow transaction
-//     and a rolled-back one look alike, so the timeout either stalls readers or skips a
-//     row that commits later (Marten 9.16.1 fixed several such skips);
-//   - a transaction-id horizon (pg_current_xact_id() stored with the row, read only
-//     below pg_snapshot_xmin(pg_current_snapshot())): exact, free for writers, but any
-//     long write transaction in the cluster, related or not, stops every reader, and
-//     the resulting order is the order of transaction ids, not of commits;
-//   - a lock taken by the writer for what must be ordered (message-db's
-//     pg_advisory_xact_lock per category): writers of one group take turns, so the
-//     group's seq order is its commit order, and nothing else waits.
-//
-// The outbox takes the third: [Postgres.Enqueue] takes pg_advisory_xact_lock on each
-// FIFO group it writes into, in the same round trip as the inserts. Its cost falls only
-// on concurrent transactions writing into one group, which wait for each other's
-// commit (measured: no difference beyond noise for a transaction in a group of its own,
-// BenchmarkPostgresEnqueue); relays, other groups and standard queues never wait. On
-// DynamoDB, a group's order is its entries' creation order (the writer's clock).
 package outbox

@@ -43,7 +43,7 @@ type Entry struct {
 	// CreatedAt is when the entry was made (the writer's clock, millisecond precision).
 	CreatedAt time.Time
 	// Attempts is the number of sends that failed so far (0 for an entry never tried, or
-	// one retried with [DynamoDB.Retry] or [Postgres.Retry]). An attempt is counted when
+	// one retried by its store's Retry, say outboxpg.Outbox.Retry). An attempt is counted when
 	// its relay records the failure; a relay that dies during a send counts none.
 	Attempts int
 	// NextAttemptAt is when a relay may send the entry again after a failed attempt
@@ -64,8 +64,8 @@ func (e Entry) Ordered() bool { return e.GroupID != "" && sqsinfo.IsFIFOName(e.Q
 
 // ParkedGroup is a FIFO message group whose earliest unpublished entry failed: no
 // later entry of the group is sent (SQS would deliver them out of order otherwise)
-// until that entry is retried ([DynamoDB.Retry], [Postgres.Retry]) or skipped
-// ([DynamoDB.Skip], [Postgres.Skip]). Other groups go on.
+// until that entry is retried (outboxdynamo.Outbox.Retry, outboxpg.Outbox.Retry) or
+// skipped (outboxdynamo.Outbox.Skip, outboxpg.Outbox.Skip). Other groups go on.
 type ParkedGroup struct {
 	QueueURL, GroupID string
 	// Entry is the failed entry that parks the group, with its reason.
@@ -102,8 +102,15 @@ var (
 	ErrNotFailed = errors.New("outbox: no failed entry has this id")
 )
 
-// newEntry prepares job for queueURL (see Entry.Job) and makes its entry.
-func newEntry(queueURL string, job producer.Job, now time.Time) (Entry, error) {
+// NewEntry prepares job for queueURL and makes its entry, created at now (truncated to
+// the millisecond), with a new id (see [Entry.ID]). The entry's id becomes the job's
+// [AttributeOutboxID] attribute, its idempotency key unless the job names its own, and
+// on a FIFO queue its deduplication id unless the job sets DeduplicationID or
+// UniqueKey. It returns [producer.Prepare]'s error for a job the producer would refuse
+// (a FIFO job without GroupID, both or neither of Payload and Body...). A store calls it
+// in its write path (the transaction that commits the entry with the business data),
+// then keeps the entry's fields and [Entry.EncodeJob]'s text.
+func NewEntry(queueURL string, job producer.Job, now time.Time) (Entry, error) {
 	id := newID(now)
 	if job.IdempotencyKey == "" {
 		job.IdempotencyKey = id
@@ -125,8 +132,10 @@ func newEntry(queueURL string, job producer.Job, now time.Time) (Entry, error) {
 	}, nil
 }
 
-// encodeJob returns the stored form of e's job: its JSON form.
-func encodeJob(e Entry) (string, error) {
+// EncodeJob returns the stored form of e's job: its versioned JSON form
+// ([producer.Prepared]'s), which a store keeps as it is (one column or attribute) and
+// gives back to [Entry.DecodeJob].
+func (e Entry) EncodeJob() (string, error) {
 	encoded, err := json.Marshal(e.Job)
 	if err != nil {
 		return "", fmt.Errorf("outbox: encoding the job: %w", err)
@@ -134,10 +143,15 @@ func encodeJob(e Entry) (string, error) {
 	return string(encoded), nil
 }
 
-// decodeJob reads e's job from its stored form and fills Type and GroupID from it. An
-// entry without one was written by an outbox of an earlier version, which stored the
-// job's parts apart: drain the outbox with that version before upgrading.
-func decodeJob(e *Entry, stored string, present bool) error {
+// DecodeJob reads e's job from its stored form ([Entry.EncodeJob]'s text; present
+// false when the store has none) and fills Job, Type and GroupID from it; e.ID and
+// e.QueueURL must be set first. It returns an error wrapping [ErrDamaged] when the
+// stored form is missing, is not a prepared job, or names another queue than
+// e.QueueURL: the store returns such an entry in its claim with the error as
+// [Claimed.Damage]. (An entry without a stored job was written by an outbox of an
+// earlier version, which stored the job's parts apart: drain the outbox with that
+// version before upgrading.)
+func (e *Entry) DecodeJob(stored string, present bool) error {
 	if !present {
 		return fmt.Errorf("%w: entry %s has no stored job (written by an outbox before version 1 of the prepared form: drain the outbox with the earlier release before upgrading)", ErrDamaged, e.ID)
 	}
@@ -150,6 +164,20 @@ func decodeJob(e *Entry, stored string, present bool) error {
 	}
 	e.Job, e.Type, e.GroupID = job, job.Type(), job.GroupID
 	return nil
+}
+
+// MaxErrorText is the most bytes of an error's text a store keeps for an entry's
+// LastError and FailureReason ([ErrorText]).
+const MaxErrorText = 4000
+
+// ErrorText returns the text a store keeps for err (a verdict's Err): its first
+// MaxErrorText bytes.
+func ErrorText(err error) string {
+	text := err.Error()
+	if len(text) > MaxErrorText {
+		return text[:MaxErrorText]
+	}
+	return text
 }
 
 // newID returns a time-ordered random id: 12 hex digits of Unix milliseconds, then 80

@@ -12,31 +12,38 @@ import (
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
-// outcome is what became of one entry handed to [publish].
-type outcome struct {
-	// messageID is set when SQS confirmed the message.
-	messageID string
-	// refused is set when the entry can never be sent: mark it failed.
-	refused error
-	// retry is set when a send of the entry failed: count the attempt, try again later.
-	retry error
-	// held is set when the entry was not sent because an earlier entry of its FIFO
+// Outcome is what became of one entry handed to [Publish]. At most one of Refused, Retry
+// and Held is set; none when the entry was published.
+type Outcome struct {
+	// MessageID is the SQS message id of a published entry (for a unique job whose key
+	// another send holds, the holder's).
+	MessageID string
+	// Refused is set when the entry can never be sent (it wraps [ErrRefused], or
+	// [ErrDamaged] for a preset damaged entry): mark it failed.
+	Refused error
+	// Retry is set when a send of the entry failed on the network's, SQS's or the
+	// queue's side: count the attempt, try again later.
+	Retry error
+	// Held is set when the entry was not sent because an earlier entry of its FIFO
 	// group was not: no attempt is counted; it goes out after that entry.
-	held error
+	Held error
 }
 
-func (o outcome) published() bool { return o.refused == nil && o.retry == nil && o.held == nil }
+// Published reports whether the entry was published (SQS confirmed it).
+func (o Outcome) Published() bool { return o.Refused == nil && o.Retry == nil && o.Held == nil }
 
-// publish sends entries (in the store's order) through p and returns one outcome per
-// entry. outcomes, if not nil, holds preset outcomes (an entry refused before the send,
-// say a damaged one): those entries are not sent, and count as not sent for their
-// groups. Entries go to their queues in SendMessageBatch calls of up to 10; for FIFO
+// Publish sends entries (in the store's order) through p and returns one outcome per
+// entry: what a relay cycle does between its claim and its settlement, and what a
+// stream relay (outboxdynamo.StreamRelay) does with a stream batch. outcomes, if not
+// nil, holds preset outcomes, one per entry (an entry refused before the send, say a
+// damaged one; one held because its group is parked): those entries are not sent, and
+// count as not sent for their groups; it is filled in and returned. Entries go to their queues in SendMessageBatch calls of up to 10; for FIFO
 // queues a call carries at most one entry of a message group, and once an entry of a
 // group is not sent (failed, refused or held), the group's later entries are held, so
 // a group is published in order even when single entries of a call fail.
-func publish(ctx context.Context, p *producer.Producer, entries []Entry, outcomes []outcome) []outcome {
+func Publish(ctx context.Context, p *producer.Producer, entries []Entry, outcomes []Outcome) []Outcome {
 	if outcomes == nil {
-		outcomes = make([]outcome, len(entries))
+		outcomes = make([]Outcome, len(entries))
 	}
 	byQueue := map[string][]int{}
 	var queues []string
@@ -53,21 +60,21 @@ func publish(ctx context.Context, p *producer.Producer, entries []Entry, outcome
 }
 
 // notSent returns why o's entry holds its group back, or nil when it was published.
-func (o outcome) notSent() error {
+func (o Outcome) notSent() error {
 	switch {
-	case o.refused != nil:
-		return o.refused
-	case o.retry != nil:
-		return o.retry
+	case o.Refused != nil:
+		return o.Refused
+	case o.Retry != nil:
+		return o.Retry
 	}
-	return o.held
+	return o.Held
 }
 
 // publishQueue sends the entries at indexes (all for queue, in order). A call of which
 // every entry failed on SQS's, the network's or the queue's side (a queue that does not
 // exist, denied access) ends the queue's sends for this cycle: its later entries fail
 // with the same error, an attempt each, without more calls.
-func publishQueue(ctx context.Context, p *producer.Producer, queue string, entries []Entry, indexes []int, outcomes []outcome) {
+func publishQueue(ctx context.Context, p *producer.Producer, queue string, entries []Entry, indexes []int, outcomes []Outcome) {
 	blocked := map[string]error{} // FIFO group → why its earlier entry was not sent
 	var down error                // why the queue takes no more sends this cycle
 	var call []int
@@ -77,12 +84,12 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 			return
 		}
 		sendCall(ctx, p, queue, entries, call, outcomes)
-		down = outcomes[call[0]].retry
+		down = outcomes[call[0]].Retry
 		for _, i := range call {
-			if e := entries[i]; e.Ordered() && !outcomes[i].published() {
+			if e := entries[i]; e.Ordered() && !outcomes[i].Published() {
 				blocked[e.GroupID] = outcomes[i].notSent()
 			}
-			if outcomes[i].retry == nil {
+			if outcomes[i].Retry == nil {
 				down = nil
 			}
 		}
@@ -90,10 +97,10 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 	}
 	for _, i := range indexes {
 		e := entries[i]
-		if down != nil && outcomes[i].published() && !(e.Ordered() && blocked[e.GroupID] != nil) {
-			outcomes[i] = outcome{retry: fmt.Errorf("outbox: not sent: an earlier call to %s failed in this cycle: %w", queue, down)}
+		if down != nil && outcomes[i].Published() && !(e.Ordered() && blocked[e.GroupID] != nil) {
+			outcomes[i] = Outcome{Retry: fmt.Errorf("outbox: not sent: an earlier call to %s failed in this cycle: %w", queue, down)}
 			if e.Ordered() {
-				blocked[e.GroupID] = outcomes[i].retry
+				blocked[e.GroupID] = outcomes[i].Retry
 			}
 			continue
 		}
@@ -102,11 +109,11 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 				flush()
 			}
 			if why, ok := blocked[e.GroupID]; ok {
-				outcomes[i] = outcome{held: fmt.Errorf("outbox: an earlier entry of message group %q was not sent: %w", e.GroupID, why)}
+				outcomes[i] = Outcome{Held: fmt.Errorf("outbox: an earlier entry of message group %q was not sent: %w", e.GroupID, why)}
 				continue
 			}
 		}
-		if preset := outcomes[i]; !preset.published() {
+		if preset := outcomes[i]; !preset.Published() {
 			if e.Ordered() {
 				blocked[e.GroupID] = preset.notSent()
 			}
@@ -126,7 +133,7 @@ func publishQueue(ctx context.Context, p *producer.Producer, queue string, entri
 // sendCall sends the entries at call (at most 10) with one SendBatch. When the whole
 // request is refused (SQS rejects a request with an invalid entry as a whole), each
 // entry is sent alone so that only the bad one fails.
-func sendCall(ctx context.Context, p *producer.Producer, queue string, entries []Entry, call []int, outcomes []outcome) {
+func sendCall(ctx context.Context, p *producer.Producer, queue string, entries []Entry, call []int, outcomes []Outcome) {
 	jobs := make([]producer.Prepared, len(call))
 	for j, i := range call {
 		jobs[j] = entries[i].Job
@@ -136,7 +143,7 @@ func sendCall(ctx context.Context, p *producer.Producer, queue string, entries [
 		result := results[j]
 		switch {
 		case result.Err == nil:
-			outcomes[i] = outcome{messageID: result.MessageID}
+			outcomes[i] = Outcome{MessageID: result.MessageID}
 		case len(call) > 1 && isCallError(result.Err) && refused(result.Err):
 			one, _ := p.SendPreparedBatch(ctx, jobs[j:j+1])
 			outcomes[i] = classify(one[0])
@@ -151,21 +158,21 @@ func sendCall(ctx context.Context, p *producer.Producer, queue string, entries [
 // its mark, or a duplicate job) is published: the holder's message id stands for it,
 // and nothing is sent; while the holder's send is unconfirmed it is retried. A unique
 // job sent whose key was not confirmed is published (it must not be sent again).
-func classify(result producer.Result) outcome {
+func classify(result producer.Result) Outcome {
 	duplicate, isDuplicate := errors.AsType[*producer.DuplicateJobError](result.Err)
 	switch {
 	case result.Err == nil:
-		return outcome{messageID: result.MessageID}
+		return Outcome{MessageID: result.MessageID}
 	case isDuplicate && !duplicate.Pending:
-		return outcome{messageID: duplicate.MessageID}
+		return Outcome{MessageID: duplicate.MessageID}
 	case isDuplicate:
-		return outcome{retry: result.Err}
+		return Outcome{Retry: result.Err}
 	case errors.Is(result.Err, producer.ErrUniqueNotConfirmed) && result.MessageID != "":
-		return outcome{messageID: result.MessageID}
+		return Outcome{MessageID: result.MessageID}
 	case refused(result.Err):
-		return outcome{refused: refusal(result.Err)}
+		return Outcome{Refused: refusal(result.Err)}
 	}
-	return outcome{retry: result.Err}
+	return Outcome{Retry: result.Err}
 }
 
 // refusal wraps err, which refused says the entry itself caused, in [ErrRefused].

@@ -29,7 +29,7 @@ const (
 	// DefaultMaxAttempts is how many failed sends mark an entry failed. With the
 	// default backoff (2 s doubling to 10 min, full jitter) they take about an hour.
 	DefaultMaxAttempts = 20
-	// DefaultClaimLease is how long a DynamoDB relay's claim on an entry lasts.
+	// DefaultClaimLease is how long a leased claim on an entry lasts (outboxdynamo).
 	DefaultClaimLease = time.Minute
 )
 
@@ -60,7 +60,7 @@ type RelayConfig struct {
 	// doubling to 10 min, with full jitter. Meanwhile the relay sends the other entries,
 	// and a FIFO message group waits for its earliest entry.
 	Backoff sqsworker.Backoff
-	// ClaimLease (DynamoDB relays) is how long a relay's claim on the entries of a cycle
+	// ClaimLease (stores that lease their claims: outboxdynamo) is how long a relay's claim on the entries of a cycle
 	// lasts: another relay takes them only after it; if zero, DefaultClaimLease (1 min).
 	// A cycle that outlasts it (a send stuck for a minute) may see its entries sent again
 	// by another relay, with the same deduplication id and idempotency key. PostgreSQL
@@ -68,7 +68,7 @@ type RelayConfig struct {
 	ClaimLease time.Duration
 	// MinAge makes the relay claim only entries at least this old (by their creation
 	// time); if zero, every entry. Set it on a container relay that sweeps behind a
-	// [StreamHandler] (say one minute), so that the two seldom send one entry twice.
+	// stream relay (outboxdynamo.StreamRelay; say one minute), so that the two seldom send one entry twice.
 	MinAge time.Duration
 	// Observer is told what the relay does; nil: nothing is told.
 	Observer Observer
@@ -88,7 +88,7 @@ type RelayStats struct {
 }
 
 // Store is one outbox backend as a relay sees it: the seam a store implements (the
-// DynamoDB and PostgreSQL stores behind [NewDynamoDBRelay] and [NewPostgresRelay], or
+// DynamoDB and PostgreSQL stores behind outboxdynamo.NewRelay and outboxpg.NewRelay, or
 // a third party's, given to [NewRelay]). The relay calls it from its one goroutine, so
 // a Store need not be safe for concurrent use by one relay; several relays (processes)
 // may share one outbox, and the guarantees below must hold across them.
@@ -172,8 +172,8 @@ type Verdict struct {
 
 // Relay publishes the entries of an outbox to SQS, in a loop, until it is shut down: it
 // claims a batch, sends it through a [producer.Producer] and removes (or marks) what SQS
-// confirmed, marking refused entries failed. Make one with [NewPostgresRelay],
-// [NewDynamoDBRelay] or, for another store, [NewRelay]. Its lifecycle is the poller's:
+// confirmed, marking refused entries failed. Make one with outboxpg.NewRelay,
+// outboxdynamo.NewRelay or, for another store, [NewRelay]. Its lifecycle is the poller's:
 // [Relay.Start], [Relay.Shutdown], or [Relay.Run] for both around a signal. It owns one
 // goroutine, which Shutdown ends.
 type Relay struct {
@@ -191,10 +191,6 @@ type Relay struct {
 
 	published, failed, retried, cycles, storeErrors atomic.Int64
 	lastReport                                      time.Time
-
-	// crash, if set (tests), is called at "claimed" (before the send) and "sent" (after
-	// the send, before settling).
-	crash func(point string)
 }
 
 // NewRelay returns a relay that publishes the entries of s through p. It returns an
@@ -340,12 +336,6 @@ func (r *Relay) loop(ctx context.Context) {
 		}()
 		r.store.Wait(waitCtx, r.config.PollInterval)
 		cancel()
-	}
-}
-
-func (r *Relay) crashAt(point string) {
-	if r.crash != nil {
-		r.crash(point)
 	}
 }
 

@@ -22,16 +22,14 @@ func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
 		return false, claimErr
 	}
 	entries := make([]Entry, len(list))
-	preset := make([]outcome, len(list))
+	preset := make([]Outcome, len(list))
 	for i, e := range list {
 		entries[i] = e.Entry
 		if e.Damage != nil {
-			preset[i] = outcome{refused: e.Damage}
+			preset[i] = Outcome{Refused: e.Damage}
 		}
 	}
-	r.crashAt("claimed")
-	outcomes := publish(ctx, r.producer, entries, preset)
-	r.crashAt("sent")
+	outcomes := Publish(ctx, r.producer, entries, preset)
 	now := time.Now()
 	verdicts := make([]Verdict, len(entries))
 	for i, o := range outcomes {
@@ -47,7 +45,7 @@ func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
 		case VerdictPublished:
 			progress++
 			r.published.Add(1)
-			r.observe(ctx, Event{Kind: EventPublished, Entry: entry, MessageID: outcomes[i].messageID})
+			r.observe(ctx, Event{Kind: EventPublished, Entry: entry, MessageID: outcomes[i].MessageID})
 		case VerdictFailed:
 			progress++
 			r.failed.Add(1)
@@ -67,24 +65,24 @@ func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
 
 // judge decides what becomes of entry after outcome o: the one place of the attempt
 // limit and the backoff.
-func (r *Relay) judge(entry Entry, o outcome, now time.Time) Verdict {
+func (r *Relay) judge(entry Entry, o Outcome, now time.Time) Verdict {
 	v := Verdict{ID: entry.ID, Attempts: entry.Attempts}
 	switch {
-	case o.published():
+	case o.Published():
 		v.Kind = VerdictPublished
-	case o.held != nil:
-		v.Kind, v.Err = VerdictHeld, o.held
-	case o.refused != nil:
-		v.Kind, v.Err = VerdictFailed, o.refused
-		if !errors.Is(o.refused, ErrDamaged) {
+	case o.Held != nil:
+		v.Kind, v.Err = VerdictHeld, o.Held
+	case o.Refused != nil:
+		v.Kind, v.Err = VerdictFailed, o.Refused
+		if !errors.Is(o.Refused, ErrDamaged) {
 			v.Attempts++
 		}
 	default:
 		v.Attempts++
 		if r.config.MaxAttempts > 0 && v.Attempts >= r.config.MaxAttempts {
-			v.Kind, v.Err = VerdictFailed, fmt.Errorf("%w (attempt %d of %d): %w", ErrAttemptsExhausted, v.Attempts, r.config.MaxAttempts, o.retry)
+			v.Kind, v.Err = VerdictFailed, fmt.Errorf("%w (attempt %d of %d): %w", ErrAttemptsExhausted, v.Attempts, r.config.MaxAttempts, o.Retry)
 		} else {
-			v.Kind, v.Err, v.Delay = VerdictRetry, o.retry, r.config.Backoff.Delay(v.Attempts)
+			v.Kind, v.Err, v.Delay = VerdictRetry, o.Retry, r.config.Backoff.Delay(v.Attempts)
 			v.Next = now.Add(v.Delay)
 		}
 	}

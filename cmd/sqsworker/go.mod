@@ -20,6 +20,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/sqsworker/sqsworker v0.1.0
+	github.com/sqsworker/sqsworker/outbox/outboxpg v0.1.0
 	golang.org/x/term v0.44.0
 )
 

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -33,7 +35,7 @@ func TestOutboxFailedListsRefusedEntries(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestOutboxFailedListsRefusedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay, err := outbox.NewDynamoDBRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
+	relay, err := outboxdynamo.NewRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestOutboxParkedGroupIsListedAndRetried(t *testing.T) {
 	sqsClient, db := testenv.SQS(t), testenv.DynamoDB(t)
 	existing := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{FIFO: true, NoDeadLetterQueue: true})
 	later := strings.TrimSuffix(existing.URL, ".fifo") + "-later.fifo"
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func TestOutboxParkedGroupIsListedAndRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay, err := outbox.NewDynamoDBRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, MaxAttempts: 1})
+	relay, err := outboxdynamo.NewRelay(db, box, jobs, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +271,7 @@ func outboxSchema(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := outbox.MigratePostgres(ctx, conn); err != nil {
+	if err := outboxpg.Migrate(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	return url, schema

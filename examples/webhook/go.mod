@@ -10,6 +10,7 @@ go 1.26.6
 replace (
 	github.com/sqsworker/sqsworker => ../..
 	github.com/sqsworker/sqsworker/otelsqsworker => ../../otelsqsworker
+	github.com/sqsworker/sqsworker/outbox/outboxpg => ../../outbox/outboxpg
 )
 
 require (
@@ -22,6 +23,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/sqsworker/sqsworker v0.1.0
 	github.com/sqsworker/sqsworker/otelsqsworker v0.1.0
+	github.com/sqsworker/sqsworker/outbox/outboxpg v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 )

@@ -6,16 +6,17 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// A PostgreSQL relay whose metrics Prometheus scrapes on :9090/metrics. The package
+// A DynamoDB relay whose metrics Prometheus scrapes on :9090/metrics. The package
 // comment's snippet.
 func Example() {
 	ctx := context.Background()
@@ -23,15 +24,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, "postgres://app@127.0.0.1:5432/shop")
-	if err != nil {
-		log.Fatal(err)
-	}
 	jobs, err := producer.New(sqs.NewFromConfig(awsConfig), producer.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	box := outbox.NewPostgres(outbox.PostgresConfig{})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: "orders-outbox"})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
 	if err != nil {
@@ -41,8 +41,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	relay, err := outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{
-		RelayConfig: outbox.RelayConfig{Observer: relayMetrics}})
+	relay, err := outboxdynamo.NewRelay(dynamodb.NewFromConfig(awsConfig), box, jobs,
+		outbox.RelayConfig{Observer: relayMetrics})
 	if err != nil {
 		log.Fatal(err)
 	}

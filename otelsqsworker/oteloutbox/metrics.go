@@ -35,7 +35,7 @@ type Config struct {
 
 // Metrics is an [outbox.Observer] that records OpenTelemetry metrics of outbox relays
 // (PostgreSQL and DynamoDB relays, and the DynamoDB Streams handler); pass it as
-// outbox.RelayConfig.Observer or to outbox.NewStreamHandler. Instruments (units as
+// outbox.RelayConfig.Observer or to dynamostream.New. Instruments (units as
 // UCUM; Prometheus names, from the OpenTelemetry Prometheus exporter, in brackets):
 //
 //   - sqsworker.outbox.entries.published {entry} [sqsworker_outbox_entries_published_total]:

@@ -24,6 +24,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -83,11 +85,11 @@ func relayMain(store string) int {
 	var relay *outbox.Relay
 	switch store {
 	case storeDynamoDB:
-		box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: os.Getenv(envRelayTable)})
+		box, err := outboxdynamo.New(outboxdynamo.Config{Table: os.Getenv(envRelayTable)})
 		if err != nil {
 			return fail(err)
 		}
-		relay, err = outbox.NewDynamoDBRelay(dynamodb.NewFromConfig(cfg), box, jobs, config)
+		relay, err = outboxdynamo.NewRelay(dynamodb.NewFromConfig(cfg), box, jobs, config)
 		if err != nil {
 			return fail(err)
 		}
@@ -97,7 +99,7 @@ func relayMain(store string) int {
 			return fail(err)
 		}
 		defer pool.Close()
-		relay, err = outbox.NewPostgresRelay(pool, outbox.NewPostgres(outbox.PostgresConfig{}), jobs, outbox.PostgresRelayConfig{RelayConfig: config})
+		relay, err = outboxpg.NewRelay(pool, outboxpg.New(outboxpg.Config{}), jobs, outboxpg.RelayConfig{RelayConfig: config})
 		if err != nil {
 			return fail(err)
 		}
@@ -141,7 +143,7 @@ func newOrdersStore(ctx context.Context, o options, queueName string) (ordersSto
 type dynamoOrders struct {
 	client        *dynamodb.Client
 	orders, table string
-	box           *outbox.DynamoDB
+	box           *outboxdynamo.Outbox
 }
 
 // ordersTables returns the DynamoDB tables of the orders service for queueName.
@@ -156,7 +158,7 @@ func newDynamoOrders(ctx context.Context, queueName string) (*dynamoOrders, erro
 	}
 	s := &dynamoOrders{client: dynamodb.NewFromConfig(cfg)}
 	s.orders, s.table = ordersTables(queueName)
-	if s.box, err = outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: s.table}); err != nil {
+	if s.box, err = outboxdynamo.New(outboxdynamo.Config{Table: s.table}); err != nil {
 		return nil, err
 	}
 	ordersTable := &dynamodb.CreateTableInput{
@@ -234,7 +236,7 @@ type postgresOrders struct {
 	pool   *pgxpool.Pool
 	url    string
 	schema string
-	box    *outbox.Postgres
+	box    *outboxpg.Outbox
 }
 
 var unsafeSchemaCharacters = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -257,11 +259,11 @@ func newPostgresOrders(ctx context.Context, baseURL, queueName string) (*postgre
 	if strings.Contains(baseURL, "?") {
 		separator = "&"
 	}
-	s := &postgresOrders{url: baseURL + separator + "search_path=" + schema, schema: schema, box: outbox.NewPostgres(outbox.PostgresConfig{})}
+	s := &postgresOrders{url: baseURL + separator + "search_path=" + schema, schema: schema, box: outboxpg.New(outboxpg.Config{})}
 	if s.pool, err = pgxpool.New(ctx, s.url); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if err := outbox.MigratePostgres(ctx, s.pool); err != nil {
+	if err := outboxpg.Migrate(ctx, s.pool); err != nil {
 		s.pool.Close()
 		return nil, err
 	}

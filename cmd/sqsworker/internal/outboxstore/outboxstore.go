@@ -1,8 +1,9 @@
 // Package outboxstore gives the CLI's outbox commands and the operations page one view
-// of a transactional outbox (package outbox), whichever its store: DynamoDB or
-// PostgreSQL. A [Store] is an [opspage.Outbox], the interface the page declares, so the
-// page depends on no concrete store. It only binds an outbox to its client; the work is done by the outbox
-// package's Summary, Failed, Parked, Retry and Skip.
+// of a transactional outbox (package outbox), whichever its store: the store's
+// outbox.Operator (DynamoDB or PostgreSQL, or any store that provides one) with a name
+// for people and the client's lifetime: an [opspage.Outbox], the interface the page
+// declares, with Close. It only opens the client; the work is done by
+// the operator.
 package outboxstore
 
 import (
@@ -15,45 +16,49 @@ import (
 
 	"github.com/sqsworker/sqsworker/opspage"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 )
 
-// Store is one outbox with its client: the operations page's [opspage.Outbox] (see it
-// for each method), and Close. Its methods are safe for concurrent use (the page serves
-// requests in parallel).
+// Store is one outbox with its client: the operations page's [opspage.Outbox] (the
+// store's [outbox.Operator] and a name for people), and Close. Its methods are safe for
+// concurrent use (the page serves requests in parallel).
 type Store interface {
 	opspage.Outbox
 	// Close releases the client's connections (PostgreSQL); the Store is unusable after.
 	Close()
 }
 
+// New returns the Store of op, named name (it must hold no secret); closing it calls
+// closeFn when not nil. It is how a store other than DynamoDB and PostgreSQL backs the
+// commands and the page.
+func New(op outbox.Operator, name string, closeFn func()) Store {
+	return &store{Operator: op, name: name, close: closeFn}
+}
+
+type store struct {
+	outbox.Operator
+	name  string
+	close func()
+}
+
+func (s *store) Name() string { return s.name }
+
+func (s *store) Close() {
+	if s.close != nil {
+		s.close()
+	}
+}
+
 // NewDynamoDB returns the outbox in table, read and written with api. Errors: a table
-// name outbox.NewDynamoDB refuses.
-func NewDynamoDB(api outbox.DynamoDBAPI, table string) (Store, error) {
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: table})
+// name outboxdynamo.New refuses.
+func NewDynamoDB(api outboxdynamo.API, table string) (Store, error) {
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: table})
 	if err != nil {
 		return nil, err
 	}
-	return &dynamoStore{box: box, api: api}, nil
+	return New(box.Operator(api), "DynamoDB table "+box.Table(), nil), nil
 }
-
-type dynamoStore struct {
-	box *outbox.DynamoDB
-	api outbox.DynamoDBAPI
-}
-
-func (s *dynamoStore) Name() string { return "DynamoDB table " + s.box.Table() }
-func (s *dynamoStore) Summary(ctx context.Context) (outbox.Summary, error) {
-	return s.box.Summary(ctx, s.api)
-}
-func (s *dynamoStore) Failed(ctx context.Context, limit int) ([]outbox.Entry, error) {
-	return s.box.Failed(ctx, s.api, limit)
-}
-func (s *dynamoStore) Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error) {
-	return s.box.Parked(ctx, s.api, limit)
-}
-func (s *dynamoStore) Retry(ctx context.Context, id string) error { return s.box.Retry(ctx, s.api, id) }
-func (s *dynamoStore) Skip(ctx context.Context, id string) error  { return s.box.Skip(ctx, s.api, id) }
-func (s *dynamoStore) Close()                                     {}
 
 // OpenPostgres connects to the PostgreSQL outbox of url (a pgx connection URL; its
 // search_path names the outbox table's schema) with a connection pool, and checks the
@@ -77,29 +82,5 @@ func OpenPostgres(ctx context.Context, url string) (Store, error) {
 	if path := conn.RuntimeParams["search_path"]; path != "" {
 		name += " (search_path " + path + ")"
 	}
-	return &postgresStore{box: outbox.NewPostgres(outbox.PostgresConfig{}), pool: pool, name: name}, nil
+	return New(outboxpg.New(outboxpg.Config{}).Operator(pool), name, pool.Close), nil
 }
-
-type postgresStore struct {
-	box  *outbox.Postgres
-	pool *pgxpool.Pool
-	name string
-}
-
-func (s *postgresStore) Name() string { return s.name }
-func (s *postgresStore) Summary(ctx context.Context) (outbox.Summary, error) {
-	return s.box.Summary(ctx, s.pool)
-}
-func (s *postgresStore) Failed(ctx context.Context, limit int) ([]outbox.Entry, error) {
-	return s.box.Failed(ctx, s.pool, limit)
-}
-func (s *postgresStore) Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error) {
-	return s.box.Parked(ctx, s.pool, limit)
-}
-func (s *postgresStore) Retry(ctx context.Context, id string) error {
-	return s.box.Retry(ctx, s.pool, id)
-}
-func (s *postgresStore) Skip(ctx context.Context, id string) error {
-	return s.box.Skip(ctx, s.pool, id)
-}
-func (s *postgresStore) Close() { s.pool.Close() }

@@ -16,6 +16,8 @@ import (
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/outboxstore"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxpg"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/provision"
 )
@@ -51,7 +53,7 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 	switch store {
 	case "dynamodb":
 		db := testenv.DynamoDB(t)
-		box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: testenv.UniqueName(t)})
+		box, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +78,7 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 		if f.store, err = outboxstore.NewDynamoDB(db, box.Table()); err != nil {
 			t.Fatal(err)
 		}
-		if relay, err = outbox.NewDynamoDBRelay(db, box, jobs, config); err != nil {
+		if relay, err = outboxdynamo.NewRelay(db, box, jobs, config); err != nil {
 			t.Fatal(err)
 		}
 	case "postgres":
@@ -86,10 +88,10 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		if err := outbox.MigratePostgres(ctx, pool); err != nil {
+		if err := outboxpg.Migrate(ctx, pool); err != nil {
 			t.Fatal(err)
 		}
-		box := outbox.NewPostgres(outbox.PostgresConfig{})
+		box := outboxpg.New(outboxpg.Config{})
 		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			if f.group, err = box.Enqueue(ctx, tx, f.fifo, group...); err != nil {
 				return err
@@ -106,7 +108,7 @@ func newFailedOutbox(t *testing.T, client *sqs.Client, store string) *failedOutb
 		if f.store, err = outboxstore.OpenPostgres(ctx, url); err != nil {
 			t.Fatal(err)
 		}
-		if relay, err = outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{RelayConfig: config}); err != nil {
+		if relay, err = outboxpg.NewRelay(pool, box, jobs, outboxpg.RelayConfig{RelayConfig: config}); err != nil {
 			t.Fatal(err)
 		}
 	default:

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -24,7 +25,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	box, err := outbox.NewDynamoDB(outbox.DynamoDBConfig{Table: os.Getenv("OUTBOX_TABLE")})
+	box, err := outboxdynamo.New(outboxdynamo.Config{Table: os.Getenv("OUTBOX_TABLE")})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	relay, err := outbox.NewDynamoDBRelay(dynamodb.NewFromConfig(cfg), box, jobs, outbox.RelayConfig{})
+	relay, err := outboxdynamo.NewRelay(dynamodb.NewFromConfig(cfg), box, jobs, outbox.RelayConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package outbox
+package outboxdynamo_test
 
 import (
 	"context"
@@ -16,6 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo/dynamostream"
+	"github.com/sqsworker/sqsworker/outbox/outboxtest"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -73,22 +77,22 @@ func TestStreamHandlerPublishesNewEntriesAndRemovesThem(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	h := newDynamoHarness(t)
-	h.rollback(t, queue.URL, webhookJob(9))
-	entries := h.commit(t, queue.URL, webhookJob(1), webhookJob(2), webhookJob(3))
+	h := newDynamoSuite(t)
+	h.Rollback(t, queue.URL, outboxtest.Job(9))
+	entries := h.Commit(t, queue.URL, outboxtest.Job(1), outboxtest.Job(2), outboxtest.Job(3))
 	event := streamEvent(t, h.outbox.Table(), 3)
 	require.Len(t, event.Records, 3, "the rolled-back transaction wrote no record")
 
-	observed := &recorder{}
-	handler, err := NewStreamHandler(h.client, h.outbox, newTestProducer(t, client), observed)
+	observed := &outboxtest.Recorder{}
+	handler, err := dynamostream.New(h.client, h.outbox, outboxtest.NewProducer(t, client), observed)
 	require.NoError(t, err)
 	response, err := handler.Handle(context.Background(), event)
 	require.NoError(t, err)
 	assert.Empty(t, response.BatchItemFailures)
-	got := drainQueue(t, client, queue.URL, 3, 20*time.Second)
-	assert.ElementsMatch(t, ids(entries), []string{outboxID(got[0]), outboxID(got[1]), outboxID(got[2])})
-	assert.Empty(t, h.pending(t), "published entries are deleted")
-	assert.Len(t, observed.kinds(EventPublished), 3)
+	got := outboxtest.Drain(t, client, queue.URL, 3, 20*time.Second)
+	assert.ElementsMatch(t, outboxtest.IDs(entries), []string{outboxtest.OutboxID(got[0]), outboxtest.OutboxID(got[1]), outboxtest.OutboxID(got[2])})
+	assert.Empty(t, h.Pending(t), "published entries are deleted")
+	assert.Len(t, observed.Kinds(outbox.EventPublished), 3)
 
 	// The deletes appear in the stream as REMOVE records; a batch of them publishes nothing.
 	all := streamEvent(t, h.outbox.Table(), 6)
@@ -102,8 +106,8 @@ func TestStreamHandlerPublishesNewEntriesAndRemovesThem(t *testing.T) {
 	response, err = handler.Handle(context.Background(), events2(removes))
 	require.NoError(t, err)
 	assert.Empty(t, response.BatchItemFailures)
-	assert.Len(t, observed.kinds(EventPublished), 3)
-	queueEmpty(t, client, queue.URL)
+	assert.Len(t, observed.Kinds(outbox.EventPublished), 3)
+	testenv.WaitQueueEmpty(t, client, queue.URL, 15*time.Second)
 }
 
 func events2(records []events.DynamoDBEventRecord) events.DynamoDBEvent {
@@ -122,11 +126,11 @@ func TestStreamHandlerReportsUnsentRecordsAsBatchItemFailures(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	h := newDynamoHarness(t)
-	entries := h.commit(t, queue.URL, webhookJob(1), webhookJob(2))
+	h := newDynamoSuite(t)
+	entries := h.Commit(t, queue.URL, outboxtest.Job(1), outboxtest.Job(2))
 	event := streamEvent(t, h.outbox.Table(), 2)
 
-	handler, err := NewStreamHandler(h.client, h.outbox, newTestProducer(t, failingSQS{client}), nil)
+	handler, err := dynamostream.New(h.client, h.outbox, outboxtest.NewProducer(t, failingSQS{client}), nil)
 	require.NoError(t, err)
 	response, err := handler.Handle(context.Background(), event)
 	require.NoError(t, err)
@@ -137,16 +141,16 @@ func TestStreamHandlerReportsUnsentRecordsAsBatchItemFailures(t *testing.T) {
 	// One record: the first unsent one, from which Lambda retries (reporting the later
 	// ones too would change nothing).
 	assert.Equal(t, []string{event.Records[0].Change.SequenceNumber}, failed)
-	assert.ElementsMatch(t, ids(entries), h.pending(t), "unsent entries stay")
+	assert.ElementsMatch(t, outboxtest.IDs(entries), h.Pending(t), "unsent entries stay")
 
 	// Lambda's retry of the batch, with SQS back, publishes them.
-	handler, err = NewStreamHandler(h.client, h.outbox, newTestProducer(t, client), nil)
+	handler, err = dynamostream.New(h.client, h.outbox, outboxtest.NewProducer(t, client), nil)
 	require.NoError(t, err)
 	response, err = handler.Handle(context.Background(), event)
 	require.NoError(t, err)
 	assert.Empty(t, response.BatchItemFailures)
-	drainQueue(t, client, queue.URL, 2, 20*time.Second)
-	assert.Empty(t, h.pending(t))
+	outboxtest.Drain(t, client, queue.URL, 2, 20*time.Second)
+	assert.Empty(t, h.Pending(t))
 }
 
 // A sharded index: the relay reads every shard, and the backlog counts them all.
@@ -155,10 +159,10 @@ func TestDynamoDBRelayReadsEveryShard(t *testing.T) {
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
 	db := testenv.DynamoDB(t)
-	o := newOutboxTable(t, db, DynamoDBConfig{Shards: 4})
+	o := newTable(t, db, outboxdynamo.Config{Shards: 4})
 	jobs := make([]producer.Job, 40)
 	for i := range jobs {
-		jobs[i] = webhookJob(i)
+		jobs[i] = outboxtest.Job(i)
 	}
 	items, entries, err := o.TransactItems(nil, queue.URL, jobs...)
 	require.NoError(t, err)
@@ -169,16 +173,16 @@ func TestDynamoDBRelayReadsEveryShard(t *testing.T) {
 	assert.Equal(t, 40, backlog)
 	assert.Positive(t, lag)
 
-	r, err := NewDynamoDBRelay(db, o, newTestProducer(t, client), RelayConfig{PollInterval: 50 * time.Millisecond, BatchSize: 15})
+	r, err := outboxdynamo.NewRelay(db, o, outboxtest.NewProducer(t, client), outbox.RelayConfig{PollInterval: 50 * time.Millisecond, BatchSize: 15})
 	require.NoError(t, err)
-	startRelay(t, r)
-	got := drainQueue(t, client, queue.URL, 40, 30*time.Second)
+	outboxtest.StartRelay(t, r)
+	got := outboxtest.Drain(t, client, queue.URL, 40, 30*time.Second)
 	var published []string
 	for _, m := range got {
-		published = append(published, outboxID(m))
+		published = append(published, outboxtest.OutboxID(m))
 	}
-	assert.ElementsMatch(t, ids(entries), published)
-	publishedExactly(t, 40, r)
+	assert.ElementsMatch(t, outboxtest.IDs(entries), published)
+	outboxtest.PublishedExactly(t, 40, r)
 	testenv.Eventually(t, 10*time.Second, "backlog 0", func() bool {
 		n, _, err := o.Backlog(context.Background(), db)
 		return err == nil && n == 0

@@ -1,4 +1,4 @@
-package outbox
+package outboxpg
 
 import (
 	"cmp"
@@ -13,19 +13,21 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqsworker/sqsworker/producer"
+
+	"github.com/sqsworker/sqsworker/outbox"
 )
 
-// PostgresSchema is the outbox's schema: the sqsworker_outbox table, its partial indexes
+// Schema is the outbox's schema: the sqsworker_outbox table, its partial indexes
 // of unpublished rows, and the trigger that NOTIFYs the relays on the "sqsworker_outbox"
-// channel. [MigratePostgres] applies it. Its last statement sets the table's comment to
-// [PostgresSchemaVersion].
+// channel. [Migrate] applies it. Its last statement sets the table's comment to
+// [SchemaVersion].
 //
-//go:embed postgres_schema.sql
-var PostgresSchema string
+//go:embed schema.sql
+var Schema string
 
-// PostgresSchemaVersion is the comment [PostgresSchema] sets on the table; a table that
+// SchemaVersion is the comment [Schema] sets on the table; a table that
 // has it is not migrated again.
-const PostgresSchemaVersion = "sqsworker outbox schema 3"
+const SchemaVersion = "sqsworker outbox schema 3"
 
 // postgresChannel is the LISTEN/NOTIFY channel of new entries.
 const postgresChannel = "sqsworker_outbox"
@@ -45,16 +47,16 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// MigratePostgres creates the outbox table, its indexes and its notify trigger where
+// Migrate creates the outbox table, its indexes and its notify trigger where
 // missing, and adds the columns of later versions to an older table (one of schema 2 or
 // earlier only when it holds no unpublished entry: pre-1.0, the stored job form
 // changed), in one transaction
 // under an advisory lock, so processes starting at once do not race. A table already at
-// [PostgresSchemaVersion] is left alone (no DDL, so no lock on the table): it is safe to
+// [SchemaVersion] is left alone (no DDL, so no lock on the table): it is safe to
 // call at every start. The table is created in the first schema of the connection's
 // search_path. It returns the database's error, wrapped. Use it from a deploy step or at
-// start-up, or apply [PostgresSchema] with your own migration tool.
-func MigratePostgres(ctx context.Context, db Beginner) error {
+// start-up, or apply [Schema] with your own migration tool.
+func Migrate(ctx context.Context, db Beginner) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("outbox: migrating: %w", err)
@@ -68,7 +70,7 @@ func MigratePostgres(ctx context.Context, db Beginner) error {
 	if err := tx.QueryRow(ctx, `SELECT to_regclass('sqsworker_outbox') IS NOT NULL, obj_description(to_regclass('sqsworker_outbox'), 'pg_class')`).Scan(&exists, &version); err != nil {
 		return fmt.Errorf("outbox: migrating: reading the schema version: %w", err)
 	}
-	if version != nil && *version == PostgresSchemaVersion {
+	if version != nil && *version == SchemaVersion {
 		return nil
 	}
 	if exists {
@@ -76,7 +78,7 @@ func MigratePostgres(ctx context.Context, db Beginner) error {
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, PostgresSchema); err != nil {
+	if _, err := tx.Exec(ctx, Schema); err != nil {
 		return fmt.Errorf("outbox: migrating: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -94,29 +96,29 @@ func drainedBeforeSchema3(ctx context.Context, tx pgx.Tx, version string) error 
 		return fmt.Errorf("outbox: migrating: counting the unpublished entries: %w", err)
 	}
 	if pending > 0 {
-		return fmt.Errorf("outbox: migrating from %q: %d entries are not published yet (failed ones included), and %q stores the job in one column the earlier schema lacks: drain or skip them with the earlier release first", version, pending, PostgresSchemaVersion)
+		return fmt.Errorf("outbox: migrating from %q: %d entries are not published yet (failed ones included), and %q stores the job in one column the earlier schema lacks: drain or skip them with the earlier release first", version, pending, SchemaVersion)
 	}
 	return nil
 }
 
-// Postgres writes outbox entries inside the caller's pgx transactions and reads them
-// back for the relay and the operator. The zero value is not usable; see [NewPostgres].
-type Postgres struct {
+// Outbox writes outbox entries inside the caller's pgx transactions and reads them
+// back for the relay and the operator. The zero value is not usable; see [New].
+type Outbox struct {
 	now func() time.Time
 }
 
-// PostgresConfig configures a [Postgres] outbox.
-type PostgresConfig struct {
+// Config configures a [Outbox] outbox.
+type Config struct {
 	// Now is the clock of entry ids; if nil, time.Now. (created_at is the database's.)
 	Now func() time.Time
 }
 
-// NewPostgres returns the outbox of the sqsworker_outbox table (see [MigratePostgres]).
-func NewPostgres(config PostgresConfig) *Postgres {
+// New returns the outbox of the sqsworker_outbox table (see [Migrate]).
+func New(config Config) *Outbox {
 	if config.Now == nil {
 		config.Now = time.Now
 	}
-	return &Postgres{now: config.Now}
+	return &Outbox{now: config.Now}
 }
 
 // Enqueue writes jobs, bound for queueURL, into the outbox inside tx, and returns their
@@ -134,12 +136,12 @@ func NewPostgres(config PostgresConfig) *Postgres {
 // the caller retries. Writers of different groups never wait for each other (unless
 // their groups' 32-bit lock keys collide, which only makes them wait).
 //
-// Job errors are those of [DynamoDB.Put], each naming the job's index; database errors
+// Job errors are those of [outbox.NewEntry], each naming the job's index; database errors
 // are returned wrapped (and leave tx to the caller, who rolls it back).
-func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs ...producer.Job) ([]Entry, error) {
-	entries := make([]Entry, len(jobs))
+func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs ...producer.Job) ([]outbox.Entry, error) {
+	entries := make([]outbox.Entry, len(jobs))
 	for i, job := range jobs {
-		entry, err := newEntry(queueURL, job, o.now())
+		entry, err := outbox.NewEntry(queueURL, job, o.now())
 		if err != nil {
 			return nil, fmt.Errorf("outbox: job %d: %w", i, err)
 		}
@@ -151,7 +153,7 @@ func (o *Postgres) Enqueue(ctx context.Context, tx pgx.Tx, queueURL string, jobs
 	}
 	for i := range entries {
 		e := &entries[i]
-		job, err := encodeJob(*e)
+		job, err := e.EncodeJob()
 		if err != nil {
 			return nil, fmt.Errorf("outbox: job %d: %w", i, err)
 		}
@@ -175,7 +177,7 @@ type groupName struct{ queue, group string }
 
 // orderedGroups returns the FIFO message groups of entries, sorted (a fixed lock order)
 // and without repeats.
-func orderedGroups(entries []Entry) []groupName {
+func orderedGroups(entries []outbox.Entry) []groupName {
 	var groups []groupName
 	for _, e := range entries {
 		if e.Ordered() {
@@ -196,4 +198,4 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-var errNoPool = errors.New("outbox: NewPostgresRelay needs a connection pool and an outbox")
+var errNoPool = errors.New("outbox: NewRelay needs a connection pool and an outbox")

@@ -1,4 +1,4 @@
-package outbox
+package outboxpg
 
 import (
 	"cmp"
@@ -12,18 +12,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqsworker/sqsworker/producer"
+
+	"github.com/sqsworker/sqsworker/outbox"
 )
 
-// PostgresRelayConfig adds PostgreSQL's settings to [RelayConfig].
-type PostgresRelayConfig struct {
-	RelayConfig
+// RelayConfig adds PostgreSQL's settings to [outbox.RelayConfig].
+type RelayConfig struct {
+	outbox.RelayConfig
 	// KeepPublished marks published rows (published_at) instead of deleting them; the
 	// caller then prunes them. Deleting keeps the table and its indexes small.
 	KeepPublished bool
 }
 
-// NewPostgresRelay returns a relay for the sqsworker_outbox table of pool's database
-// (see [MigratePostgres]). Each cycle is one transaction:
+// NewRelay returns a relay for the sqsworker_outbox table of pool's database
+// (see [Migrate]). Each cycle is one transaction:
 //
 //  1. claim up to BatchSize due rows with FOR UPDATE SKIP LOCKED, by next attempt time:
 //     rows never tried or past their backoff, and of a FIFO message group only its
@@ -37,28 +39,35 @@ type PostgresRelayConfig struct {
 // Relays run at once safely: SKIP LOCKED gives each a different set of rows, and a row
 // of a group is claimed only when no earlier row of the group is unpublished (a claimed
 // head is still unpublished for everyone else until its relay commits), so a group never
-// has two relays and never goes out of order; [Postgres.Enqueue]'s group lock makes the
+// has two relays and never goes out of order; [Outbox.Enqueue]'s group lock makes the
 // seq order of a group its commit order. A relay that dies before its commit loses its
 // locks with its connection: the rows are claimed again at once, and sent again if they
 // were sent (the FIFO deduplication id and the consumer's idempotency absorb it).
 //
 // A failed row of a FIFO message group parks the group: its later rows wait (a FIFO
-// queue would otherwise deliver them before it) until [Postgres.Retry] or
-// [Postgres.Skip]; [Postgres.Parked] lists such groups. Other groups go on.
+// queue would otherwise deliver them before it) until [Outbox.Retry] or
+// [Outbox.Skip]; [Outbox.Parked] lists such groups. Other groups go on.
 //
 // The relay holds one pooled connection to LISTEN on the "sqsworker_outbox" channel
 // (the schema's trigger NOTIFYs it when entries commit) and polls every PollInterval as
 // the fallback (a lost notification, a broken listening connection).
-func NewPostgresRelay(pool *pgxpool.Pool, o *Postgres, p *producer.Producer, config PostgresRelayConfig) (*Relay, error) {
+func NewRelay(pool *pgxpool.Pool, o *Outbox, p *producer.Producer, config RelayConfig) (*outbox.Relay, error) {
 	if pool == nil || o == nil {
 		return nil, errNoPool
 	}
-	return NewRelay(&postgresStore{pool: pool, outbox: o, keep: config.KeepPublished}, p, config.RelayConfig)
+	return outbox.NewRelay(NewStore(pool, o, config.KeepPublished), p, config.RelayConfig)
+}
+
+// NewStore returns the [outbox.Store] of the sqsworker_outbox table of pool's database,
+// for [outbox.NewRelay]: the claims [NewRelay] describes; keepPublished is
+// RelayConfig.KeepPublished. Most users call NewRelay.
+func NewStore(pool *pgxpool.Pool, o *Outbox, keepPublished bool) outbox.Store {
+	return &postgresStore{pool: pool, outbox: o, keep: keepPublished}
 }
 
 type postgresStore struct {
 	pool   *pgxpool.Pool
-	outbox *Postgres
+	outbox *Outbox
 	keep   bool
 	listen *pgxpool.Conn // the LISTEN connection; nil until the first wait, or after it broke
 }
@@ -117,7 +126,7 @@ func scanClaimed(row pgx.CollectableRow) (claimedRow, error) {
 	return r, err
 }
 
-func (s *postgresStore) Claim(ctx context.Context, limit int, minAge time.Duration) (Claim, error) {
+func (s *postgresStore) Claim(ctx context.Context, limit int, minAge time.Duration) (outbox.Claim, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claiming entries: %w", err)
@@ -161,9 +170,9 @@ func (s *postgresStore) claimIn(ctx context.Context, tx pgx.Tx, limit int, minAg
 		}
 		all = mergeBySeq(heads, readyFollowers(followers))
 	}
-	c := &postgresClaim{store: s, tx: tx, seqs: make(map[string]int64, len(all)), list: make([]Claimed, len(all))}
+	c := &postgresClaim{store: s, tx: tx, seqs: make(map[string]int64, len(all)), list: make([]outbox.Claimed, len(all))}
 	for i, r := range all {
-		c.list[i] = Claimed{Entry: r.entry, Damage: r.damage}
+		c.list[i] = outbox.Claimed{Entry: r.entry, Damage: r.damage}
 		c.seqs[r.entry.ID] = r.seq
 	}
 	return c, nil
@@ -201,7 +210,7 @@ func mergeBySeq(a, b []claimedRow) []claimedRow {
 	return append(append(out, a...), b...)
 }
 
-func (s *postgresStore) Summary(ctx context.Context) (Summary, error) {
+func (s *postgresStore) Summary(ctx context.Context) (outbox.Summary, error) {
 	return s.outbox.Summary(ctx, s.pool)
 }
 
@@ -242,13 +251,13 @@ func (s *postgresStore) Close() { s.dropListener() }
 type postgresClaim struct {
 	store *postgresStore
 	tx    pgx.Tx
-	list  []Claimed
+	list  []outbox.Claimed
 	seqs  map[string]int64
 }
 
-func (c *postgresClaim) Entries() []Claimed { return c.list }
+func (c *postgresClaim) Entries() []outbox.Claimed { return c.list }
 
-func (c *postgresClaim) Settle(ctx context.Context, verdicts []Verdict) error {
+func (c *postgresClaim) Settle(ctx context.Context, verdicts []outbox.Verdict) error {
 	defer func() { _ = c.tx.Rollback(ctx) }()
 	var published []int64
 	batch := &pgx.Batch{}
@@ -256,14 +265,14 @@ func (c *postgresClaim) Settle(ctx context.Context, verdicts []Verdict) error {
 	for _, v := range verdicts {
 		seq := c.seqs[v.ID]
 		switch v.Kind {
-		case VerdictPublished:
+		case outbox.VerdictPublished:
 			published = append(published, seq)
-		case VerdictRetry:
+		case outbox.VerdictRetry:
 			batch.Queue(`UPDATE sqsworker_outbox SET attempts = $2, next_attempt_at = clock_timestamp() + make_interval(secs => $3),
-				last_error = $4 WHERE seq = $1`, seq, v.Attempts, v.Delay.Seconds(), truncate(v.Err.Error(), 4000))
-		case VerdictFailed:
+				last_error = $4 WHERE seq = $1`, seq, v.Attempts, v.Delay.Seconds(), outbox.ErrorText(v.Err))
+		case outbox.VerdictFailed:
 			failed++
-			reason := truncate(v.Err.Error(), 4000)
+			reason := outbox.ErrorText(v.Err)
 			batch.Queue(`UPDATE sqsworker_outbox SET failed_at = clock_timestamp(), failure_reason = $2, attempts = $3,
 				last_error = $2 WHERE seq = $1`, seq, reason, v.Attempts)
 		}

@@ -1,4 +1,4 @@
-package outbox
+package outboxdynamo
 
 import (
 	"errors"
@@ -12,18 +12,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
 // MaxTransactItems is the most items one DynamoDB TransactWriteItems call may carry
 // (the business items and the outbox entries together), from the DynamoDB API
 // Reference ("TransactWriteItems": "up to 100 action requests"). Beyond it DynamoDB
-// rejects the whole call with a ValidationException; [DynamoDB.TransactItems] refuses
+// rejects the whole call with a ValidationException; [Outbox.TransactItems] refuses
 // first, with [ErrTooManyItems]. DynamoDB also limits a transaction to 4 MB in all and
-// an item to 400 KB (checked per entry by [DynamoDB.Put]).
+// an item to 400 KB (checked per entry by [Outbox.Put]).
 const MaxTransactItems = 100
 
-// ErrTooManyItems is returned (wrapped) by [DynamoDB.TransactItems] when the business
+// ErrTooManyItems is returned (wrapped) by [Outbox.TransactItems] when the business
 // items and the outbox entries together exceed [MaxTransactItems]: split the work into
 // several transactions, each with its own entries.
 var ErrTooManyItems = errors.New("outbox: more items than one DynamoDB transaction may carry")
@@ -56,10 +57,10 @@ const (
 // "parked" (failed entries of FIFO message groups), each in outbox_seq order.
 const DefaultIndex = "outbox-state"
 
-// DynamoDBConfig configures a [DynamoDB] outbox.
-type DynamoDBConfig struct {
+// Config configures a [Outbox] outbox.
+type Config struct {
 	// Table is the outbox table: string partition key "id", no sort key, the index below
-	// ([DynamoDB.CreateTableInput] creates it). A table of its own is best (its stream
+	// ([Outbox.CreateTableInput] creates it). A table of its own is best (its stream
 	// then carries only outbox entries); TransactWriteItems spans tables, so the entries
 	// still commit with the business items.
 	Table string
@@ -80,29 +81,29 @@ type DynamoDBConfig struct {
 	Now func() time.Time
 }
 
-// DynamoDB writes outbox entries for DynamoDB transactions and reads them back for the
+// Outbox writes outbox entries for DynamoDB transactions and reads them back for the
 // relays. It is safe for concurrent use.
-type DynamoDB struct {
+type Outbox struct {
 	table, index string
 	shards       int
 	now          func() time.Time
 	seq          atomic.Uint64
 }
 
-// NewDynamoDB returns the outbox of config.Table. It returns an error for an empty table
+// New returns the outbox of config.Table. It returns an error for an empty table
 // or negative Shards.
-func NewDynamoDB(config DynamoDBConfig) (*DynamoDB, error) {
+func New(config Config) (*Outbox, error) {
 	var errs []error
 	if config.Table == "" {
-		errs = append(errs, errors.New("outbox: DynamoDBConfig.Table is empty"))
+		errs = append(errs, errors.New("outbox: Config.Table is empty"))
 	}
 	if config.Shards < 0 || config.Shards > 1000 {
-		errs = append(errs, fmt.Errorf("outbox: DynamoDBConfig.Shards %d is outside 0 to 1000", config.Shards))
+		errs = append(errs, fmt.Errorf("outbox: Config.Shards %d is outside 0 to 1000", config.Shards))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	o := &DynamoDB{table: config.Table, index: config.Index, shards: config.Shards, now: config.Now}
+	o := &Outbox{table: config.Table, index: config.Index, shards: config.Shards, now: config.Now}
 	if o.index == "" {
 		o.index = DefaultIndex
 	}
@@ -116,11 +117,11 @@ func NewDynamoDB(config DynamoDBConfig) (*DynamoDB, error) {
 }
 
 // Table returns the outbox table's name.
-func (o *DynamoDB) Table() string { return o.table }
+func (o *Outbox) Table() string { return o.table }
 
 // CreateTableInput returns the CreateTable request of an on-demand outbox table named
 // config.Table, with its sparse index and a stream of new images (for [StreamHandler]).
-func (o *DynamoDB) CreateTableInput() *dynamodb.CreateTableInput {
+func (o *Outbox) CreateTableInput() *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(o.table),
 		BillingMode: types.BillingModePayPerRequest,
@@ -149,14 +150,14 @@ func (o *DynamoDB) CreateTableInput() *dynamodb.CreateTableInput {
 // decided when the relay sends it (a unique job on a standard queue needs the relay
 // producer's Config.Unique; a key already taken publishes the entry without a send). An
 // entry above DynamoDB's 400 KB item limit is an error here.
-func (o *DynamoDB) Put(queueURL string, job producer.Job) (types.TransactWriteItem, Entry, error) {
-	entry, err := newEntry(queueURL, job, o.now())
+func (o *Outbox) Put(queueURL string, job producer.Job) (types.TransactWriteItem, outbox.Entry, error) {
+	entry, err := outbox.NewEntry(queueURL, job, o.now())
 	if err != nil {
-		return types.TransactWriteItem{}, Entry{}, err
+		return types.TransactWriteItem{}, outbox.Entry{}, err
 	}
 	item, err := o.item(entry)
 	if err != nil {
-		return types.TransactWriteItem{}, Entry{}, err
+		return types.TransactWriteItem{}, outbox.Entry{}, err
 	}
 	// No condition: the id is random (80 bits past the millisecond), and an
 	// unconditional Put keeps a retried TransactWriteItems harmless where the store does
@@ -167,16 +168,16 @@ func (o *DynamoDB) Put(queueURL string, job producer.Job) (types.TransactWriteIt
 // TransactItems returns items followed by one outbox entry per job (all bound for
 // queueURL), ready for the caller's own TransactWriteItems call, and the entries in the
 // same order. It returns an error wrapping [ErrTooManyItems] when len(items)+len(jobs)
-// exceeds [MaxTransactItems] (100), and the first job's error from [DynamoDB.Put]
+// exceeds [MaxTransactItems] (100), and the first job's error from [Outbox.Put]
 // (naming its index); items is never changed.
-func (o *DynamoDB) TransactItems(items []types.TransactWriteItem, queueURL string, jobs ...producer.Job) ([]types.TransactWriteItem, []Entry, error) {
+func (o *Outbox) TransactItems(items []types.TransactWriteItem, queueURL string, jobs ...producer.Job) ([]types.TransactWriteItem, []outbox.Entry, error) {
 	if total := len(items) + len(jobs); total > MaxTransactItems {
 		return nil, nil, fmt.Errorf("%w: %d business items and %d outbox entries are %d, DynamoDB allows %d per TransactWriteItems call",
 			ErrTooManyItems, len(items), len(jobs), total, MaxTransactItems)
 	}
 	all := make([]types.TransactWriteItem, len(items), len(items)+len(jobs))
 	copy(all, items)
-	entries := make([]Entry, len(jobs))
+	entries := make([]outbox.Entry, len(jobs))
 	for i, job := range jobs {
 		put, entry, err := o.Put(queueURL, job)
 		if err != nil {
@@ -189,8 +190,8 @@ func (o *DynamoDB) TransactItems(items []types.TransactWriteItem, queueURL strin
 }
 
 // item encodes entry as a pending item.
-func (o *DynamoDB) item(e Entry) (map[string]types.AttributeValue, error) {
-	job, err := encodeJob(e)
+func (o *Outbox) item(e outbox.Entry) (map[string]types.AttributeValue, error) {
+	job, err := e.EncodeJob()
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func (o *DynamoDB) item(e Entry) (map[string]types.AttributeValue, error) {
 }
 
 // shardOf returns the index partition of e: its message group's (or its id's) shard.
-func (o *DynamoDB) shardOf(e Entry) string {
+func (o *Outbox) shardOf(e outbox.Entry) string {
 	if o.shards == 1 {
 		return pendingPrefix + "0"
 	}
@@ -222,6 +223,6 @@ func (o *DynamoDB) shardOf(e Entry) string {
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	// shards is 1 to 1000 (NewDynamoDB), and so is the remainder's bound.
+	// shards is 1 to 1000 (New), and so is the remainder's bound.
 	return pendingPrefix + strconv.FormatUint(uint64(h.Sum32())%uint64(max(o.shards, 1)), 10)
 }

@@ -1,4 +1,4 @@
-package outbox
+package outboxpg
 
 import (
 	"context"
@@ -13,18 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
-	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxtest"
 )
 
-// groupJob is a job of message group group.
-func groupJob(group string, n int) producer.Job {
-	job := webhookJob(n)
-	job.GroupID = group
-	return job
-}
-
 // lockWaiters counts the backends waiting for an advisory lock.
-func lockWaiters(t *testing.T, h *postgresHarness) int {
+func lockWaiters(t *testing.T, h *postgresSuite) int {
 	t.Helper()
 	var n int
 	require.NoError(t, h.pool.QueryRow(context.Background(),
@@ -36,22 +30,22 @@ func lockWaiters(t *testing.T, h *postgresHarness) int {
 // writer reached its commit. The relay, polling all along, must not publish B before A:
 // per group, the publish order is the commit order, and B's writer, which wrote into
 // the group while A's transaction was open, commits after it.
-func TestPostgresGroupIsPublishedInCommitOrder(t *testing.T) {
+func TestGroupIsPublishedInCommitOrder(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
-	h := newPostgresHarness(t)
-	startRelay(t, h.relay(t, newTestProducer(t, client), RelayConfig{PollInterval: 20 * time.Millisecond}))
+	h := newPostgresSuite(t)
+	outboxtest.StartRelay(t, h.relay(t, outboxtest.NewProducer(t, client), outbox.RelayConfig{PollInterval: 20 * time.Millisecond}))
 	ctx := context.Background()
 
 	first, err := h.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = first.Rollback(ctx) }()
-	a, err := h.outbox.Enqueue(ctx, first, queue.URL, groupJob("G", 1))
+	a, err := h.outbox.Enqueue(ctx, first, queue.URL, outboxtest.GroupJob("G", 1))
 	require.NoError(t, err)
 
 	type written struct {
-		entries     []Entry
+		entries     []outbox.Entry
 		committedAt time.Time
 		err         error
 	}
@@ -63,7 +57,7 @@ func TestPostgresGroupIsPublishedInCommitOrder(t *testing.T) {
 			return
 		}
 		defer func() { _ = tx.Rollback(ctx) }()
-		entries, err := h.outbox.Enqueue(ctx, tx, queue.URL, groupJob("G", 2))
+		entries, err := h.outbox.Enqueue(ctx, tx, queue.URL, outboxtest.GroupJob("G", 2))
 		if err == nil {
 			err = tx.Commit(ctx)
 		}
@@ -88,8 +82,8 @@ func TestPostgresGroupIsPublishedInCommitOrder(t *testing.T) {
 		b = &w
 	}
 	require.NoError(t, b.err)
-	got := drainQueue(t, client, queue.URL, 2, 20*time.Second)
-	assert.Equal(t, []string{a[0].ID, b.entries[0].ID}, []string{outboxID(got[0]), outboxID(got[1])}, "A, then B")
+	got := outboxtest.Drain(t, client, queue.URL, 2, 20*time.Second)
+	assert.Equal(t, []string{a[0].ID, b.entries[0].ID}, []string{outboxtest.OutboxID(got[0]), outboxtest.OutboxID(got[1])}, "A, then B")
 	assert.True(t, b.committedAt.After(committingA), "B's transaction commits after A's")
 }
 
@@ -97,14 +91,14 @@ func TestPostgresGroupIsPublishedInCommitOrder(t *testing.T) {
 // the queue is the commit order. Commit order is what the writers can tell for sure: an
 // entry whose commit returned before another's commit began was committed first (entries
 // whose commits overlapped may arrive either way).
-func TestPostgresConcurrentWritersGroupsArriveInCommitOrder(t *testing.T) {
+func TestConcurrentWritersGroupsArriveInCommitOrder(t *testing.T) {
 	t.Parallel()
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{FIFO: true})
-	h := newPostgresHarness(t)
-	p := newTestProducer(t, client)
+	h := newPostgresSuite(t)
+	p := outboxtest.NewProducer(t, client)
 	for range 2 {
-		startRelay(t, h.relay(t, p, RelayConfig{PollInterval: 10 * time.Millisecond, BatchSize: 10}))
+		outboxtest.StartRelay(t, h.relay(t, p, outbox.RelayConfig{PollInterval: 10 * time.Millisecond, BatchSize: 10}))
 	}
 	const writers, perWriter, groups = 6, 40, 3
 	type commit struct {
@@ -126,7 +120,7 @@ func TestPostgresConcurrentWritersGroupsArriveInCommitOrder(t *testing.T) {
 						return err
 					}
 					defer func() { _ = tx.Rollback(ctx) }()
-					entries, err := h.outbox.Enqueue(ctx, tx, queue.URL, groupJob(group, w*1000+i))
+					entries, err := h.outbox.Enqueue(ctx, tx, queue.URL, outboxtest.GroupJob(group, w*1000+i))
 					if err != nil {
 						return err
 					}
@@ -149,10 +143,10 @@ func TestPostgresConcurrentWritersGroupsArriveInCommitOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got := drainQueue(t, client, queue.URL, writers*perWriter, 60*time.Second)
+	got := outboxtest.Drain(t, client, queue.URL, writers*perWriter, 60*time.Second)
 	arrival := map[string]int{}
 	for i, m := range got {
-		arrival[outboxID(m)] = i
+		arrival[outboxtest.OutboxID(m)] = i
 	}
 	require.Len(t, arrival, writers*perWriter, "each entry arrives once")
 	violations := 0

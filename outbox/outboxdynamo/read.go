@@ -1,4 +1,4 @@
-package outbox
+package outboxdynamo
 
 import (
 	"context"
@@ -10,19 +10,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/outbox"
 )
 
-// DynamoDBAPI is the part of the DynamoDB client the relays and the operator's methods
-// ([DynamoDB.Failed], [DynamoDB.Retry], [DynamoDB.Skip]...) use; *dynamodb.Client
+// API is the part of the DynamoDB client the relays and the operator's methods
+// ([Outbox.Failed], [Outbox.Retry], [Outbox.Skip]...) use; *dynamodb.Client
 // satisfies it.
-type DynamoDBAPI interface {
+type API interface {
 	Query(ctx context.Context, input *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	UpdateItem(ctx context.Context, input *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, input *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	BatchWriteItem(ctx context.Context, input *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 }
 
-var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+var _ API = (*dynamodb.Client)(nil)
 
 // maxQueryPage bounds the Limit of one Query call (DynamoDB also stops a page at 1 MB).
 const maxQueryPage = 1000
@@ -30,7 +32,7 @@ const maxQueryPage = 1000
 // dynamoItem is an outbox item as read from the index (eventually consistent) or from
 // an UpdateItem's answer.
 type dynamoItem struct {
-	entry    Entry
+	entry    outbox.Entry
 	state    string // its index partition: pending#N, failed or parked
 	seq      string
 	claimEnd time.Time // zero when not claimed
@@ -86,8 +88,8 @@ func decodeEntry(get func(name string) (string, bool)) (it dynamoItem, ok bool) 
 		}
 	}
 	if len(bad) > 0 {
-		it.damage = fmt.Errorf("%w: item %q: %s", ErrDamaged, e.ID, strings.Join(bad, ", "))
-	} else if err := decodeJob(e, job, hasJob); err != nil {
+		it.damage = fmt.Errorf("%w: item %q: %s", outbox.ErrDamaged, e.ID, strings.Join(bad, ", "))
+	} else if err := e.DecodeJob(job, hasJob); err != nil {
 		it.damage = err
 	}
 	return it, true
@@ -121,7 +123,7 @@ func seqKey(at time.Time, rest string) string {
 // scan reads the items of one index partition in outbox_seq order, those whose key is
 // below before when before is not empty, and calls each with them until it returns
 // false or the partition ends.
-func (o *DynamoDB) scan(ctx context.Context, api DynamoDBAPI, state, before string, each func(dynamoItem) bool) error {
+func (o *Outbox) scan(ctx context.Context, api API, state, before string, each func(dynamoItem) bool) error {
 	condition := "#s = :s"
 	names := map[string]string{"#s": dynamoState}
 	values := map[string]types.AttributeValue{":s": str(state)}
@@ -153,8 +155,8 @@ func (o *DynamoDB) scan(ctx context.Context, api DynamoDBAPI, state, before stri
 
 // query returns up to limit entries of one index partition, in outbox_seq order
 // (damaged ones too, with what could be read).
-func (o *DynamoDB) query(ctx context.Context, api DynamoDBAPI, state string, limit int) ([]Entry, error) {
-	var entries []Entry
+func (o *Outbox) query(ctx context.Context, api API, state string, limit int) ([]outbox.Entry, error) {
+	var entries []outbox.Entry
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -169,7 +171,7 @@ func (o *DynamoDB) query(ctx context.Context, api DynamoDBAPI, state string, lim
 // that cannot be decoded and those whose attempts ran out; first the heads of parked
 // FIFO groups (the index's "parked" partition), then the others ("failed"), each in
 // creation order.
-func (o *DynamoDB) Failed(ctx context.Context, api DynamoDBAPI, limit int) ([]Entry, error) {
+func (o *Outbox) Failed(ctx context.Context, api API, limit int) ([]outbox.Entry, error) {
 	parked, err := o.query(ctx, api, stateParked, limit)
 	if err != nil {
 		return nil, err
@@ -181,13 +183,13 @@ func (o *DynamoDB) Failed(ctx context.Context, api DynamoDBAPI, limit int) ([]En
 // Parked returns up to limit parked FIFO message groups (oldest first): for each, its
 // earliest failed entry, which holds it back, and the number of unpublished entries
 // behind it (counted with a query of the group's index partition per group).
-func (o *DynamoDB) Parked(ctx context.Context, api DynamoDBAPI, limit int) ([]ParkedGroup, error) {
-	var groups []ParkedGroup
+func (o *Outbox) Parked(ctx context.Context, api API, limit int) ([]outbox.ParkedGroup, error) {
+	var groups []outbox.ParkedGroup
 	seen := map[string]bool{}
 	err := o.scan(ctx, api, stateParked, "", func(it dynamoItem) bool {
 		if key := it.groupKey(); key != "" && !seen[key] {
 			seen[key] = true
-			groups = append(groups, ParkedGroup{QueueURL: it.entry.QueueURL, GroupID: it.entry.GroupID, Entry: it.entry})
+			groups = append(groups, outbox.ParkedGroup{QueueURL: it.entry.QueueURL, GroupID: it.entry.GroupID, Entry: it.entry})
 		}
 		return len(groups) < limit
 	})
@@ -210,7 +212,7 @@ func (o *DynamoDB) Parked(ctx context.Context, api DynamoDBAPI, limit int) ([]Pa
 }
 
 // parkedGroups returns the group keys of the parked partition.
-func (o *DynamoDB) parkedGroups(ctx context.Context, api DynamoDBAPI) (map[string]bool, error) {
+func (o *Outbox) parkedGroups(ctx context.Context, api API) (map[string]bool, error) {
 	parked := map[string]bool{}
 	err := o.scan(ctx, api, stateParked, "", func(it dynamoItem) bool {
 		if key := it.groupKey(); key != "" {
@@ -222,7 +224,7 @@ func (o *DynamoDB) parkedGroups(ctx context.Context, api DynamoDBAPI) (map[strin
 }
 
 // count returns the number of items of one index partition (Select COUNT queries).
-func (o *DynamoDB) count(ctx context.Context, api DynamoDBAPI, state string) (int, error) {
+func (o *Outbox) count(ctx context.Context, api API, state string) (int, error) {
 	total := 0
 	var start map[string]types.AttributeValue
 	for {
@@ -246,18 +248,18 @@ func (o *DynamoDB) count(ctx context.Context, api DynamoDBAPI, state string) (in
 	}
 }
 
-// Summary returns the outbox's counts from Select COUNT queries of the index's
+// outbox.Summary returns the outbox's counts from Select COUNT queries of the index's
 // partitions. OldestUnpublished is the age (by the writer's clock) of the oldest entry
 // first in line on its shard: an entry outside a FIFO group that waits for a retry is
 // kept behind the entries due now and counts from its next attempt time.
-func (o *DynamoDB) Summary(ctx context.Context, api DynamoDBAPI) (Summary, error) {
-	var s Summary
+func (o *Outbox) Summary(ctx context.Context, api API) (outbox.Summary, error) {
+	var s outbox.Summary
 	var oldest time.Time
 	for shard := range o.shards {
 		state := pendingPrefix + strconv.Itoa(shard)
 		first, err := o.query(ctx, api, state, 1)
 		if err != nil {
-			return Summary{}, err
+			return outbox.Summary{}, err
 		}
 		if len(first) == 0 {
 			continue
@@ -267,7 +269,7 @@ func (o *DynamoDB) Summary(ctx context.Context, api DynamoDBAPI) (Summary, error
 		}
 		n, err := o.count(ctx, api, state)
 		if err != nil {
-			return Summary{}, err
+			return outbox.Summary{}, err
 		}
 		s.Unpublished += n
 	}
@@ -276,11 +278,11 @@ func (o *DynamoDB) Summary(ctx context.Context, api DynamoDBAPI) (Summary, error
 	}
 	failed, err := o.count(ctx, api, stateFailed)
 	if err != nil {
-		return Summary{}, err
+		return outbox.Summary{}, err
 	}
 	parked, err := o.parkedCount(ctx, api)
 	if err != nil {
-		return Summary{}, err
+		return outbox.Summary{}, err
 	}
 	s.Failed += failed + parked[0]
 	s.ParkedGroups = parked[1]
@@ -288,7 +290,7 @@ func (o *DynamoDB) Summary(ctx context.Context, api DynamoDBAPI) (Summary, error
 }
 
 // parkedCount returns the number of parked entries and of parked groups.
-func (o *DynamoDB) parkedCount(ctx context.Context, api DynamoDBAPI) ([2]int, error) {
+func (o *Outbox) parkedCount(ctx context.Context, api API) ([2]int, error) {
 	var n [2]int
 	groups := map[string]bool{}
 	err := o.scan(ctx, api, stateParked, "", func(it dynamoItem) bool {
@@ -303,8 +305,36 @@ func (o *DynamoDB) parkedCount(ctx context.Context, api DynamoDBAPI) ([2]int, er
 }
 
 // Backlog returns the number of unpublished entries and the age of the oldest (see
-// [DynamoDB.Summary], which adds the failed entries and parked groups).
-func (o *DynamoDB) Backlog(ctx context.Context, api DynamoDBAPI) (int, time.Duration, error) {
+// [Outbox.Summary], which adds the failed entries and parked groups).
+func (o *Outbox) Backlog(ctx context.Context, api API) (int, time.Duration, error) {
 	s, err := o.Summary(ctx, api)
 	return s.Unpublished, s.OldestUnpublished, err
 }
+
+// Operator returns the [outbox.Operator] of o read and written with api: o's Summary,
+// Failed, Parked, Retry and Skip bound to api (for the CLI, the operations page, or a
+// program's own tooling).
+func (o *Outbox) Operator(api API) outbox.Operator { return operator{o, api} }
+
+type operator struct {
+	outbox *Outbox
+	api    API
+}
+
+func (op operator) Summary(ctx context.Context) (outbox.Summary, error) {
+	return op.outbox.Summary(ctx, op.api)
+}
+
+func (op operator) Failed(ctx context.Context, limit int) ([]outbox.Entry, error) {
+	return op.outbox.Failed(ctx, op.api, limit)
+}
+
+func (op operator) Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error) {
+	return op.outbox.Parked(ctx, op.api, limit)
+}
+
+func (op operator) Retry(ctx context.Context, id string) error {
+	return op.outbox.Retry(ctx, op.api, id)
+}
+
+func (op operator) Skip(ctx context.Context, id string) error { return op.outbox.Skip(ctx, op.api, id) }

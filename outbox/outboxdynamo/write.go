@@ -1,4 +1,4 @@
-package outbox
+package outboxdynamo
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/outbox"
 )
 
 // The writes of relays and operators to outbox items. Every write but the removal of
@@ -18,7 +20,7 @@ import (
 
 // remove deletes published entries with BatchWriteItem (25 per call), sending
 // unprocessed items again.
-func (o *DynamoDB) remove(ctx context.Context, api DynamoDBAPI, ids []string) error {
+func (o *Outbox) remove(ctx context.Context, api API, ids []string) error {
 	for start := 0; start < len(ids); start += 25 {
 		end := min(start+25, len(ids))
 		requests := make([]types.WriteRequest, 0, end-start)
@@ -47,7 +49,7 @@ func (o *DynamoDB) remove(ctx context.Context, api DynamoDBAPI, ids []string) er
 
 // update runs one conditional UpdateItem on entry id. It returns ok false, and no
 // error, when the condition failed.
-func (o *DynamoDB) update(ctx context.Context, api DynamoDBAPI, id string, input *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, bool, error) {
+func (o *Outbox) update(ctx context.Context, api API, id string, input *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, bool, error) {
 	input.TableName = aws.String(o.table)
 	input.Key = map[string]types.AttributeValue{dynamoKey: str(id)}
 	output, err := api.UpdateItem(ctx, input)
@@ -63,7 +65,7 @@ func (o *DynamoDB) update(ctx context.Context, api DynamoDBAPI, id string, input
 // claimItem claims it for a relay until until, with token, if it is still what the
 // index showed (same partition and key), due at now and claimed by no one. It returns
 // the item as stored (a consistent answer) and whether the claim was made.
-func (o *DynamoDB) claimItem(ctx context.Context, api DynamoDBAPI, it dynamoItem, token string, now, until time.Time) (dynamoItem, bool, error) {
+func (o *Outbox) claimItem(ctx context.Context, api API, it dynamoItem, token string, now, until time.Time) (dynamoItem, bool, error) {
 	output, ok, err := o.update(ctx, api, it.entry.ID, &dynamodb.UpdateItemInput{
 		ConditionExpression: aws.String("#s = :s AND #q = :q AND (attribute_not_exists(#c) OR #c < :now) AND (attribute_not_exists(#n) OR #n <= :now)"),
 		UpdateExpression:    aws.String("SET #c = :until, #t = :t"),
@@ -83,7 +85,7 @@ func (o *DynamoDB) claimItem(ctx context.Context, api DynamoDBAPI, it dynamoItem
 }
 
 // releaseItem ends token's claim on id without another change.
-func (o *DynamoDB) releaseItem(ctx context.Context, api DynamoDBAPI, id, token string) error {
+func (o *Outbox) releaseItem(ctx context.Context, api API, id, token string) error {
 	_, _, err := o.update(ctx, api, id, &dynamodb.UpdateItemInput{
 		ConditionExpression:       aws.String("#t = :t"),
 		UpdateExpression:          aws.String("REMOVE #c, #t"),
@@ -96,11 +98,11 @@ func (o *DynamoDB) releaseItem(ctx context.Context, api DynamoDBAPI, id, token s
 // recordRetry records a failed attempt of it under token's claim: the count, the next
 // attempt time and the error, and ends the claim. An entry outside a FIFO group moves
 // behind the entries due now (its key takes the next attempt time).
-func (o *DynamoDB) recordRetry(ctx context.Context, api DynamoDBAPI, it dynamoItem, token string, attempts int, next time.Time, cause error) error {
+func (o *Outbox) recordRetry(ctx context.Context, api API, it dynamoItem, token string, attempts int, next time.Time, cause error) error {
 	set := "SET #a = :a, #n = :n, #e = :e"
 	names := map[string]string{"#a": dynamoAttempts, "#n": dynamoNext, "#e": dynamoLastError, "#c": dynamoClaimEnd, "#t": dynamoClaimBy}
 	values := map[string]types.AttributeValue{
-		":a": num(int64(attempts)), ":n": num(next.UnixMilli()), ":e": str(truncate(cause.Error(), 4000)), ":t": str(token),
+		":a": num(int64(attempts)), ":n": num(next.UnixMilli()), ":e": str(outbox.ErrorText(cause)), ":t": str(token),
 	}
 	if !it.entry.Ordered() && len(it.seq) > 12 {
 		set += ", #q = :q"
@@ -120,7 +122,7 @@ func (o *DynamoDB) recordRetry(ctx context.Context, api DynamoDBAPI, it dynamoIt
 // relay must still hold; otherwise the entry must still be in the partition it was read
 // from. It does nothing when the condition fails (the entry was published, or another
 // relay took it).
-func (o *DynamoDB) markFailed(ctx context.Context, api DynamoDBAPI, it dynamoItem, token string, attempts int, reason error) error {
+func (o *Outbox) markFailed(ctx context.Context, api API, it dynamoItem, token string, attempts int, reason error) error {
 	state := stateFailed
 	if it.entry.Ordered() {
 		state = stateParked
@@ -129,7 +131,7 @@ func (o *DynamoDB) markFailed(ctx context.Context, api DynamoDBAPI, it dynamoIte
 	if token != "" {
 		condition, values = "#t = :t", map[string]types.AttributeValue{":t": str(token)}
 	}
-	text := str(truncate(reason.Error(), 4000))
+	text := str(outbox.ErrorText(reason))
 	values[":state"], values[":shard"], values[":r"], values[":f"], values[":a"] = str(state), str(it.state), text, num(o.now().UnixMilli()), num(int64(attempts))
 	_, _, err := o.update(ctx, api, it.entry.ID, &dynamodb.UpdateItemInput{
 		ConditionExpression: aws.String(condition),
@@ -148,8 +150,8 @@ const failedCondition = "#s IN (:failed, :parked)"
 
 // Retry makes the failed entry id unpublished again, due at once, with no attempts
 // counted (LastError keeps its last error): a parked group goes on from it. It returns an
-// error wrapping [ErrNotFailed] when no failed entry has that id.
-func (o *DynamoDB) Retry(ctx context.Context, api DynamoDBAPI, id string) error {
+// error wrapping [outbox.ErrNotFailed] when no failed entry has that id.
+func (o *Outbox) Retry(ctx context.Context, api API, id string) error {
 	_, ok, err := o.update(ctx, api, id, &dynamodb.UpdateItemInput{
 		ConditionExpression: aws.String(failedCondition + " AND attribute_exists(#shard)"),
 		UpdateExpression:    aws.String("SET #s = #shard, #a = :zero REMOVE #shard, #r, #f, #n"),
@@ -162,15 +164,15 @@ func (o *DynamoDB) Retry(ctx context.Context, api DynamoDBAPI, id string) error 
 		return fmt.Errorf("outbox: retrying entry %s: %w", id, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotFailed, id)
+		return fmt.Errorf("%w: %s", outbox.ErrNotFailed, id)
 	}
 	return nil
 }
 
 // Skip deletes the failed entry id: it is never sent, and a group it parked goes on
-// with its next entry. It returns an error wrapping [ErrNotFailed] when no failed entry
+// with its next entry. It returns an error wrapping [outbox.ErrNotFailed] when no failed entry
 // has that id.
-func (o *DynamoDB) Skip(ctx context.Context, api DynamoDBAPI, id string) error {
+func (o *Outbox) Skip(ctx context.Context, api API, id string) error {
 	_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(o.table),
 		Key:                       map[string]types.AttributeValue{dynamoKey: str(id)},
@@ -179,7 +181,7 @@ func (o *DynamoDB) Skip(ctx context.Context, api DynamoDBAPI, id string) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":failed": str(stateFailed), ":parked": str(stateParked)},
 	})
 	if _, missing := errors.AsType[*types.ConditionalCheckFailedException](err); missing {
-		return fmt.Errorf("%w: %s", ErrNotFailed, id)
+		return fmt.Errorf("%w: %s", outbox.ErrNotFailed, id)
 	}
 	if err != nil {
 		return fmt.Errorf("outbox: skipping entry %s: %w", id, err)
@@ -190,13 +192,6 @@ func (o *DynamoDB) Skip(ctx context.Context, api DynamoDBAPI, id string) error {
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

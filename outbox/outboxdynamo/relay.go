@@ -1,6 +1,7 @@
-package outbox
+package outboxdynamo
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,17 +10,18 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// NewDynamoDBRelay returns a container relay for the DynamoDB outbox o. Each cycle it
+// NewRelay returns a container relay for the DynamoDB outbox o. Each cycle it
 // queries the outbox's sparse index of unpublished entries (a Query per shard, in
 // creation order, of the entries due now; never a Scan), claims them one by one with a
 // conditional UpdateItem (a lease of ClaimLease), publishes them, and deletes them with
 // BatchWriteItem once SQS confirmed them; a failed send is recorded on the entry
 // (attempts, next attempt time, last error), and an entry that can never be sent or ran
 // out of attempts moves to the index's "failed" partition ("parked" for an entry of a
-// FIFO message group, which then waits: see [ParkedGroup]).
+// FIFO message group, which then waits: see [outbox.ParkedGroup]).
 //
 // Why an index rather than the stream: the relay's position is then the table itself.
 // A restarted or second relay needs no checkpoint, shard leases or iterator (a stream
@@ -37,17 +39,22 @@ import (
 // The order of a FIFO message group is the order of its entries' creation times (the
 // writer's clock, then the order of writes in one process): keep one writer per group,
 // or writers whose clocks agree, where that order matters.
-func NewDynamoDBRelay(api DynamoDBAPI, o *DynamoDB, p *producer.Producer, config RelayConfig) (*Relay, error) {
+func NewRelay(api API, o *Outbox, p *producer.Producer, config outbox.RelayConfig) (*outbox.Relay, error) {
 	if api == nil || o == nil {
-		return nil, errors.New("outbox: NewDynamoDBRelay needs a DynamoDB client and an outbox")
+		return nil, errors.New("outbox: NewRelay needs a DynamoDB client and an outbox")
 	}
-	s := &dynamoStore{api: api, outbox: o}
-	r, err := NewRelay(s, p, config)
-	if err != nil {
-		return nil, err
+	return outbox.NewRelay(NewStore(api, o, cmp.Or(config.ClaimLease, outbox.DefaultClaimLease)), p, config)
+}
+
+// NewStore returns the [outbox.Store] of the DynamoDB outbox o, for [NewRelay]: the
+// claims [NewRelay] describes, each held for lease (if zero or negative,
+// outbox.DefaultClaimLease). Most users call NewRelay, which sets lease from
+// outbox.RelayConfig.ClaimLease.
+func NewStore(api API, o *Outbox, lease time.Duration) outbox.Store {
+	if lease <= 0 {
+		lease = outbox.DefaultClaimLease
 	}
-	s.lease = r.config.ClaimLease
-	return r, nil
+	return &dynamoStore{api: api, outbox: o, lease: lease}
 }
 
 // clockAllowance is how far past its own clock a relay reads the index: entries of a
@@ -56,15 +63,15 @@ func NewDynamoDBRelay(api DynamoDBAPI, o *DynamoDB, p *producer.Producer, config
 const clockAllowance = time.Minute
 
 type dynamoStore struct {
-	api    DynamoDBAPI
-	outbox *DynamoDB
+	api    API
+	outbox *Outbox
 	lease  time.Duration
 	next   int // the shard the next claim starts at
 }
 
 func (s *dynamoStore) Name() string { return "dynamodb" }
 
-func (s *dynamoStore) Claim(ctx context.Context, limit int, minAge time.Duration) (Claim, error) {
+func (s *dynamoStore) Claim(ctx context.Context, limit int, minAge time.Duration) (outbox.Claim, error) {
 	now := time.Now()
 	parked, err := s.outbox.parkedGroups(ctx, s.api)
 	if err != nil {
@@ -113,7 +120,7 @@ func (s *dynamoStore) Claim(ctx context.Context, limit int, minAge time.Duration
 	return c, err
 }
 
-func (s *dynamoStore) Summary(ctx context.Context) (Summary, error) {
+func (s *dynamoStore) Summary(ctx context.Context) (outbox.Summary, error) {
 	return s.outbox.Summary(ctx, s.api)
 }
 
@@ -131,18 +138,18 @@ func newToken() string {
 type dynamoClaim struct {
 	store *dynamoStore
 	token string
-	list  []Claimed
+	list  []outbox.Claimed
 	items map[string]dynamoItem
 }
 
 func (c *dynamoClaim) add(it dynamoItem) {
-	c.list = append(c.list, Claimed{Entry: it.entry, Damage: it.damage})
+	c.list = append(c.list, outbox.Claimed{Entry: it.entry, Damage: it.damage})
 	c.items[it.entry.ID] = it
 }
 
-func (c *dynamoClaim) Entries() []Claimed { return c.list }
+func (c *dynamoClaim) Entries() []outbox.Claimed { return c.list }
 
-func (c *dynamoClaim) Settle(ctx context.Context, verdicts []Verdict) error {
+func (c *dynamoClaim) Settle(ctx context.Context, verdicts []outbox.Verdict) error {
 	s := c.store
 	var published []string
 	var errs []error
@@ -150,13 +157,13 @@ func (c *dynamoClaim) Settle(ctx context.Context, verdicts []Verdict) error {
 		it := c.items[v.ID]
 		var err error
 		switch v.Kind {
-		case VerdictPublished:
+		case outbox.VerdictPublished:
 			published = append(published, v.ID)
-		case VerdictRetry:
+		case outbox.VerdictRetry:
 			err = s.outbox.recordRetry(ctx, s.api, it, c.token, v.Attempts, v.Next, v.Err)
-		case VerdictFailed:
+		case outbox.VerdictFailed:
 			err = s.outbox.markFailed(ctx, s.api, it, c.token, v.Attempts, v.Err)
-		case VerdictHeld:
+		case outbox.VerdictHeld:
 			err = s.outbox.releaseItem(ctx, s.api, v.ID, c.token)
 		}
 		errs = append(errs, err)

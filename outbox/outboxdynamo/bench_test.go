@@ -1,0 +1,48 @@
+package outboxdynamo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/outbox"
+	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
+	"github.com/sqsworker/sqsworker/outbox/outboxtest"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+// BenchmarkRelay measures the container relay on moto (see outboxtest.BenchmarkRelay):
+//
+//	make bench-outbox   (eval "$(localstack/env)" && go test -run '^$' -bench BenchmarkRelay -benchtime 2000x ./outbox/outboxdynamo)
+func BenchmarkRelay(b *testing.B) {
+	client := testenv.DynamoDB(b)
+	o, err := outboxdynamo.New(outboxdynamo.Config{Table: testenv.UniqueName(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := client.CreateTable(context.Background(), o.CreateTableInput()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(o.Table())})
+	})
+	write := func(queueURL string, jobs []producer.Job) {
+		items, _, err := o.TransactItems(nil, queueURL, jobs...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	outboxtest.BenchmarkRelay(b, false, write, func(p *producer.Producer) *outbox.Relay {
+		r, err := outboxdynamo.NewRelay(client, o, p, outbox.RelayConfig{BatchSize: 100, ReportInterval: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	})
+}
