@@ -13,12 +13,13 @@
 //   - [Tracing] runs each delivery attempt in a consumer span continuing the producer's
 //     W3C trace context or X-Ray trace header; with no TracerProvider it returns the
 //     handler unchanged;
-//   - [NewPrometheus] serves everything recorded to its MeterProvider in Prometheus'
-//     format, beside the poller's /healthz.
+//   - package [github.com/sqsworker/sqsworker/otelsqsworker/otelprom] serves everything
+//     recorded to its MeterProvider in Prometheus' format, beside the poller's /healthz
+//     (a package of its own: a worker exporting otherwise links no Prometheus client).
 //
 // A container worker with Prometheus metrics and a span per delivery attempt:
 //
-//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	provider, metricsHandler, err := otelprom.New()
 //	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider,
 //		Registered: mux.Registered}) // job types labelled by name: the mux's; others "unregistered"
 //	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(otelsqsworker.TracingConfig{

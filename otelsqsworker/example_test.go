@@ -13,6 +13,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/poller"
@@ -34,7 +35,7 @@ func Example() {
 	mux := sqsworker.NewServeMux()
 	mux.RegisterFunc("email", func(ctx context.Context, m *sqsworker.Message) error { return nil })
 
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -68,20 +69,6 @@ func Example() {
 	_ = server
 }
 
-// The README's Prometheus snippet.
-func Example_prometheus() {
-	var client *sqs.Client
-	var queueURL string
-	mux := sqsworker.NewServeMux()
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider,
-		Registered: mux.Registered}) // job types labelled by name: the mux's; others "unregistered"
-	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
-		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, mux)
-	// curl -s localhost:8080/metrics | grep sqsworker_messages_finished_total
-	_, _ = server, err
-}
-
 // The README's outbox and scheduler metrics: their observers record to the same
 // provider, so one /metrics serves them all.
 func Example_outboxAndScheduler() {
@@ -90,7 +77,7 @@ func Example_outboxAndScheduler() {
 	var jobs *producer.Producer
 	var sqsClient *sqs.Client
 	var schedules []scheduler.Schedule
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
 	relay, err := outbox.NewDynamoDBRelay(dynamoClient, relayStore, jobs, outbox.RelayConfig{Observer: relayMetrics})
 	tickMetrics, err := otelscheduler.NewMetrics(otelscheduler.Config{MeterProvider: provider})

@@ -4,7 +4,7 @@
 // that a worker importing otelsqsworker does not link the outbox's PostgreSQL driver.
 // [Metrics] lists the instruments.
 //
-//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	provider, metricsHandler, err := otelprom.New()
 //	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
 //	relay, err := outbox.NewPostgresRelay(pool, box, jobs, outbox.PostgresRelayConfig{
 //		RelayConfig: outbox.RelayConfig{Observer: relayMetrics}})

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/producer"
 )
@@ -33,7 +33,7 @@ func Example() {
 	}
 	box := outbox.NewPostgres(outbox.PostgresConfig{})
 
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	if err != nil {
 		log.Fatal(err)
 	}
