@@ -2,17 +2,16 @@ package otelsqsworker
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/instrument"
 )
 
 // ScopeName is the instrumentation scope of the meter and tracer this package uses.
@@ -79,6 +78,10 @@ type MetricsConfig struct {
 //     the previous collection, an estimate of SQS's ApproximateAgeOfOldestMessage (a
 //     CloudWatch metric only); 0 when nothing was received.
 //
+// The counts (received to abandoned above) are one instrument per [sqsworker.Count]
+// that has a metric of its own, named and described by [sqsworker.Count.Metric]: a count
+// added to the root shows here without a change to this package.
+//
 // No label value is a message's unchecked: the job type is a registered one or
 // [JobTypeUnregistered] (see MetricsConfig.Registered), the queue is its name when SQS
 // would accept it and the first [MaxQueues] names have not been taken ([LabelOther]
@@ -98,7 +101,7 @@ type Metrics struct {
 	isRegistered                func(string) bool
 	registered                  atomic.Pointer[map[string]struct{}] // job types Registered accepted; replaced, never changed
 	handlerDuration, receiveLag metric.Float64Histogram
-	finished                    metric.Int64ObservableCounter
+	finished                    metric.Int64Observable
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
 	mu                          sync.Mutex                             // guards byName and the replacement of queues and registered
@@ -110,24 +113,10 @@ type Metrics struct {
 
 // The counts of one queue, kept in atomics and read at collection (a measurement through
 // the SDK costs far more than an atomic add), indexed by sqsworker.Count: an event adds
-// its sqsworker.Event.Tally. queueCounts names, units and describes each; in flight is an
-// up-down counter, the rest are counters. Failed and deferred have no instrument of
-// their own: sqsworker.messages.finished counts them by outcome.
+// its sqsworker.Event.Tally. Each count with a metric of its own (sqsworker.Count.Metric)
+// has an observable instrument; failed and deferred are counted by
+// sqsworker.messages.finished's outcome instead.
 const countKinds = sqsworker.NumCounts
-
-var queueCounts = [countKinds]struct{ name, unit, description string }{
-	sqsworker.CountReceived:           {"sqsworker.messages.received", "{message}", "Messages received."},
-	sqsworker.CountInFlight:           {"sqsworker.messages.in_flight", "{message}", "Messages received and not yet settled."},
-	sqsworker.CountHeartbeats:         {"sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages."},
-	sqsworker.CountHeartbeatFailures:  {"sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good."},
-	sqsworker.CountDeleted:            {"sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda)."},
-	sqsworker.CountDeleteFailures:     {"sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again."},
-	sqsworker.CountDeadLettered:       {"sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue."},
-	sqsworker.CountDeadLetterFailures: {"sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried."},
-	sqsworker.CountRescheduleFailures: {"sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed."},
-	sqsworker.CountReleased:           {"sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end."},
-	sqsworker.CountAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended."},
-}
 
 // queueEntry holds one queue's counts, its attribute sets, built once, and its largest
 // receive lag since the previous collection.
@@ -177,11 +166,7 @@ type counted struct {
 
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
 func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
-	provider := cfg.MeterProvider
-	if provider == nil {
-		provider = otel.GetMeterProvider()
-	}
-	meter := provider.Meter(ScopeName)
+	build := instrument.New(cfg.MeterProvider, ScopeName)
 	m := &Metrics{jobType: cfg.JobType, isRegistered: cfg.Registered}
 	if m.jobType == nil {
 		m.jobType = defaultJobType
@@ -189,35 +174,20 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	m.registered.Store(&map[string]struct{}{})
 	m.byName = map[string]*queueEntry{}
 	m.queues.Store(&map[string]*queueEntry{})
-	var errs []error
-	for kind, c := range queueCounts {
-		var err error
-		if c.name == "" {
-			continue
+	for count := range countKinds {
+		if c := count.Metric(); c.Name != "" {
+			m.counts[count] = build.ObservableCounter(c.Name, c.Unit, c.Description, c.UpDown)
 		}
-		if sqsworker.Count(kind) == sqsworker.CountInFlight {
-			m.counts[kind], err = meter.Int64ObservableUpDownCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
-		} else {
-			m.counts[kind], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
-		}
-		errs = append(errs, err)
 	}
-	var err error
-	m.finished, err = meter.Int64ObservableCounter("sqsworker.messages.finished", metric.WithUnit("{message}"), metric.WithDescription("Handler calls that returned, by outcome and reason."))
-	errs = append(errs, err)
-	m.handlerDuration, err = meter.Float64Histogram("sqsworker.handler.duration", metric.WithUnit("s"), metric.WithDescription("Handler run time."),
-		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
-	errs = append(errs, err)
-	m.receiveLag, err = meter.Float64Histogram("sqsworker.receive.lag", metric.WithUnit("s"), metric.WithDescription("Receive time minus the message's SentTimestamp."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400))
-	errs = append(errs, err)
-	m.oldest, err = meter.Float64ObservableGauge("sqsworker.queue.oldest_message.age", metric.WithUnit("s"),
-		metric.WithDescription("Largest receive lag seen since the previous collection: an estimate of the age of the oldest message."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	m.finished = build.ObservableCounter("sqsworker.messages.finished", instrument.Message, "Handler calls that returned, by outcome and reason.", false)
+	m.handlerDuration = build.Histogram("sqsworker.handler.duration", instrument.Seconds, "Handler run time.", instrument.DurationBuckets)
+	m.receiveLag = build.Histogram("sqsworker.receive.lag", instrument.Seconds, "Receive time minus the message's SentTimestamp.", instrument.LagBuckets)
+	m.oldest = build.FloatObservableGauge("sqsworker.queue.oldest_message.age", instrument.Seconds,
+		"Largest receive lag seen since the previous collection: an estimate of the age of the oldest message.")
+	if err := build.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := meter.RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)...); err != nil {
+	if _, err := build.Meter().RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)...); err != nil {
 		return nil, err
 	}
 	return m, nil
