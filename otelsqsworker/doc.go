@@ -10,9 +10,11 @@
 //     (BenchmarkMetrics; figures in docs/benchmarks.md);
 //   - [QueueGauges] reads each queue's depth, in flight, delayed and dead-letter depth
 //     with one GetQueueAttributes per queue per interval (15 s by default);
-//   - [Tracing] runs each delivery attempt in a consumer span continuing the producer's
-//     W3C trace context or X-Ray trace header; with no TracerProvider it returns the
-//     handler unchanged;
+//   - [Tracing] runs each delivery attempt in a consumer span whose parent is the
+//     producer's span (W3C trace context or X-Ray trace header); [TraceInvocation] adds a
+//     Lambda invocation span linking each record's producer; [Sender] runs each send in
+//     a producer span and injects its context without passing SQS's 10 attributes; with
+//     no TracerProvider they change nothing;
 //   - package [github.com/sqsworker/sqsworker/otelsqsworker/otelprom] serves everything
 //     recorded to its MeterProvider in Prometheus' format, beside the poller's /healthz
 //     (a package of its own: a worker exporting otherwise links no Prometheus client).

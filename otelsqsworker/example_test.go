@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/lambda"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
@@ -56,6 +57,7 @@ func Example() {
 
 	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
 		TracerProvider: otel.GetTracerProvider(), // the SDK provider you configured
+		Registered:     mux.Registered,           // job types by name: the mux's; others "unregistered"
 	}))
 	server, err := poller.New(client, poller.Config{
 		QueueURL:           queueURL,
@@ -85,4 +87,26 @@ func Example_outboxAndScheduler() {
 	// serve metricsHandler (poller.Config.MetricsHandler, or http.Handle("/metrics", ...));
 	// curl -s localhost:8080/metrics | grep -E 'sqsworker_(outbox|scheduler)_'
 	_, _, _, _ = metricsHandler, relay, ticks, err
+}
+
+// A producer whose sends run in producer spans, their context carried to the consumers'
+// process spans (Tracing), within SQS's 10 message attributes.
+func ExampleNewSender() {
+	var sqsClient *sqs.Client
+	sender, err := otelsqsworker.NewSender(sqsClient, otelsqsworker.SenderConfig{TracerProvider: otel.GetTracerProvider()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := producer.New(sender, producer.Config{})
+	_, _ = jobs, err
+}
+
+// A Lambda function with one span per invocation, linking each record's producer span,
+// and a process span per record, its producer's child.
+func ExampleTraceInvocation() {
+	mux := sqsworker.NewServeMux()
+	tracing := otelsqsworker.TracingConfig{TracerProvider: otel.GetTracerProvider(), Registered: mux.Registered}
+	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(tracing))
+	handler := otelsqsworker.TraceInvocation(tracing, lambda.NewBatchHandler(traced))
+	_ = handler // awslambda.Start(handler)
 }

@@ -98,13 +98,12 @@ type MetricsConfig struct {
 // BenchmarkMetrics).
 type Metrics struct {
 	jobType                     func(*sqsworker.Message) string
-	isRegistered                func(string) bool
-	registered                  atomic.Pointer[map[string]struct{}] // job types Registered accepted; replaced, never changed
+	jobTypes                    *jobTypes
 	handlerDuration, receiveLag metric.Float64Histogram
 	finished                    metric.Int64Observable
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
-	mu                          sync.Mutex                             // guards byName and the replacement of queues and registered
+	mu                          sync.Mutex                             // guards byName and the replacement of queues
 	byName                      map[string]*queueEntry                 // one entry per queue name
 	queues                      atomic.Pointer[map[string]*queueEntry] // by queue URL; replaced, never changed
 	first                       atomic.Pointer[queueEntry]             // the first queue seen, found without hashing
@@ -167,11 +166,10 @@ type counted struct {
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
 func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	build := instrument.New(cfg.MeterProvider, ScopeName)
-	m := &Metrics{jobType: cfg.JobType, isRegistered: cfg.Registered}
+	m := &Metrics{jobType: cfg.JobType, jobTypes: newJobTypes(cfg.Registered)}
 	if m.jobType == nil {
 		m.jobType = defaultJobType
 	}
-	m.registered.Store(&map[string]struct{}{})
 	m.byName = map[string]*queueEntry{}
 	m.queues.Store(&map[string]*queueEntry{})
 	for count := range countKinds {
@@ -211,7 +209,7 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 			q.noteLag(ev.ReceiveLag)
 		}
 	case sqsworker.EventFinished:
-		key := outcomeKey{jobType: m.jobTypeLabel(m.jobType(ev.Message)), outcome: ev.Outcome.Kind, reason: reasonLabel(ev.Outcome.Reason)}
+		key := outcomeKey{jobType: m.jobTypes.label(m.jobType(ev.Message)), outcome: ev.Outcome.Kind, reason: reasonLabel(ev.Outcome.Reason)}
 		entry := m.outcome(q, key)
 		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), entry.duration.record...)
 		entry.finished.count.Add(1)
