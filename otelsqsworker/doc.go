@@ -8,6 +8,9 @@
 //     the mux's job types by name, see MetricsConfig.Registered). Per message it costs
 //     two histogram records through the SDK and a few atomic adds, with no allocation
 //     (BenchmarkMetrics; figures in docs/benchmarks.md);
+//   - with MetricsConfig.MessagingConventions or OTEL_SEMCONV_STABILITY_OPT_IN
+//     ([OptInEnv]), OpenTelemetry's messaging metrics beside the project's; [Sender]
+//     records the producer's (sent messages, send duration, batch sizes);
 //   - [QueueGauges] reads each queue's depth, in flight, delayed and dead-letter depth
 //     with one GetQueueAttributes per queue per interval (15 s by default);
 //   - [Tracing] runs each delivery attempt in a consumer span whose parent is the

@@ -53,6 +53,15 @@ type MetricsConfig struct {
 	// attribute, "" when it has none (a message without a type is labelled ""). Its
 	// result is labelled only when Registered accepts it.
 	JobType func(*sqsworker.Message) string
+	// MessagingConventions adds OpenTelemetry's messaging metrics beside this package's
+	// own: messaging.client.consumed.messages {message} (a received message, by queue,
+	// messaging.operation.name receive) and messaging.process.duration (s) histogram (a
+	// handler call, by queue, messaging.operation.name process, error.type the failure's
+	// reason), with messaging.system aws_sqs. If false, they are added when
+	// OTEL_SEMCONV_STABILITY_OPT_IN ([OptInEnv]) lists "messaging" or "messaging/dup",
+	// as the convention's migration rules ask of instrumentations; this package's own
+	// instruments stay either way (they are not an older version of the convention).
+	MessagingConventions bool
 }
 
 // Metrics is a [sqsworker.Observer] that records OpenTelemetry metrics of every
@@ -103,6 +112,7 @@ type Metrics struct {
 	finished                    metric.Int64Observable
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
+	conventions                 *conventions                           // nil unless opted in
 	mu                          sync.Mutex                             // guards byName and the replacement of queues
 	byName                      map[string]*queueEntry                 // one entry per queue name
 	queues                      atomic.Pointer[map[string]*queueEntry] // by queue URL; replaced, never changed
@@ -132,6 +142,8 @@ type queueEntry struct {
 	mu        sync.Mutex
 	durations map[outcomeKey]*measurement // reason ""
 	finished  map[outcomeKey]*counted
+	processes map[outcomeKey]*measurement // the messaging convention's, by the finished key
+	consumed  attribute.Set               // the messaging convention's consumed messages
 }
 
 type outcomeKey struct {
@@ -144,6 +156,7 @@ type outcomeEntry struct {
 	key      outcomeKey
 	duration *measurement // queue, job type, outcome
 	finished *counted     // queue, job type, outcome, reason ("other" past the limit)
+	process  *measurement // the messaging convention's, when opted in
 }
 
 // measurement holds the options of one attribute set, built once.
@@ -182,10 +195,15 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	m.receiveLag = build.Histogram("sqsworker.receive.lag", instrument.Seconds, "Receive time minus the message's SentTimestamp.", instrument.LagBuckets)
 	m.oldest = build.FloatObservableGauge("sqsworker.queue.oldest_message.age", instrument.Seconds,
 		"Largest receive lag seen since the previous collection: an estimate of the age of the oldest message.")
+	m.conventions = newConventions(cfg, build)
 	if err := build.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := build.Meter().RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)...); err != nil {
+	observed := append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)
+	if m.conventions != nil {
+		observed = append(observed, m.conventions.consumed)
+	}
+	if _, err := build.Meter().RegisterCallback(m.observeQueues, observed...); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -212,6 +230,9 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 		key := outcomeKey{jobType: m.jobTypes.label(m.jobType(ev.Message)), outcome: ev.Outcome.Kind, reason: reasonLabel(ev.Outcome.Reason)}
 		entry := m.outcome(q, key)
 		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), entry.duration.record...)
+		if entry.process != nil {
+			m.conventions.process.Record(ctx, ev.HandlerDuration.Seconds(), entry.process.record...)
+		}
 		entry.finished.count.Add(1)
 	}
 }
@@ -256,6 +277,8 @@ func (m *Metrics) queue(queueURL string) *queueEntry {
 			base:      newMeasurement(KeyQueue.String(name)),
 			durations: map[outcomeKey]*measurement{},
 			finished:  map[outcomeKey]*counted{},
+			processes: map[outcomeKey]*measurement{},
+			consumed:  consumedSet(name),
 		}
 		entry.outcomes.Store(&map[outcomeKey]*outcomeEntry{})
 		m.byName[name] = entry
@@ -305,6 +328,14 @@ func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *outcomeEntry {
 		m.setCount.Add(1)
 	}
 	entry := &outcomeEntry{key: key, duration: duration, finished: finished}
+	if m.conventions != nil {
+		entry.process = q.processes[finishedKey]
+		if entry.process == nil {
+			entry.process = processMeasurement(q.queue, finishedKey)
+			q.processes[finishedKey] = entry.process
+			m.setCount.Add(1)
+		}
+	}
 	if finishedKey == key {
 		q.outcomes.Store(withEntry(outcomes, key, entry))
 		q.first.CompareAndSwap(nil, entry)
@@ -346,6 +377,9 @@ func (m *Metrics) observeQueues(_ context.Context, observer metric.Observer) err
 			observer.ObserveInt64(m.counts[kind], q.counts[kind].Load(), option)
 		}
 		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), option)
+		if m.conventions != nil {
+			observer.ObserveInt64(m.conventions.consumed, q.counts[sqsworker.CountReceived].Load(), metric.WithAttributeSet(q.consumed))
+		}
 		q.mu.Lock()
 		for _, c := range q.finished {
 			observer.ObserveInt64(m.finished, c.count.Load(), metric.WithAttributeSet(c.set))

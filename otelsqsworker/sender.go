@@ -2,12 +2,14 @@ package otelsqsworker
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -37,13 +39,24 @@ type SenderConfig struct {
 	// Propagator writes the span context into message attributes; if nil, W3C Trace
 	// Context ("traceparent", "tracestate"), what [Tracing] reads by default.
 	Propagator propagation.TextMapPropagator
+	// MeterProvider records the send metrics; if nil, otel.GetMeterProvider(). They are
+	// OpenTelemetry's messaging client metrics, with messaging.system aws_sqs,
+	// messaging.operation.name send and the queue (messaging.destination.name):
+	// messaging.client.sent.messages {message}, every message a call tried to send, with
+	// error.type for the failed ones (the AWS error code of a failed call or of a refused
+	// batch entry, "timeout", "canceled"); messaging.client.operation.duration (s)
+	// histogram, per call, with error.type for a failed one ("BatchEntryFailed" for a
+	// batch with refused entries); and sqsworker.producer.batch.size {message}
+	// histogram, the entries of each SendMessageBatch.
+	MeterProvider metric.MeterProvider
 }
 
-// Sender is an SQS client for package producer that traces every send: each
-// SendMessage or SendMessageBatch call runs in a producer span, "send <queue>"
-// (messaging.system aws_sqs, messaging.operation.type send, the queue, the message id or
-// the batch's size), a child of the caller's span, and each message carries that span's
-// context so that its consumer's process span ([Tracing]) is the send span's child:
+// Sender is an SQS client for package producer that traces and measures every send
+// (metrics: SenderConfig.MeterProvider). Each SendMessage or SendMessageBatch call runs
+// in a producer span, "send <queue>" (messaging.system aws_sqs, messaging.operation.type
+// send, the queue, the message id or the batch's size), a child of the caller's span,
+// and each message carries that span's context so that its consumer's process span
+// ([Tracing]) is the send span's child:
 //
 //	sender, err := otelsqsworker.NewSender(sqsClient, otelsqsworker.SenderConfig{TracerProvider: tracerProvider})
 //	jobs, err := producer.New(sender, producer.Config{})
@@ -57,14 +70,20 @@ type Sender struct {
 	api      SendAPI
 	tracer   trace.Tracer // nil without a TracerProvider
 	carriers carriers
+	metrics  *senderMetrics
 }
 
-// NewSender returns a Sender sending through api. It returns an error for a nil api.
+// NewSender returns a Sender sending through api. It returns an error for a nil api, or
+// when the meter refuses an instrument.
 func NewSender(api SendAPI, cfg SenderConfig) (*Sender, error) {
 	if api == nil {
 		return nil, errNilSendAPI
 	}
-	s := &Sender{api: api, carriers: newCarriers(cfg.Propagator)}
+	metrics, err := newSenderMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{api: api, carriers: newCarriers(cfg.Propagator), metrics: metrics}
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer(ScopeName)
 	}
@@ -108,7 +127,9 @@ func (s *Sender) SendMessage(ctx context.Context, input *sqs.SendMessageInput, o
 		copied.MessageAttributes, copied.MessageSystemAttributes = s.carriers.inject(ctx, input.MessageAttributes, input.MessageSystemAttributes)
 		input = &copied
 	}
+	started := time.Now()
 	output, err := s.api.SendMessage(ctx, input, optFns...)
+	s.metrics.recordSend(ctx, aws.ToString(input.QueueUrl), started, err)
 	var id []attribute.KeyValue
 	if err == nil {
 		id = append(id, attribute.String("messaging.message.id", aws.ToString(output.MessageId)))
@@ -131,7 +152,9 @@ func (s *Sender) SendMessageBatch(ctx context.Context, input *sqs.SendMessageBat
 		}
 		input = &copied
 	}
+	started := time.Now()
 	output, err := s.api.SendMessageBatch(ctx, input, optFns...)
+	s.metrics.recordBatch(ctx, input, output, started, err)
 	if err == nil && len(output.Failed) > 0 {
 		end(span, errBatchEntryFailed)
 	} else {

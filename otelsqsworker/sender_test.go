@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -25,6 +27,11 @@ import (
 
 // captureAPI records what a Sender passes on.
 type captureAPI struct {
+	// fail, if set, fails every call; refuse names batch entry ids SQS refuses, with
+	// their code.
+	fail   error
+	refuse map[string]string
+
 	mu      sync.Mutex
 	sends   []*sqs.SendMessageInput
 	batches []*sqs.SendMessageBatchInput
@@ -34,6 +41,9 @@ func (c *captureAPI) SendMessage(_ context.Context, input *sqs.SendMessageInput,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sends = append(c.sends, input)
+	if c.fail != nil {
+		return nil, c.fail
+	}
 	return &sqs.SendMessageOutput{MessageId: aws.String("m-" + strconv.Itoa(len(c.sends)))}, nil
 }
 
@@ -41,7 +51,18 @@ func (c *captureAPI) SendMessageBatch(_ context.Context, input *sqs.SendMessageB
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.batches = append(c.batches, input)
-	return &sqs.SendMessageBatchOutput{}, nil
+	if c.fail != nil {
+		return nil, c.fail
+	}
+	output := &sqs.SendMessageBatchOutput{}
+	for _, entry := range input.Entries {
+		if code, ok := c.refuse[aws.ToString(entry.Id)]; ok {
+			output.Failed = append(output.Failed, sqstypes.BatchResultErrorEntry{Id: entry.Id, Code: aws.String(code), SenderFault: true})
+		} else {
+			output.Successful = append(output.Successful, sqstypes.SendMessageBatchResultEntry{Id: entry.Id, MessageId: entry.Id})
+		}
+	}
+	return output, nil
 }
 
 func (c *captureAPI) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
@@ -189,4 +210,41 @@ func TestEmulatorSendAndProcessInOneTrace(t *testing.T) {
 		require.Equal(t, send.SpanContext().SpanID(), process.Parent().SpanID(), id)
 		require.Equal(t, "email", spanAttribute(process, otelsqsworker.KeyJobType).AsString())
 	}
+}
+
+// TestSenderMetrics: OpenTelemetry's messaging client metrics of a Sender, read with a
+// manual reader: every message a call tried to send, by queue and error.type (none, the
+// failed call's AWS error code, a refused entry's code), the duration of each call, and
+// the batch sizes.
+func TestSenderMetrics(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	api := &captureAPI{refuse: map[string]string{"2": "InvalidParameterValue"}}
+	sender, err := otelsqsworker.NewSender(api, otelsqsworker.SenderConfig{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 2 {
+		_, err := sender.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String("{}")})
+		require.NoError(t, err)
+	}
+	entries := []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0")}, {Id: aws.String("1")}, {Id: aws.String("2")}}
+	_, err = sender.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+	require.NoError(t, err)
+	api.fail = &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Message: "no queue"}
+	_, err = sender.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String("{}")})
+	require.Error(t, err)
+	_, err = sender.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries[:2]})
+	require.Error(t, err)
+
+	base := "messaging.destination.name=orders,messaging.operation.name=send,messaging.system=aws_sqs"
+	missing := "error.type=AWS.SimpleQueueService.NonExistentQueue," + base
+	require.Equal(t, map[string]int64{
+		"messaging.client.sent.messages{" + base + "}":                                        4, // 2 alone, 2 of the first batch
+		"messaging.client.sent.messages{error.type=InvalidParameterValue," + base + "}":       1,
+		"messaging.client.sent.messages{" + missing + "}":                                     3, // 1 alone, 2 in the failed batch
+		"messaging.client.operation.duration.count{" + base + "}":                             2,
+		"messaging.client.operation.duration.count{error.type=BatchEntryFailed," + base + "}": 1,
+		"messaging.client.operation.duration.count{" + missing + "}":                          2,
+		"sqsworker.producer.batch.size.count{" + base + "}":                                   2,
+		"sqsworker.producer.batch.size.sum{" + base + "}":                                     5,
+	}, sums(t, reader))
 }

@@ -78,6 +78,13 @@ func (b *Builder) Histogram(name, unit, description string, buckets []float64) m
 	return i
 }
 
+// IntHistogram returns an int64 histogram with the bucket boundaries given.
+func (b *Builder) IntHistogram(name, unit, description string, buckets []float64) metric.Int64Histogram {
+	i, err := b.meter.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(description), metric.WithExplicitBucketBoundaries(buckets...))
+	b.check(name, unit, description, err)
+	return i
+}
+
 // Gauge returns a synchronous int64 gauge.
 func (b *Builder) Gauge(name, unit, description string) metric.Int64Gauge {
 	i, err := b.meter.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(description))
