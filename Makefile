@@ -16,7 +16,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
 
 ## up: install (once) and start everything the tests use: the local AWS emulator (SQS on :4566, DynamoDB and S3 on :4567), PostgreSQL (:5433), and Prometheus and Chromium for their tests
 up: up-emulator
@@ -80,11 +80,11 @@ test-elasticmq: up $(TESTSUMMARY)
 	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
 	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
 
-## ui-screenshots: rewrite docs/ui-*.png (queues, dead letters, dry run, idempotency, outbox), the operations page as the headless-Chromium test sees it
+## ui-screenshots: rewrite docs/ui-*.png (queues, a queue's charts, dead letters, dry run, idempotency, outbox), the operations page as the headless-Chromium test sees it
 ui-screenshots: up-emulator
 	localstack/postgres-up
 	localstack/chromium-up
-	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./cmd/sqsworker/internal/ui
+	$(EMULATOR_ENV) && SQSWORKER_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser(Charts)?$$' ./cmd/sqsworker/internal/ui
 
 ## demo: the webhook-delivery pipeline end to end on the emulator (orders and outbox in DynamoDB; DEMO_STORE=postgres for PostgreSQL, which it then installs and starts); prints the summary line
 DEMO_STORE ?= dynamodb
@@ -138,6 +138,10 @@ lambda:
 		(cd $$dist/$$arch && python3 -m zipfile -c ../bootstrap-$$arch.zip bootstrap); \
 		echo "$$dist/bootstrap-$$arch.zip: $$(wc -c < $$dist/$$arch/bootstrap) bytes unzipped, $$(wc -c < $$dist/bootstrap-$$arch.zip) zipped"; \
 	done
+
+## lambda-build-check: make lambda of a scratch module outside the repo that gets the root module at the required version from the local file proxy install-check uses; checks the zip holds one linux/arm64 bootstrap
+lambda-build-check:
+	GO=$(GO) scripts/lambda-build-check
 
 ## image: the poller's container image (needs a Docker engine)
 image:

@@ -91,7 +91,11 @@ var handler sqsworker.Handler = sqsworker.HandlerFunc(func(context.Context, *sqs
 
 // main is the README's Lambda function (in a package main of its own).
 func main() {
-	awslambda.Start(lambda.NewBatchHandler(handler)) // github.com/aws/aws-lambda-go/lambda
+	batch, err := lambda.NewBatchHandler(handler)
+	if err != nil {
+		log.Fatal(err) // a bad option: the function's init fails, naming it
+	}
+	awslambda.Start(batch.Handle) // github.com/aws/aws-lambda-go/lambda
 }
 
 // The README's Lambda function: main above, started by the Lambda runtime.
@@ -113,7 +117,7 @@ func Example_observer() {
 	observer := sqsworker.Observers(counter, deadLetters)
 	server, err := poller.New(sqsClient, poller.Config{QueueURL: url, Observer: observer}, handler)
 	// or, on Lambda: lambda.NewBatchHandler(handler, lambda.WithObserver(observer))
-	_ = lambda.NewBatchHandler(handler, lambda.WithObserver(observer))
+	_, _ = lambda.NewBatchHandler(handler, lambda.WithObserver(observer))
 	fmt.Println(server != nil, err, counter.Stats().Received)
 	// Output: true <nil> 0
 }

@@ -24,7 +24,8 @@ type Message struct {
 	// FirstReceivedAt is when the message was first received (ApproximateFirstReceiveTimestamp).
 	// Zero if unknown.
 	FirstReceivedAt time.Time
-	// GroupID is the FIFO message group id (MessageGroupId); empty on standard queues.
+	// GroupID is the message group id (MessageGroupId): the FIFO group, or on a standard
+	// queue the tenant key of SQS fair queues; empty when the sender set none.
 	GroupID string
 	// DeduplicationID is the FIFO message deduplication id; empty on standard queues.
 	DeduplicationID string

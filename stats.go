@@ -169,19 +169,28 @@ func (c *Counter) Observe(_ context.Context, ev Event) {
 
 // Stats returns a snapshot of the counts.
 func (c *Counter) Stats() Stats {
+	var t Tally
+	for count := range t {
+		t[count] = c.counts[count].Load()
+	}
+	return t.Stats()
+}
+
+// Stats returns the counts of t as [Stats]: each field its count of the same name.
+func (t Tally) Stats() Stats {
 	return Stats{
-		Received:           c.counts[CountReceived].Load(),
-		InFlight:           c.counts[CountInFlight].Load(),
-		Deleted:            c.counts[CountDeleted].Load(),
-		DeleteFailures:     c.counts[CountDeleteFailures].Load(),
-		Failed:             c.counts[CountFailed].Load(),
-		Deferred:           c.counts[CountDeferred].Load(),
-		DeadLettered:       c.counts[CountDeadLettered].Load(),
-		DeadLetterFailures: c.counts[CountDeadLetterFailures].Load(),
-		RescheduleFailures: c.counts[CountRescheduleFailures].Load(),
-		Released:           c.counts[CountReleased].Load(),
-		Heartbeats:         c.counts[CountHeartbeats].Load(),
-		HeartbeatFailures:  c.counts[CountHeartbeatFailures].Load(),
-		Abandoned:          c.counts[CountAbandoned].Load(),
+		Received:           t[CountReceived],
+		InFlight:           t[CountInFlight],
+		Deleted:            t[CountDeleted],
+		DeleteFailures:     t[CountDeleteFailures],
+		Failed:             t[CountFailed],
+		Deferred:           t[CountDeferred],
+		DeadLettered:       t[CountDeadLettered],
+		DeadLetterFailures: t[CountDeadLetterFailures],
+		RescheduleFailures: t[CountRescheduleFailures],
+		Released:           t[CountReleased],
+		Heartbeats:         t[CountHeartbeats],
+		HeartbeatFailures:  t[CountHeartbeatFailures],
+		Abandoned:          t[CountAbandoned],
 	}
 }

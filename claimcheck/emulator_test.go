@@ -420,7 +420,11 @@ func TestLambdaHostResolvesPointersAndDeadLettersThePointerOnEmulator(t *testing
 		}
 		return nil
 	}), newResolver(t, s3client, claimcheck.ResolverConfig{Allow: []claimcheck.Location{store.Location()}, Cleaner: cleaner}).Middleware())
-	function := lambdaFunction(t, lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithObserver(cleaner)))
+	batch, err := lambda.NewBatchHandler(handler, lambda.WithSQSClient(client), lambda.WithObserver(cleaner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	function := lambdaFunction(t, batch.Handle)
 	esmtest.Run(t, client, localesm.Config{QueueURL: queue.URL, FunctionURLs: []string{function}, ReportBatchItemFailures: true, WaitTime: time.Second})
 
 	testenv.Eventually(t, patience, "both records deleted by the mapping", func() bool {

@@ -46,7 +46,7 @@ func TestEveryRecordNotConfirmedIsReported(t *testing.T) {
 	})
 	fake := &recordingSQS{}
 	var counter sqsworker.Counter
-	b := lambda.New(handler, lambda.WithSQSClient(fake), lambda.WithConcurrency(2), lambda.WithDeadlineMargin(1500*time.Millisecond),
+	b := newBatch(t, handler, lambda.WithSQSClient(fake), lambda.WithConcurrency(2), lambda.WithDeadlineMargin(1500*time.Millisecond),
 		lambda.WithLogger(logger), lambda.WithObserver(&counter))
 	event := events.SQSEvent{}
 	for _, id := range []string{"r1", "r2", "r3", "r4", "r5", "r6"} {
@@ -109,7 +109,7 @@ func TestDetachedWorkIsASuccess(t *testing.T) {
 		go func() { defer close(done); time.Sleep(50 * time.Millisecond) }()
 		return nil
 	})
-	response, err := lambda.NewBatchHandler(handler, lambda.WithSQSClient(&recordingSQS{}))(context.Background(), events.SQSEvent{Records: []events.SQSMessage{n0Record("d1", "{}", "")}})
+	response, err := batchFunc(t, handler, lambda.WithSQSClient(&recordingSQS{}))(context.Background(), events.SQSEvent{Records: []events.SQSMessage{n0Record("d1", "{}", "")}})
 	<-done
 	if err != nil || len(response.BatchItemFailures) != 0 {
 		t.Fatalf("response %+v, %v: want a success", response, err)
@@ -129,7 +129,7 @@ func TestNoFailedGroupStateCarriesOver(t *testing.T) {
 		}
 		return nil
 	})
-	fn := lambda.NewBatchHandler(handler, lambda.WithSQSClient(&recordingSQS{}), lambda.WithConcurrency(1)) // built once, as lambda.Start(handler) does
+	fn := batchFunc(t, handler, lambda.WithSQSClient(&recordingSQS{}), lambda.WithConcurrency(1)) // built once, as lambda.Start(handler) does
 
 	first := events.SQSEvent{Records: []events.SQSMessage{n0Record("a1", "{}", "g1"), n0Record("b1", "{}", "g2")}}
 	response, err := invoke(context.Background(), fn, mustJSON(t, first))
@@ -163,7 +163,7 @@ func TestPoisonHeadSkipsItsGroupOnEveryReceive(t *testing.T) {
 		calls++
 		return errors.New("poison")
 	})
-	b := lambda.New(handler, lambda.WithSQSClient(&recordingSQS{maxReceiveCount: 5}), lambda.WithLogger(logger))
+	b := newBatch(t, handler, lambda.WithSQSClient(&recordingSQS{maxReceiveCount: 5}), lambda.WithLogger(logger))
 	for receive := 1; receive <= 3; receive++ {
 		event := events.SQSEvent{Records: []events.SQSMessage{n0Record("a1", "{}", "g1"), n0Record("a2", "{}", "g1"), n0Record("a3", "{}", "g1")}}
 		for i := range event.Records {

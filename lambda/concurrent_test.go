@@ -52,7 +52,7 @@ func oneRecord(t *testing.T, id string) events.SQSEvent {
 func TestQueueLoadNeverHoldsALockAcrossTheCall(t *testing.T) {
 	t.Parallel()
 	fake := &heldAttributesSQS{recordingSQS: &recordingSQS{}, entered: make(chan struct{}), release: make(chan struct{})}
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		return sqsworker.Permanent("Poison", errors.New("bad order"))
 	}), lambda.WithSQSClient(fake), lambda.WithDeadlineMargin(0), lambda.WithLogger(slog.New(slog.DiscardHandler)))
 
@@ -106,7 +106,7 @@ func TestQueueLoadCachedAfterSuccess(t *testing.T) {
 	t.Parallel()
 	fake := &heldAttributesSQS{recordingSQS: &recordingSQS{}, entered: make(chan struct{}), release: make(chan struct{})}
 	close(fake.release)
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		return sqsworker.Permanent("Poison", errors.New("bad order"))
 	}), lambda.WithSQSClient(fake), lambda.WithDeadlineMargin(0), lambda.WithLogger(slog.New(slog.DiscardHandler)))
 	event := oneRecord(t, "a")
@@ -137,7 +137,7 @@ func TestSeededBackoffRandomUnderConcurrency(t *testing.T) {
 	}
 	seeded := rand.New(rand.NewPCG(1, 2))
 	fake := &recordingSQS{}
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		return errors.New("downstream 503")
 	}), lambda.WithSQSClient(fake), lambda.WithConcurrency(10), lambda.WithLogger(slog.New(slog.DiscardHandler)),
 		lambda.WithBackoff(sqsworker.Backoff{Random: seeded.Float64}))
@@ -158,7 +158,7 @@ func TestInvocationLogsCarryTheRequestID(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))
 	fake := &recordingSQS{visibilityErr: errors.New("connection reset")}
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		return errors.New("downstream 503")
 	}), lambda.WithSQSClient(fake), lambda.WithLogger(logger), lambda.WithEntireBatchFailureError(true))
 	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "req-7"})
@@ -184,24 +184,5 @@ func TestInvocationLogsCarryTheRequestID(t *testing.T) {
 		if !seen {
 			t.Errorf("no log line %q in:\n%s", msg, logs.String())
 		}
-	}
-}
-
-// TestDefaultLoggerIsSlogDefault: without WithLogger, failures go to slog.Default().
-// Not parallel: it replaces the process's default logger for its duration.
-func TestDefaultLoggerIsSlogDefault(t *testing.T) {
-	var logs bytes.Buffer
-	previous := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil)))
-	t.Cleanup(func() { slog.SetDefault(previous) })
-	_, event := fixture(t, "sqs_event.json")
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
-		return errors.New("downstream 503")
-	}), lambda.WithSQSClient(&recordingSQS{}))
-	if _, err := fn(t.Context(), event); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Count(logs.String(), `"msg":"lambda: handler failed"`); got != 3 {
-		t.Errorf("%d 'handler failed' lines in slog.Default(); want 3:\n%s", got, logs.String())
 	}
 }

@@ -66,7 +66,7 @@ func TestPermanentFailureAtTheSizeLimitIsDeadLettered(t *testing.T) {
 	}
 
 	var calls atomic.Int32
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		calls.Add(1)
 		return sqsworker.Permanent("TooBig", errors.New("cannot process this job"))
 	}), lambda.WithSQSClient(client))

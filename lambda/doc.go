@@ -1,7 +1,8 @@
 // Package lambda runs a [sqsworker.Handler] behind the AWS Lambda SQS event source
 // mapping, with partial batch responses.
 //
-// [NewBatchHandler] returns a function for aws-lambda-go's lambda.Start. It hands every
+// [NewBatchHandler] returns a [BatchHandler], whose Handle method is the function for
+// aws-lambda-go's lambda.Start, or an error naming every bad option. It hands every
 // record of the event to the handler as a [sqsworker.Message] and decides each record's
 // fate with [sqsworker.Classify], as the long-poll worker does:
 //
@@ -37,8 +38,8 @@
 //
 // The outcome rules are carried out by the same code as the poller's, with the same
 // options: [WithErrorHandler], [WithDisableDeadLetterSend], the backoff, the clamping to SQS's
-// 12-hour limit. [New] returns the [BatchHandler] itself, whose Stats count every
-// record's fate; [WithObserver] receives the same events the poller reports.
+// 12-hour limit. The [BatchHandler]'s Stats count every record's fate; [WithObserver]
+// receives the same events the poller reports.
 //
 // Records of a standard queue run concurrently ([WithConcurrency]). Records of a FIFO
 // queue run in order per message group; see [FIFOMode]. A record is not started when less
@@ -80,10 +81,20 @@
 //
 //	func main() {
 //		handler := sqsworker.HandlerFunc(sendWebhook)
-//		awslambda.Start(lambda.NewBatchHandler(handler,
+//		batch, err := lambda.NewBatchHandler(handler,
 //			lambda.WithConcurrency(5),
-//			lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil)))))
+//			lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil))))
+//		if err != nil {
+//			log.Fatal(err) // the function's init fails, with every problem in its log
+//		}
+//		awslambda.Start(batch.Handle)
 //	}
+//
+// [OptionsFromEnvironment] reads the adapter's SQSWORKER_* variables (the Env constants:
+// deadline margin, FIFO mode, the batch failure switches, the fault threshold) into
+// options, as worker.Run does for a Lambda function; it reads no poller variable. Without
+// [WithLogger] the adapter logs as the function's logging configuration says
+// ([LoggerFromEnvironment]).
 //
 // The function's execution role needs, beyond the event source mapping's own
 // sqs:ReceiveMessage, sqs:DeleteMessage and sqs:GetQueueAttributes:

@@ -3,6 +3,8 @@ package lambda_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"time"
@@ -23,15 +25,29 @@ func ExampleNewBatchHandler() {
 		}
 		return nil // deleted by Lambda
 	})
-	// In main: lambda.Start blocks and serves invocations.
-	start := func() {
-		awslambda.Start(lambda.NewBatchHandler(handler,
-			lambda.WithConcurrency(5),
-			lambda.WithDeadlineMargin(3*time.Second),
-			lambda.WithBackoff(sqsworker.Backoff{Base: 5 * time.Second, Cap: 15 * time.Minute}),
-			lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil)))))
+	batch, err := lambda.NewBatchHandler(handler,
+		lambda.WithConcurrency(5),
+		lambda.WithDeadlineMargin(3*time.Second),
+		lambda.WithBackoff(sqsworker.Backoff{Base: 5 * time.Second, Cap: 15 * time.Minute}),
+		lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil))))
+	if err != nil {
+		log.Fatal(err) // every problem of the options, one per line
 	}
+	// In main: lambda.Start blocks and serves invocations.
+	start := func() { awslambda.Start(batch.Handle) }
 	_ = start
+}
+
+// A bad option is an error, with the text poller.New gives for the same setting.
+func ExampleNewBatchHandler_badOption() {
+	handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil })
+	_, err := lambda.NewBatchHandler(handler,
+		lambda.WithConcurrency(0),
+		lambda.WithBackoff(sqsworker.Backoff{Base: time.Minute, Cap: time.Second}))
+	fmt.Println(err)
+	// Output:
+	// lambda: Concurrency 0 is below 1
+	// lambda: Backoff.Base 1m0s exceeds Backoff.Cap 1s
 }
 
 // sendWebhook is the handler of the package comment's example.
@@ -40,9 +56,13 @@ func sendWebhook(ctx context.Context, m *sqsworker.Message) error { return nil }
 // main is the package comment's example (in a package main of its own).
 func main() {
 	handler := sqsworker.HandlerFunc(sendWebhook)
-	awslambda.Start(lambda.NewBatchHandler(handler,
+	batch, err := lambda.NewBatchHandler(handler,
 		lambda.WithConcurrency(5),
-		lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil)))))
+		lambda.WithLogger(slog.New(slog.NewJSONHandler(os.Stdout, nil))))
+	if err != nil {
+		log.Fatal(err) // the function's init fails, with every problem in its log
+	}
+	awslambda.Start(batch.Handle)
 }
 
 // The package comment's function: main above, started by the Lambda runtime.

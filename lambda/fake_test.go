@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/lambda"
 )
 
@@ -108,4 +111,20 @@ func (f *recordingSQS) visibilityByReceipt() map[string]int32 {
 		}
 	}
 	return seconds
+}
+
+// newBatch builds the batch handler, failing the test on a configuration error.
+func newBatch(t testing.TB, handler sqsworker.Handler, options ...lambda.Option) *lambda.BatchHandler {
+	t.Helper()
+	batch, err := lambda.NewBatchHandler(handler, options...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
+
+// batchFunc is newBatch's Handle, the function lambda.Start is given.
+func batchFunc(t testing.TB, handler sqsworker.Handler, options ...lambda.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	t.Helper()
+	return newBatch(t, handler, options...).Handle
 }

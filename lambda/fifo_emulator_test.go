@@ -57,7 +57,7 @@ func TestFIFOThroughTheEventSourceMapping(t *testing.T) {
 		log = append(log, m.Body)
 		return nil
 	})
-	b := lambda.New(handler, lambda.WithSQSClient(client), lambda.WithLogger(slog.New(slog.DiscardHandler)),
+	b := newBatch(t, handler, lambda.WithSQSClient(client), lambda.WithLogger(slog.New(slog.DiscardHandler)),
 		lambda.WithBackoff(sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone}))
 	function := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var event events.SQSEvent

@@ -109,7 +109,7 @@ func TestFIFO(t *testing.T) {
 			var log fifoLog
 			fake := &recordingSQS{}
 			options := append([]lambda.Option{lambda.WithSQSClient(fake), noJitter}, tc.options...)
-			fn := lambda.NewBatchHandler(fifoHandler(&log), options...)
+			fn := batchFunc(t, fifoHandler(&log), options...)
 			got, err := invoke(context.Background(), fn, payload)
 			if err != nil {
 				t.Fatal(err)
@@ -138,7 +138,7 @@ func TestFIFOSecondInvocation(t *testing.T) {
 	t.Parallel()
 	payload, event := fixture(t, "fifo_event.json")
 	var log fifoLog
-	fn := lambda.NewBatchHandler(fifoHandler(&log), lambda.WithSQSClient(&recordingSQS{}))
+	fn := batchFunc(t, fifoHandler(&log), lambda.WithSQSClient(&recordingSQS{}))
 	if _, err := invoke(context.Background(), fn, payload); err != nil {
 		t.Fatal(err)
 	}

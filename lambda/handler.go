@@ -2,6 +2,7 @@ package lambda
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -13,26 +14,17 @@ import (
 	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
-// NewBatchHandler returns the function to pass to aws-lambda-go's lambda.Start for an
-// SQS event source mapping: [New](handler, options...).Handle. It handles every record
-// with handler and returns the records that failed in batchItemFailures, by message id;
-// when none failed the response is {"batchItemFailures":[]}. See the package
+// BatchHandler handles the SQS event source mapping's invocations of one execution
+// environment: pass its Handle method to aws-lambda-go's lambda.Start. It handles every
+// record with the handler and returns the records that failed in batchItemFailures, by
+// message id; when none failed the response is {"batchItemFailures":[]}. See the package
 // documentation for the outcome rules and the options for concurrency, FIFO ordering and
-// the deadline budget. The returned function is safe for concurrent invocations (Lambda
-// Managed Instances; see the package documentation).
-//
-// It panics when handler is nil.
-func NewBatchHandler(handler sqsworker.Handler, options ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	return New(handler, options...).Handle
-}
-
-// BatchHandler handles the invocations of one execution environment. Build it once (at
-// package level or in main) and pass Handle to lambda.Start; it keeps no state from one
-// invocation to the next except its SQS client, the queues' descriptions and its
-// counters. It is safe for concurrent invocations: Lambda Managed Instances run up to
-// AWS_LAMBDA_MAX_CONCURRENCY of them at once in one process, each on its own goroutine,
-// and each invocation's records, outcomes and response stay its own (see the package
-// documentation for what they share).
+// the deadline budget. Build it once (in main or at package level) and share it: it keeps
+// no state from one invocation to the next except its SQS client, the queues'
+// descriptions and its counters. It is safe for concurrent invocations: Lambda Managed
+// Instances run up to AWS_LAMBDA_MAX_CONCURRENCY of them at once in one process, each on
+// its own goroutine, and each invocation's records, outcomes and response stay its own
+// (see the package documentation for what they share).
 type BatchHandler struct {
 	handler sqsworker.Handler
 	cfg     config
@@ -41,13 +33,21 @@ type BatchHandler struct {
 	calls   sqsCalls
 }
 
-// New returns the batch handler of handler. Build one per process and share it between
-// concurrent invocations. It panics when handler is nil.
-func New(handler sqsworker.Handler, options ...Option) *BatchHandler {
+// NewBatchHandler returns the batch handler of handler with options applied in order
+// (a later option wins). It returns an error, and no handler, when handler is nil or the
+// options are not valid: every problem at once, one per line, each starting with
+// "lambda: "; a setting the poller also takes (Concurrency, Backoff) reads as
+// poller.New's problem with it does. A Lambda function's main usually ends there with
+// log.Fatal, so the function's init fails with the error in its logs.
+func NewBatchHandler(handler sqsworker.Handler, options ...Option) (*BatchHandler, error) {
+	cfg, err := newConfig(options)
 	if handler == nil {
-		panic("lambda: NewBatchHandler: nil handler")
+		err = errors.Join(errors.New("lambda: the handler is nil"), err)
 	}
-	b := &BatchHandler{handler: handler, cfg: newConfig(options)}
+	if err != nil {
+		return nil, err
+	}
+	b := &BatchHandler{handler: handler, cfg: cfg}
 	b.calls = sqsCalls{client: b.cfg.client, logger: b.cfg.logger, queues: make(map[string]*queueLoad)}
 	b.settler = settle.New(settle.Config{
 		Host:                  "lambda",
@@ -60,7 +60,7 @@ func New(handler sqsworker.Handler, options ...Option) *BatchHandler {
 		LogQueue:              true,
 		LogAttrs:              requestAttrs,
 	})
-	return b
+	return b, nil
 }
 
 // Stats returns the counts of every invocation so far, as [sqsworker.Counter] counts the

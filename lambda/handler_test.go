@@ -235,7 +235,7 @@ func TestBatchHandlerResponses(t *testing.T) {
 				fake = &recordingSQS{}
 			}
 			options := append([]lambda.Option{lambda.WithSQSClient(fake), noJitter}, tc.options...)
-			got, err := invoke(context.Background(), lambda.NewBatchHandler(tc.handler, options...), payload)
+			got, err := invoke(context.Background(), batchFunc(t, tc.handler, options...), payload)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("error = %v, want %v", err, tc.wantErr)
@@ -289,7 +289,7 @@ func TestExactRequests(t *testing.T) {
 		}
 		return nil
 	})
-	fn := lambda.NewBatchHandler(handler, lambda.WithSQSClient(fake), noJitter)
+	fn := batchFunc(t, handler, lambda.WithSQSClient(fake), noJitter)
 	got, err := invoke(context.Background(), fn, payload)
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ func TestPoisonBody(t *testing.T) {
 		}
 		return nil
 	})
-	got, err := invoke(context.Background(), lambda.NewBatchHandler(handler, lambda.WithSQSClient(&recordingSQS{})), payload)
+	got, err := invoke(context.Background(), batchFunc(t, handler, lambda.WithSQSClient(&recordingSQS{})), payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestUnidentifiedFailure(t *testing.T) {
 	_, event := fixture(t, "sqs_event.json")
 	event.Records[1].MessageId = ""
 	payload, _ := json.Marshal(event)
-	fn := lambda.NewBatchHandler(poisonFails(errors.New("downstream 503")), lambda.WithSQSClient(&recordingSQS{}))
+	fn := batchFunc(t, poisonFails(errors.New("downstream 503")), lambda.WithSQSClient(&recordingSQS{}))
 	got, err := invoke(context.Background(), fn, payload)
 	if !errors.Is(err, lambda.ErrUnidentifiedFailure) {
 		t.Fatalf("response %q, error %v; want %v", got, err, lambda.ErrUnidentifiedFailure)
@@ -378,7 +378,7 @@ func TestEntireBatchFailureLogs(t *testing.T) {
 			payload, _ := fixture(t, "sqs_event.json")
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))
-			fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+			fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 				return errors.New("downstream 503")
 			}), lambda.WithSQSClient(&recordingSQS{}), lambda.WithLogger(logger), lambda.WithEntireBatchFailureError(entireBatchError))
 			_, _ = invoke(context.Background(), fn, payload)
@@ -425,7 +425,7 @@ func TestDeadline(t *testing.T) {
 			payload, event := fixture(t, "sqs_event.json")
 			fake := &recordingSQS{}
 			var started atomic.Int32
-			fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+			fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 				started.Add(1)
 				return nil
 			}), lambda.WithSQSClient(fake), lambda.WithDeadlineMargin(0))
@@ -458,7 +458,7 @@ func TestDeadlineMargin(t *testing.T) {
 	deadline := time.Now().Add(2500 * time.Millisecond)
 	var handled []string
 	var handlerDeadline time.Time
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
 		handled = append(handled, m.ID)
 		handlerDeadline, _ = ctx.Deadline()
 		time.Sleep(700 * time.Millisecond) // after this, less than the 2 s margin is left
@@ -496,7 +496,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	payload, _ := json.Marshal(event)
 	var running, peak atomic.Int32
 	fake := &recordingSQS{}
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
+	fn := batchFunc(t, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
 		now := running.Add(1)
 		for {
 			old := peak.Load()
@@ -524,25 +524,41 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 }
 
-func TestNewBatchHandlerPanics(t *testing.T) {
+// TestNewBatchHandlerRefusesBadOptions: a bad option or a nil handler is an error from
+// NewBatchHandler (no panic), every problem on a line of its own, prefixed "lambda: ".
+func TestNewBatchHandlerRefusesBadOptions(t *testing.T) {
 	t.Parallel()
+	handler := sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil })
 	tests := []struct {
-		name string
-		call func()
+		name    string
+		handler sqsworker.Handler
+		options []lambda.Option
+		want    []string
 	}{
-		{name: "nil handler", call: func() { lambda.NewBatchHandler(nil) }},
-		{name: "zero concurrency", call: func() { lambda.WithConcurrency(0) }},
-		{name: "negative margin", call: func() { lambda.WithDeadlineMargin(-time.Second) }},
-		{name: "unknown FIFO mode", call: func() { lambda.WithFIFOMode(lambda.FIFOMode(7)) }},
+		{name: "nil handler", want: []string{"lambda: the handler is nil"}},
+		{name: "zero concurrency", handler: handler, options: []lambda.Option{lambda.WithConcurrency(0)}, want: []string{"lambda: Concurrency 0 is below 1"}},
+		{name: "negative margin", handler: handler, options: []lambda.Option{lambda.WithDeadlineMargin(-time.Second)}, want: []string{"lambda: DeadlineMargin -1s is negative"}},
+		{name: "unknown FIFO mode", handler: handler, options: []lambda.Option{lambda.WithFIFOMode(lambda.FIFOMode(7))}, want: []string{"lambda: FIFOMode 7 is not a known FIFO mode"}},
+		{name: "negative fault threshold", handler: handler, options: []lambda.Option{lambda.WithInfrastructureFaultThreshold(-1)}, want: []string{"lambda: InfrastructureFaultThreshold -1 is negative"}},
+		{name: "every problem at once", options: []lambda.Option{lambda.WithConcurrency(-2), lambda.WithBackoff(sqsworker.Backoff{Cap: -time.Second})},
+			want: []string{"lambda: the handler is nil", "lambda: Concurrency -2 is below 1", "lambda: Backoff.Cap -1s is negative"}},
+		{name: "a later option wins", handler: handler, options: []lambda.Option{lambda.WithConcurrency(0), lambda.WithConcurrency(3)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				if value := recover(); value == nil || !strings.HasPrefix(fmt.Sprint(value), "lambda: ") {
-					t.Errorf("panic value %v, want a panic prefixed \"lambda: \"", value)
+			batch, err := lambda.NewBatchHandler(tc.handler, tc.options...)
+			if len(tc.want) == 0 {
+				if err != nil || batch == nil {
+					t.Fatalf("NewBatchHandler: %v, want a handler", err)
 				}
-			}()
-			tc.call()
+				return
+			}
+			if batch != nil || err == nil {
+				t.Fatalf("NewBatchHandler returned %v, %v; want no handler and an error", batch, err)
+			}
+			if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, tc.want) {
+				t.Errorf("error lines %q, want %q", got, tc.want)
+			}
 		})
 	}
 }
@@ -557,7 +573,7 @@ func BenchmarkBatchHandler(b *testing.B) {
 		record.MessageId = fmt.Sprintf("m%02d", i)
 		event.Records = append(event.Records, record)
 	}
-	fn := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
+	fn := batchFunc(b, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
 		lambda.WithSQSClient(&recordingSQS{}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()

@@ -49,7 +49,7 @@ func TestUnconfirmedRecordsComeBackThroughTheEventSourceMapping(t *testing.T) {
 		}
 		return n01Record(ctx, m.Body, release)
 	})
-	b := lambda.New(handler, lambda.WithSQSClient(client), lambda.WithConcurrency(2), lambda.WithDeadlineMargin(1500*time.Millisecond),
+	b := newBatch(t, handler, lambda.WithSQSClient(client), lambda.WithConcurrency(2), lambda.WithDeadlineMargin(1500*time.Millisecond),
 		lambda.WithBackoff(sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone}), lambda.WithLogger(slog.New(slog.DiscardHandler)))
 	function := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var event events.SQSEvent

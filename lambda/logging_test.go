@@ -2,7 +2,9 @@ package lambda
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,38 @@ func TestLogLevelNamesOfLambda(t *testing.T) {
 		if got := logLevel(name).String(); got != want {
 			t.Errorf("logLevel(%q) = %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestNewBatchHandlerLogsAsTheFunctionsLoggingConfigurationSays: without WithLogger, the
+// adapter's logger is LoggerFromEnvironment's, from AWS_LAMBDA_LOG_FORMAT and
+// AWS_LAMBDA_LOG_LEVEL (as worker.Run's is), not slog.Default().
+func TestNewBatchHandlerLogsAsTheFunctionsLoggingConfigurationSays(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_LOG_FORMAT", "JSON")
+	t.Setenv("AWS_LAMBDA_LOG_LEVEL", "WARN")
+	cfg, err := newConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.logger.Handler().(*slog.JSONHandler); !ok {
+		t.Errorf("handler %T, want *slog.JSONHandler for AWS_LAMBDA_LOG_FORMAT=JSON", cfg.logger.Handler())
+	}
+	if cfg.logger.Enabled(context.Background(), slog.LevelInfo) || !cfg.logger.Enabled(context.Background(), slog.LevelWarn) {
+		t.Error("want INFO off and WARN on at AWS_LAMBDA_LOG_LEVEL=WARN")
+	}
+
+	t.Setenv("AWS_LAMBDA_LOG_FORMAT", "Text")
+	t.Setenv("AWS_LAMBDA_LOG_LEVEL", "")
+	cfg, err = newConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.logger.Handler().(*slog.TextHandler); !ok || !cfg.logger.Enabled(context.Background(), slog.LevelInfo) {
+		t.Errorf("handler %T, want *slog.TextHandler at INFO for the Text format", cfg.logger.Handler())
+	}
+
+	own := slog.New(slog.DiscardHandler)
+	if cfg, err := newConfig([]Option{WithLogger(own)}); err != nil || cfg.logger != own {
+		t.Errorf("logger %v (%v), want the one given to WithLogger", cfg.logger, err)
 	}
 }

@@ -174,7 +174,7 @@ func TestConcurrentInvocations(t *testing.T) {
 		DuplicateWait: time.Minute, // the duplicate of "shared" waits for the original, which waits for the gates
 		Logger:        logger,
 	}))
-	batch := lambda.New(handler, lambda.WithSQSClient(perQueueSQS{fake}), lambda.WithLogger(logger), lambda.WithObserver(recorder), noJitter)
+	batch := newBatch(t, handler, lambda.WithSQSClient(perQueueSQS{fake}), lambda.WithLogger(logger), lambda.WithObserver(recorder), noJitter)
 	handle := recorder.Wrap(batch.Handle)
 
 	responses := make([]events.SQSEventResponse, managedInvocations)
@@ -379,7 +379,7 @@ func TestConcurrentInvocationsOneAbandoned(t *testing.T) {
 			return ctx.Err()
 		}
 	})
-	batch := lambda.New(handler, lambda.WithSQSClient(fake), lambda.WithDeadlineMargin(200*time.Millisecond),
+	batch := newBatch(t, handler, lambda.WithSQSClient(fake), lambda.WithDeadlineMargin(200*time.Millisecond),
 		lambda.WithObserver(recorder), lambda.WithLogger(slog.New(slog.DiscardHandler)), noJitter)
 	handle := recorder.Wrap(batch.Handle)
 	t.Cleanup(func() {

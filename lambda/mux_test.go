@@ -37,7 +37,7 @@ func TestBatchHandlerRunsAServeMux(t *testing.T) {
 		return nil
 	})
 	fake := &recordingSQS{}
-	response, err := invoke(context.Background(), lambda.NewBatchHandler(mux, lambda.WithSQSClient(fake), lambda.WithConcurrency(1)), payload)
+	response, err := invoke(context.Background(), batchFunc(t, mux, lambda.WithSQSClient(fake), lambda.WithConcurrency(1)), payload)
 	if err != nil {
 		t.Fatal(err)
 	}

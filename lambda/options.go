@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -60,7 +61,9 @@ func (m FIFOMode) String() string {
 	return fmt.Sprintf("FIFOMode(%d)", int(m))
 }
 
-// Option configures [NewBatchHandler].
+// Option configures [NewBatchHandler]. An option only records its value, as
+// aws-lambda-go's own options do; NewBatchHandler checks the result and returns every
+// problem at once, as poller.New does for a Config.
 type Option func(*config)
 
 type config struct {
@@ -78,7 +81,10 @@ type config struct {
 	faultThreshold          int
 }
 
-func newConfig(options []Option) config {
+// newConfig applies options over the defaults and reports every problem of the result,
+// joined, each line starting with "lambda: " and, for a setting the poller also takes,
+// reading as poller.New's does after its "poller: Config.".
+func newConfig(options []Option) (config, error) {
 	cfg := config{
 		concurrency:             DefaultConcurrency,
 		deadlineMargin:          DefaultDeadlineMargin,
@@ -88,31 +94,44 @@ func newConfig(options []Option) config {
 	for _, option := range options {
 		option(&cfg)
 	}
-	cfg.logger = hostsettings.Logger(cfg.logger)
+	var problems []error
+	if err := hostsettings.Concurrency(cfg.concurrency); err != nil {
+		problems = append(problems, err)
+	}
+	if cfg.fifoMode != FIFOSkipFailedGroup && cfg.fifoMode != FIFOStopAtFirstFailure {
+		problems = append(problems, fmt.Errorf("FIFOMode %d is not a known FIFO mode", int(cfg.fifoMode)))
+	}
+	if cfg.deadlineMargin < 0 {
+		problems = append(problems, fmt.Errorf("DeadlineMargin %s is negative", cfg.deadlineMargin))
+	}
+	problems = append(problems, hostsettings.Backoff(cfg.backoff)...)
+	if cfg.faultThreshold < 0 {
+		problems = append(problems, fmt.Errorf("InfrastructureFaultThreshold %d is negative", cfg.faultThreshold))
+	}
+	if len(problems) > 0 {
+		return config{}, hostsettings.Prefixed("lambda: ", problems...)
+	}
+	if cfg.logger == nil {
+		cfg.logger = LoggerFromEnvironment(os.Getenv, os.Stderr)
+	}
 	cfg.backoff = hostsettings.ForConcurrentUse(cfg.backoff)
-	return cfg
+	return cfg, nil
 }
 
 // WithConcurrency sets how many records of a standard queue, or message groups of a FIFO
 // queue, are handled at once; if not given, DefaultConcurrency. The bound is per
 // invocation: with concurrent invocations (Lambda Managed Instances) the process runs up
-// to AWS_LAMBDA_MAX_CONCURRENCY times n handlers at once. It panics when n < 1, with
-// the error poller.New returns for the same Config.Concurrency ("Concurrency 0 is below
-// 1").
+// to AWS_LAMBDA_MAX_CONCURRENCY times n handlers at once. NewBatchHandler refuses n < 1
+// with the problem poller.New reports for the same Config.Concurrency ("lambda:
+// Concurrency 0 is below 1").
 func WithConcurrency(n int) Option {
-	if err := hostsettings.Concurrency(n); err != nil {
-		panic(hostsettings.Prefixed("lambda: ", err))
-	}
 	return func(c *config) { c.concurrency = n }
 }
 
 // WithFIFOMode selects the FIFO failure mode; if not given, FIFOSkipFailedGroup. A batch is
 // treated as FIFO when its records come from a queue whose ARN ends in ".fifo" or carry a
-// MessageGroupId.
+// MessageGroupId. NewBatchHandler refuses a mode that is neither.
 func WithFIFOMode(mode FIFOMode) Option {
-	if mode != FIFOSkipFailedGroup && mode != FIFOStopAtFirstFailure {
-		panic(fmt.Sprintf("lambda: unknown FIFO mode %d", int(mode)))
-	}
 	return func(c *config) { c.fifoMode = mode }
 }
 
@@ -125,11 +144,9 @@ func WithFIFOMode(mode FIFOMode) Option {
 // response before Lambda's timeout. The settle calls (dead-letter sends, visibility
 // changes, deletes) end 250 ms (or margin/4, when less) before the deadline however slow
 // SQS is, so the response leaves before it: a record whose call was cut short is
-// reported as failed. Zero disables all of this. It panics when margin is negative.
+// reported as failed. Zero disables all of this. NewBatchHandler refuses a negative
+// margin.
 func WithDeadlineMargin(margin time.Duration) Option {
-	if margin < 0 {
-		panic(fmt.Sprintf("lambda: deadline margin must not be negative, got %s", margin))
-	}
 	return func(c *config) { c.deadlineMargin = margin }
 }
 
@@ -154,17 +171,16 @@ func WithReportBatchItemFailures(enabled bool) Option {
 // WithBackoff sets the retry policy for failed records; if not given, the zero
 // sqsworker.Backoff (exponential from 2 s, capped at 10 min, full jitter). Records run
 // concurrently; the adapter serialises calls to backoff.Random, so a seeded
-// *rand.Rand's Float64 is safe here. It panics when backoff.Validate reports a problem,
-// with the error poller.New returns for the same Config.Backoff.
+// *rand.Rand's Float64 is safe here. NewBatchHandler refuses a backoff whose Validate
+// reports a problem, with the problems poller.New reports for the same Config.Backoff.
 func WithBackoff(backoff sqsworker.Backoff) Option {
-	if problems := hostsettings.Backoff(backoff); len(problems) > 0 {
-		panic(hostsettings.Prefixed("lambda: ", problems...))
-	}
 	return func(c *config) { c.backoff = backoff }
 }
 
 // WithLogger sets the logger for per-record failures, dead-letter sends and failed SQS
-// calls; if not given or nil, slog.Default() (read when NewBatchHandler is called). Pass
+// calls; if not given or nil, the logger the function's logging configuration asks for,
+// [LoggerFromEnvironment](os.Getenv, os.Stderr): AWS_LAMBDA_LOG_FORMAT JSON or Text,
+// AWS_LAMBDA_LOG_LEVEL, read when NewBatchHandler is called. Pass
 // slog.New(slog.DiscardHandler) to discard them. Every line of an invocation carries its
 // Lambda request id (aws_request_id) when the context has one, so the lines of
 // concurrent invocations can be told apart. The logger is shared by every invocation.
@@ -225,11 +241,8 @@ func WithDisableDeadLetterSend(disable bool) Option {
 // failures, and the records behind it do not call the failing dependency. Records
 // already running when it trips finish. AWS documents that with ReportBatchItemFailures
 // the event source mapping does not scale its polling down on failed invocations
-// (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html). It
-// panics when n < 0.
+// (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html).
+// NewBatchHandler refuses n < 0.
 func WithInfrastructureFaultThreshold(n int) Option {
-	if n < 0 {
-		panic(fmt.Sprintf("lambda: infrastructure fault threshold must not be negative, got %d", n))
-	}
 	return func(c *config) { c.faultThreshold = n }
 }

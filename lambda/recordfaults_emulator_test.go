@@ -85,7 +85,7 @@ func startN25Function(t *testing.T, proxy *faultproxy.Proxy, options ...lambda.O
 		t.Fatal(err)
 	}
 	handler := sqsworker.Chain(mux, resolver.Middleware())
-	f.batch = lambda.New(handler, append([]lambda.Option{
+	f.batch = newBatch(t, handler, append([]lambda.Option{
 		lambda.WithSQSClient(testenv.SQS(t)),
 		lambda.WithBackoff(sqsworker.Backoff{Base: time.Second, Cap: time.Second, Jitter: sqsworker.JitterNone}),
 		lambda.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))),

@@ -107,6 +107,10 @@ func ExampleTraceInvocation() {
 	mux := sqsworker.NewServeMux()
 	tracing := otelsqsworker.TracingConfig{TracerProvider: otel.GetTracerProvider(), Registered: mux.Registered}
 	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(tracing))
-	handler := otelsqsworker.TraceInvocation(tracing, lambda.NewBatchHandler(traced))
+	batch, err := lambda.NewBatchHandler(traced)
+	if err != nil {
+		log.Fatal(err)
+	}
+	handler := otelsqsworker.TraceInvocation(tracing, batch.Handle)
 	_ = handler // awslambda.Start(handler)
 }

@@ -12,8 +12,8 @@ import (
 // invocationKey is the context key of the span of a Lambda invocation.
 type invocationKey struct{}
 
-// TraceInvocation wraps a Lambda function's handler (lambda.NewBatchHandler's, or any
-// other) in one consumer span per invocation, named after the function
+// TraceInvocation wraps a Lambda function's handler (a lambda.BatchHandler's Handle, or
+// any other) in one consumer span per invocation, named after the function
 // (AWS_LAMBDA_FUNCTION_NAME, "invocation" outside Lambda), with messaging.system aws_sqs
 // and faas.trigger pubsub. [Tracing] inside it gives each record's process span its
 // producer's span as parent and adds a link to that producer span on the invocation
@@ -22,7 +22,8 @@ type invocationKey struct{}
 //
 //	tracing := otelsqsworker.TracingConfig{TracerProvider: otel.GetTracerProvider(), Registered: mux.Registered}
 //	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(tracing))
-//	handler := otelsqsworker.TraceInvocation(tracing, lambda.NewBatchHandler(traced))
+//	batch, err := lambda.NewBatchHandler(traced)
+//	handler := otelsqsworker.TraceInvocation(tracing, batch.Handle)
 //	// awslambda.Start(handler), with aws-lambda-go's lambda package
 func TraceInvocation[Event, Response any](cfg TracingConfig, handler func(context.Context, Event) (Response, error)) func(context.Context, Event) (Response, error) {
 	if cfg.TracerProvider == nil {

@@ -100,8 +100,10 @@ func TestTraceInvocationLinksEachRecord(t *testing.T) {
 	recorder := tracetest.NewSpanRecorder()
 	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
 	cfg := otelsqsworker.TracingConfig{TracerProvider: provider}
-	handler := otelsqsworker.TraceInvocation(cfg, lambda.NewBatchHandler(otelsqsworker.Tracing(cfg)(
-		sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }))))
+	batch, err := lambda.NewBatchHandler(otelsqsworker.Tracing(cfg)(
+		sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil })))
+	require.NoError(t, err)
+	handler := otelsqsworker.TraceInvocation(cfg, batch.Handle)
 	producers := map[string]trace.SpanContext{}
 	var event events.SQSEvent
 	for _, id := range []string{"r1", "r2", "r3"} {

@@ -121,4 +121,11 @@
 // receive on and count against their queue's share and MaxConcurrency; a shutdown
 // releases them at once (visibility 0) and starts none; a crash leaves them invisible
 // until their visibility runs out. It is refused with rate limits and JobTypeLimits.
+//
+// # Environment
+//
+// [ConfigFromEnvironment] fills a Config's zero fields from the poller's SQSWORKER_*
+// variables (the Env constants: the queue or queues, the priority, the handler, drain and
+// stop timeouts, the health address, unbounded retries), as worker.Run does for the
+// long-poll worker; it reads no Lambda variable.
 package poller

@@ -13,7 +13,8 @@ import (
 // Limit bounds how many messages of a queue ([QueueConfig].Limit) or of a job type
 // (Config.JobTypeLimits) this server handles: at once, and per second. The zero value
 // is no limit. A limit holds for one server (one process); n processes together may
-// start n times as many.
+// start n times as many. For limits shared by every worker (per tenant, per API), see
+// package fleetlimit: its middleware keeps them in the shared DynamoDB table.
 type Limit struct {
 	// MaxConcurrency specifies the most handler calls running at once; 0 means no limit
 	// beyond Config.Concurrency. Negative values are rejected.

@@ -225,7 +225,7 @@ func (s *Server) wireQueue(q *queueRuntime, pool *pool, share *poolQueue, jobTyp
 		DeadLetter:            settle.QueueDeadLetter{API: s.api, Load: func(context.Context, string) (*sqsinfo.Queue, error) { return queue, nil }},
 		DisableDeadLetterSend: config.DisableDeadLetterSend,
 		ErrorHandler:          config.ErrorHandler,
-		Observer:              sqsworker.Observers(&s.stats.events, config.Observer),
+		Observer:              sqsworker.Observers(&s.stats.events, &s.stats.tenants, config.Observer),
 		Logger:                q.logger,
 		CallTimeout:           visibilityCallTimeout,
 	})

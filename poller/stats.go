@@ -21,6 +21,10 @@ type Stats struct {
 	ReceiveErrors int64
 	// AbandonedRunning is the number of abandoned handler calls still running now.
 	AbandonedRunning int64
+	// Tenants are the message counts per tenant (the message's GroupID: a fair queue's
+	// tenant key, or a FIFO group), at most sqsworker.DefaultMaxTenants by name and the
+	// rest under sqsworker.TenantOther; see [sqsworker.TenantCounter].
+	Tenants []sqsworker.TenantStats
 }
 
 // counters holds the live values behind [Stats]: the receive calls here, the messages'
@@ -28,6 +32,7 @@ type Stats struct {
 type counters struct {
 	receiveCalls, receiveErrors, abandonedRunning atomic.Int64
 	events                                        sqsworker.Counter
+	tenants                                       sqsworker.TenantCounter
 }
 
 func (c *counters) snapshot() Stats {
@@ -36,5 +41,6 @@ func (c *counters) snapshot() Stats {
 		ReceiveCalls:     c.receiveCalls.Load(),
 		ReceiveErrors:    c.receiveErrors.Load(),
 		AbandonedRunning: c.abandonedRunning.Load(),
+		Tenants:          c.tenants.Tenants(),
 	}
 }

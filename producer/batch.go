@@ -30,7 +30,9 @@ func (p *Producer) SendBatch(ctx context.Context, queueURL string, jobs []Job) (
 	results := make([]Result, len(jobs))
 	messages := make([]Prepared, len(jobs))
 	for i, job := range jobs {
-		messages[i], results[i].Err = Prepare(queueURL, job)
+		if job, results[i].Err = p.withTenant(queueURL, job); results[i].Err == nil {
+			messages[i], results[i].Err = Prepare(queueURL, job)
+		}
 	}
 	p.sendPreparedBatch(ctx, messages, results)
 	return results, joinResults(results)

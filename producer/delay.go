@@ -21,7 +21,7 @@ var _ sqsworker.Hopper = (*Producer)(nil)
 // at most Config.MaxHop, rounded up to whole seconds. It returns nil only after SQS
 // confirmed the send, and an error naming the message otherwise. Each hop leaves one
 // info line in Config.Logger ("producer: delayed job re-sent", with the message id, its
-// queue, its due time, the hop's delay and the new message's id).
+// queue, its due time when it has one, the hop's delay and the new message's id).
 func (p *Producer) Hop(ctx context.Context, message *sqsworker.Message, remaining time.Duration) error {
 	delay := min(remaining, p.config.MaxHop)
 	input := &sqs.SendMessageInput{
@@ -37,10 +37,11 @@ func (p *Producer) Hop(ctx context.Context, message *sqsworker.Message, remainin
 	if err != nil {
 		return fmt.Errorf("producer: re-sending delayed message %s to %s: %w", message.ID, message.QueueURL, err)
 	}
-	due, _ := message.DueAt()
-	p.config.Logger.LogAttrs(ctx, slog.LevelInfo, "producer: delayed job re-sent",
-		slog.String("message_id", message.ID), slog.String("queue", message.QueueURL),
-		slog.Time("due_at", due.UTC()), slog.Duration("delay", delay),
-		slog.String("new_message_id", aws.ToString(output.MessageId)))
+	attrs := []slog.Attr{slog.String("message_id", message.ID), slog.String("queue", message.QueueURL)}
+	if due, ok := message.DueAt(); ok { // a hop for a limit (package fleetlimit) has none
+		attrs = append(attrs, slog.Time("due_at", due.UTC()))
+	}
+	attrs = append(attrs, slog.Duration("delay", delay), slog.String("new_message_id", aws.ToString(output.MessageId)))
+	p.config.Logger.LogAttrs(ctx, slog.LevelInfo, "producer: delayed job re-sent", attrs...)
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 func newProducer(t *testing.T, api producer.API, config producer.Config) *producer.Producer {
@@ -371,4 +372,43 @@ func TestEmulatorTraceContextPastTheBudgetTravelsInAWSTraceHeader(t *testing.T) 
 	case <-time.After(30 * time.Second):
 		t.Fatal("the message was not handled within 30 s")
 	}
+}
+
+// The producer's tenant key arrives as the message's group id on a standard queue (the
+// tenant of SQS fair queues), and the poller counts the messages per tenant.
+func TestEmulatorTenantKeyArrivesAsTheGroupID(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	type order struct{ Customer string }
+	p := newProducer(t, client, producer.Config{Tenant: func(job producer.Job) string {
+		return job.Payload.(order).Customer
+	}})
+	var mu sync.Mutex
+	groups := map[string]int{}
+	server := startPoller(t, client, queue.URL, sqsworker.HandlerFunc(func(ctx context.Context, message *sqsworker.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		groups[message.GroupID]++
+		return nil
+	}))
+	for i := range 6 {
+		_, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "ship", Payload: order{Customer: fmt.Sprintf("customer-%d", i%3)}})
+		require.NoError(t, err)
+	}
+	_, err := p.Send(context.Background(), queue.URL, producer.Job{Type: "ship", Payload: order{Customer: "customer-0"}, GroupID: "explicit"})
+	require.NoError(t, err, "Job.GroupID wins over the tenant function")
+	results, err := p.SendBatch(context.Background(), queue.URL, []producer.Job{{Payload: order{Customer: "customer-1"}}, {Payload: order{Customer: "not a group id"}}})
+	require.Error(t, err, "a key SQS would refuse fails its job")
+	require.NoError(t, results[0].Err)
+	require.ErrorIs(t, results[1].Err, sqsinfo.ErrInvalidMessageGroupID)
+	testenv.Eventually(t, 30*time.Second, "eight messages handled", func() bool { return server.Stats().Deleted == 8 })
+	mu.Lock()
+	assert.Equal(t, map[string]int{"customer-0": 2, "customer-1": 3, "customer-2": 2, "explicit": 1}, groups)
+	mu.Unlock()
+	counted := map[string]int64{}
+	for _, tenant := range server.Stats().Tenants {
+		counted[tenant.Tenant] = tenant.Deleted
+	}
+	assert.Equal(t, map[string]int64{"customer-0": 2, "customer-1": 3, "customer-2": 2, "explicit": 1, sqsworker.TenantOther: 0}, counted)
 }

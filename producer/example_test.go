@@ -158,3 +158,33 @@ func ExamplePrepare() {
 	// Output:
 	// {"v":1,"queue":"https://sqs.eu-west-1.amazonaws.com/123456789012/jobs","body":"{\"month\":\"2026-11\"}","attributes":{"job-type":{"t":"String","s":"report"}},"delay":"40m0s"}
 }
+
+// A tenant key for every job to a standard queue, sent as its MessageGroupId: SQS fair
+// queues then hand quiet tenants' messages out first when one tenant floods the queue.
+func ExampleConfig_tenant() {
+	ctx := context.Background()
+	awsConfig, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := sqs.NewFromConfig(awsConfig)
+	queueURL := os.Getenv("QUEUE_URL")
+
+	type Invoice struct {
+		Customer string `json:"customer"`
+	}
+	jobs, err := producer.New(client, producer.Config{
+		Tenant: func(job producer.Job) string {
+			if invoice, ok := job.Payload.(Invoice); ok {
+				return invoice.Customer // at most 128 ASCII letters, digits and punctuation
+			}
+			return "" // no tenant: SQS counts the message as a tenant of its own
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := jobs.Send(ctx, queueURL, producer.Job{Type: "invoice", Payload: Invoice{Customer: "acme"}}); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -76,6 +76,18 @@ type Config struct {
 	DueAtHorizon time.Duration
 	// Now is the clock for due times and unique keys; if nil, time.Now.
 	Now func() time.Time
+	// Tenant, if not nil, returns a job's tenant key (a customer, an account, a client
+	// application), sent as the MessageGroupId of every job to a standard queue whose
+	// Job.GroupID is empty, so SQS fair queues apply: when one tenant holds a large
+	// share of the queue's in-flight messages, SQS hands the other tenants' messages out
+	// first ("Amazon SQS fair queues" in the Developer Guide). On a standard queue the
+	// group orders nothing (messages of one tenant are still delivered in any order and
+	// handled in parallel); FIFO queues keep Job.GroupID as it is, since there the group
+	// is the ordering. An empty key sends no group (SQS counts such a message as a
+	// tenant of its own); a key SQS would refuse (see sqsinfo.CheckMessageGroupID) fails
+	// the send. It is called by Send, SendBatch and a Batcher's Send, not by the
+	// package-level [Prepare], which has no producer: set Job.GroupID there.
+	Tenant func(job Job) string
 	// Logger receives one info line per hop ([Producer.Hop]: message id,
 	// queue, due time, the hop's delay and the new message's id); if nil,
 	// slog.Default(). Bodies are never logged.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 const (
@@ -521,4 +522,22 @@ func TestSendFromAHandlerCarriesTheMessagesTraceContext(t *testing.T) {
 	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", sent[0].attribute("traceparent"))
 	assert.NotContains(t, sent[0].attributes, "tracestate")
 	assert.NotContains(t, sent[1].attributes, "traceparent")
+}
+
+func TestTenantFillsTheGroupOfStandardQueuesOnly(t *testing.T) {
+	fake := newFake()
+	p := newProducer(t, fake, Config{Tenant: func(job Job) string { return job.Body }})
+	for _, job := range []Job{{Body: "acme"}, {Body: "acme", GroupID: "own"}, {Body: "", Payload: 1}} {
+		_, err := p.Send(context.Background(), standardURL, job)
+		require.NoError(t, err)
+	}
+	_, err := p.Send(context.Background(), fifoURL, Job{Body: "acme", GroupID: "order-1"})
+	require.NoError(t, err)
+	_, err = p.Send(context.Background(), fifoURL, Job{Body: "acme"})
+	require.ErrorContains(t, err, "has no GroupID", "FIFO groups are the caller's ordering, never the tenant function's")
+	_, err = p.Send(context.Background(), standardURL, Job{Body: strings.Repeat("t", 129)})
+	require.ErrorIs(t, err, sqsinfo.ErrInvalidMessageGroupID)
+	sent := fake.sent()
+	require.Len(t, sent, 4)
+	assert.Equal(t, []string{"acme", "own", "", "order-1"}, []string{sent[0].group, sent[1].group, sent[2].group, sent[3].group})
 }

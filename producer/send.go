@@ -111,6 +111,10 @@ type outgoing struct {
 
 // prepare checks and encodes a job for queueURL, then readies it for the send.
 func (p *Producer) prepare(ctx context.Context, queueURL string, job Job) (*outgoing, error) {
+	job, err := p.withTenant(queueURL, job)
+	if err != nil {
+		return nil, err
+	}
 	prepared, err := Prepare(queueURL, job)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,9 @@
 // # Namespaces
 //
 // Every item's key starts with its namespace and "#": [Idempotency], [Unique] and
-// [Scheduler] today, and [Limits], [Batches], [JobRecords] and [Cancellation] reserved
-// for the features that will share the table next. [Key] builds every key, and no
+// [Scheduler] and [Limits] (the fleet-wide limits of package fleetlimit) today, and
+// [Batches], [JobRecords] and [Cancellation] reserved for the features that will share
+// the table next. [Key] builds every key, and no
 // namespace name contains "#", so the text before a key's first "#" names its namespace:
 // keys of two namespaces never equal each other and neither is a prefix of the other,
 // whatever their parts hold. A sender who chooses a message's idempotency key therefore
@@ -24,7 +25,8 @@
 //
 // Within a namespace, each layout has a fixed number of parts and only the last may
 // contain "#", so distinct parts give distinct keys ([IdempotencyKey], [UniqueKey],
-// [SchedulerLeaseKey] and [SchedulerScheduleKey] are the layouts; a new user adds its
+// [SchedulerLeaseKey], [SchedulerScheduleKey], [LimitPermitsKey] and [LimitRateKey] are
+// the layouts; a new user adds its
 // own helper here).
 //
 // Keys are at most [MaxKeyBytes] (DynamoDB's 2048-byte partition key limit) of valid

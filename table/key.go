@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,7 +22,8 @@ const (
 	// Scheduler holds the scheduler's leader lease and each schedule's state (package
 	// scheduler).
 	Scheduler Namespace = "scheduler"
-	// Limits is reserved for global concurrency and rate limits.
+	// Limits holds the fleet-wide concurrency permits and rate buckets (package
+	// fleetlimit).
 	Limits Namespace = "limit"
 	// Batches is reserved for job batches.
 	Batches Namespace = "batch"
@@ -113,4 +115,18 @@ func SchedulerLeaseKey(name string) (string, error) {
 // + the schedule's name.
 func SchedulerScheduleKey(schedule string) (string, error) {
 	return Key(Scheduler, "schedule", schedule)
+}
+
+// LimitPermitsKey is the layout of one item of a fleet-wide concurrency limit's permits
+// (package fleetlimit): "limit#permits#" + the limit's name + "#" + the shard's number
+// (decimal) + "#" + the limited key. The name must not contain "#".
+func LimitPermitsKey(limit string, shard int, key string) (string, error) {
+	return Key(Limits, "permits", limit, strconv.Itoa(shard), key)
+}
+
+// LimitRateKey is the layout of one item of a fleet-wide rate limit (package
+// fleetlimit): "limit#rate#" + the limit's name + "#" + the shard's number (decimal) +
+// "#" + the limited key. The name must not contain "#".
+func LimitRateKey(limit string, shard int, key string) (string, error) {
+	return Key(Limits, "rate", limit, strconv.Itoa(shard), key)
 }

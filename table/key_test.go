@@ -3,6 +3,7 @@ package table_test
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,6 +47,8 @@ func TestLayouts(t *testing.T) {
 		must(table.SchedulerLeaseKey("default")):               "scheduler#lease#default",
 		must(table.SchedulerScheduleKey("nightly#report")):     "scheduler#schedule#nightly#report",
 		must(table.Key(table.Limits, "tenant-1", "api")):       "limit#tenant-1#api",
+		must(table.LimitPermitsKey("api", 3, "tenant#1")):      "limit#permits#api#3#tenant#1",
+		must(table.LimitRateKey("api", 0, "tenant#1")):         "limit#rate#api#0#tenant#1",
 		must(table.Key(table.Cancellation, "job#1")):           "cancel#job#1",
 		must(table.Key(table.JobRecords, "", "", "01HX")):      "job###01HX",
 		must(table.Key(table.Batches, strings.Repeat("b", 8))): "batch#bbbbbbbb",
@@ -154,5 +157,43 @@ func TestNamespaceOfForeignKeys(t *testing.T) {
 		if ns, ok := table.NamespaceOf(key); ok {
 			t.Errorf("NamespaceOf(%q) = %q; want none", key, ns)
 		}
+	}
+}
+
+// TestLimitLayoutsNeverMeet: the fleet-wide limits' two layouts start with different
+// fixed parts ("permits", "rate") that no limit name or key can stand in for (a name
+// holds no "#"), so a permits item and a rate item never share a key, whatever the
+// sender-chosen key holds; and every such key is in the limits namespace.
+func TestLimitLayoutsNeverMeet(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	for _, name := range []string{"api", "rate", "permits", "0", "x"} {
+		for _, key := range hostile {
+			if key == "" {
+				continue
+			}
+			for shard := range 3 {
+				permits, err := table.LimitPermitsKey(name, shard, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rate, err := table.LimitRateKey(name, shard, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for kind, k := range map[string]string{"permits " + name + " " + strconv.Itoa(shard) + " " + key: permits, "rate " + name + " " + strconv.Itoa(shard) + " " + key: rate} {
+					if ns, _ := table.NamespaceOf(k); ns != table.Limits {
+						t.Errorf("%q is in namespace %q", k, ns)
+					}
+					if other, ok := seen[k]; ok && other != kind {
+						t.Errorf("%s and %s share the key %q", other, kind, k)
+					}
+					seen[k] = kind
+				}
+			}
+		}
+	}
+	if _, err := table.LimitRateKey("a#b", 0, "k"); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("a limit name with %q: %v; want ErrInvalidKey", table.Separator, err)
 	}
 }

@@ -22,60 +22,43 @@
 //
 // # Environment
 //
-// Options fields set in code win; the environment fills the rest. Durations are Go
-// durations ("15s", "2m").
+// Options fields set in code win; the environment fills the rest. Run reads the shared
+// variables below for every host, and then only the variables of the host it runs:
+// [poller.ConfigFromEnvironment] (SQSWORKER_QUEUE_URL, _QUEUE_NAME, _QUEUES, _PRIORITY,
+// _HANDLER_TIMEOUT, _DRAIN_TIMEOUT, _STOP_TIMEOUT, _HEALTH_ADDRESS,
+// _ALLOW_UNBOUNDED_RETRIES; see the poller.Env constants) or
+// [lambda.OptionsFromEnvironment] (SQSWORKER_DEADLINE_MARGIN, _FIFO_MODE,
+// _ENTIRE_BATCH_FAILURE_ERROR, _REPORT_BATCH_ITEM_FAILURES,
+// _INFRASTRUCTURE_FAULT_THRESHOLD; see the lambda.Env constants). So a poller variable set
+// wrong does not stop a Lambda function, nor a Lambda one a poller. Durations are Go
+// durations ("15s", "2m"). The shared variables:
 //
-//	SQSWORKER_QUEUE_URL                   poller: the queue's URL; or
-//	SQSWORKER_QUEUE_NAME                  poller: its name, looked up with GetQueueUrl; or
-//	SQSWORKER_QUEUES                      poller: several queues, one handler, one pool:
-//	                                      comma-separated URL=weight (weight optional,
-//	                                      default 1), for poller.Config.Queues
-//	SQSWORKER_PRIORITY                    poller: weighted (default) or strict, with
-//	                                      SQSWORKER_QUEUES (poller.Config.Priority)
 //	SQSWORKER_CONCURRENCY                 messages handled at once (poller), records or
 //	                                      FIFO groups at once (Lambda); default 10
-//	SQSWORKER_HANDLER_TIMEOUT             poller: hard timeout of one message; default 5m
-//	SQSWORKER_DRAIN_TIMEOUT               poller: how long SIGTERM waits for running handlers;
-//	                                      default SQSWORKER_STOP_TIMEOUT − 5s, else 25s
-//	SQSWORKER_STOP_TIMEOUT                poller: how long the platform waits after SIGTERM
-//	                                      before SIGKILL (ECS stopTimeout, docker --stop-timeout);
-//	                                      the drain ends 5s before it and the process exits
-//	                                      before it (poller.Config.StopTimeout)
-//	SQSWORKER_HEALTH_ADDRESS              poller: serve GET /healthz there; default off
-//	SQSWORKER_ALLOW_UNBOUNDED_RETRIES     poller: "true" accepts a queue without a redrive policy
 //	SQSWORKER_BACKOFF_BASE, _CAP          retry backoff of failed messages; default 2s and 10m
 //	SQSWORKER_DEAD_LETTER_SEND            "false" leaves permanent failures to the redrive policy
-//	SQSWORKER_DEADLINE_MARGIN             Lambda: time kept free before the invocation deadline; default 2s
-//	SQSWORKER_FIFO_MODE                   Lambda: skip-failed-group (default) or stop-at-first-failure
-//	SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR  Lambda: "true" fails the invocation when every record failed
-//	SQSWORKER_REPORT_BATCH_ITEM_FAILURES  Lambda: "false" when the event source mapping lacks
-//	                                      ReportBatchItemFailures
-//	SQSWORKER_INFRASTRUCTURE_FAULT_THRESHOLD  Lambda: records in a row failing with one
-//	                                      infrastructure fault that fail the invocation;
-//	                                      default 2, 0 off (lambda.WithInfrastructureFaultThreshold)
 //	SQSWORKER_LOG_FORMAT                  json (default) or text, on stderr
 //	SQSWORKER_LOG_LEVEL                   debug, info (default), warn or error
 //
-// As a Lambda function with neither of these set, AWS_LAMBDA_LOG_FORMAT (JSON or Text) and
-// AWS_LAMBDA_LOG_LEVEL (TRACE to FATAL), from the function's logging configuration, choose
-// the logger (lambda.LoggerFromEnvironment).
+// As a Lambda function with neither of the last two set, AWS_LAMBDA_LOG_FORMAT (JSON or
+// Text) and AWS_LAMBDA_LOG_LEVEL (TRACE to FATAL), from the function's logging
+// configuration, choose the logger (lambda.LoggerFromEnvironment).
 //
 // AWS settings (region, credentials, AWS_ENDPOINT_URL_SQS) come from the SDK's default chain.
 package worker
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/hostsettings"
 	"github.com/sqsworker/sqsworker/lambda"
 	"github.com/sqsworker/sqsworker/poller"
 )
@@ -83,28 +66,15 @@ import (
 // EnvRuntimeAPI is the variable the Lambda service sets in a function's environment.
 const EnvRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 
-// Environment variable names; see the package documentation.
+// The shared settings' environment variables; see the package documentation. Each
+// host's own are its package's (poller.EnvQueueURL, lambda.EnvFIFOMode, ...).
 const (
-	EnvQueueURL                = "SQSWORKER_QUEUE_URL"
-	EnvQueueName               = "SQSWORKER_QUEUE_NAME"
-	EnvQueues                  = "SQSWORKER_QUEUES"
-	EnvPriority                = "SQSWORKER_PRIORITY"
-	EnvConcurrency             = "SQSWORKER_CONCURRENCY"
-	EnvHandlerTimeout          = "SQSWORKER_HANDLER_TIMEOUT"
-	EnvDrainTimeout            = "SQSWORKER_DRAIN_TIMEOUT"
-	EnvStopTimeout             = "SQSWORKER_STOP_TIMEOUT"
-	EnvHealthAddress           = "SQSWORKER_HEALTH_ADDRESS"
-	EnvAllowUnboundedRetries   = "SQSWORKER_ALLOW_UNBOUNDED_RETRIES"
-	EnvBackoffBase             = "SQSWORKER_BACKOFF_BASE"
-	EnvBackoffCap              = "SQSWORKER_BACKOFF_CAP"
-	EnvDeadlineMargin          = "SQSWORKER_DEADLINE_MARGIN"
-	EnvFIFOMode                = "SQSWORKER_FIFO_MODE"
-	EnvEntireBatchFailureError = "SQSWORKER_ENTIRE_BATCH_FAILURE_ERROR"
-	EnvReportBatchItemFailures = "SQSWORKER_REPORT_BATCH_ITEM_FAILURES"
-	EnvFaultThreshold          = "SQSWORKER_INFRASTRUCTURE_FAULT_THRESHOLD"
-	EnvLogFormat               = "SQSWORKER_LOG_FORMAT"
-	EnvLogLevel                = "SQSWORKER_LOG_LEVEL"
-	EnvDeadLetterSend          = "SQSWORKER_DEAD_LETTER_SEND"
+	EnvConcurrency    = "SQSWORKER_CONCURRENCY"
+	EnvBackoffBase    = "SQSWORKER_BACKOFF_BASE"
+	EnvBackoffCap     = "SQSWORKER_BACKOFF_CAP"
+	EnvDeadLetterSend = "SQSWORKER_DEAD_LETTER_SEND"
+	EnvLogFormat      = "SQSWORKER_LOG_FORMAT"
+	EnvLogLevel       = "SQSWORKER_LOG_LEVEL"
 )
 
 // SQSAPI is the SQS client both hosts use. *sqs.Client satisfies it.
@@ -159,9 +129,8 @@ type Options struct {
 	// Hosts are the hosts Run picks from, in order; if nil, a [LambdaHost] with Lambda's
 	// options, then a [PollerHost] with Poller and OnPollerStopped.
 	Hosts []Host
-	// Poller specifies the long-poll worker's configuration; the environment fills its
-	// zero QueueURL (or Queues and Priority), HandlerTimeout, DrainTimeout, StopTimeout,
-	// HealthCheckAddress and AllowUnboundedRetries, and Settings its zero shared fields.
+	// Poller specifies the long-poll worker's configuration; the poller's variables fill
+	// its zero fields (poller.ConfigFromEnvironment), and Settings its zero shared fields.
 	// Several queues with their own handlers, weights and limits: Poller.Queues (see
 	// poller.QueueConfig); a queue without a handler gets the one given to Run.
 	Poller poller.Config
@@ -179,7 +148,7 @@ func InLambda() bool { return os.Getenv(EnvRuntimeAPI) != "" }
 // NewLogger returns the logger Run uses when Settings.Logger is nil: JSON (or text, with
 // SQSWORKER_LOG_FORMAT=text) on stderr at SQSWORKER_LOG_LEVEL (default info). Programs
 // that log beside the runtime use it to share its format. The error lists every
-// malformed SQSWORKER_* variable, as Run would.
+// malformed shared variable (see the package documentation), as Run would.
 func NewLogger() (*slog.Logger, error) {
 	env, err := readEnv(os.Getenv)
 	return env.logger(), err
@@ -219,41 +188,21 @@ func Run(ctx context.Context, handler sqsworker.Handler, options Options) error 
 	return fmt.Errorf("worker: no host detected itself (tried %s)", strings.Join(names, ", "))
 }
 
-// environment is the configuration read from the environment; zero means unset.
+// environment is the shared settings read from the environment; zero means unset.
 type environment struct {
-	queueURL, queueName     string
-	queues                  []poller.QueueConfig
-	priority                poller.Priority
-	concurrency             int
-	handlerTimeout          time.Duration
-	drainTimeout            time.Duration
-	stopTimeout             time.Duration
-	healthAddress           string
-	allowUnboundedRetries   bool
-	backoff                 sqsworker.Backoff
-	deadlineMargin          *time.Duration
-	fifoMode                *lambda.FIFOMode
-	entireBatchFailureError *bool
-	reportBatchItemFailures *bool
-	faultThreshold          *int
-	logFormat               string
-	lambdaLogger            *slog.Logger // from AWS_LAMBDA_LOG_*, when those decide (lambdalog.go)
-	logLevel                slog.Level
-	deadLetterSend          *bool
+	concurrency    int
+	backoff        sqsworker.Backoff
+	deadLetterSend *bool
+	logFormat      string
+	logLevel       slog.Level
+	lambdaLogger   *slog.Logger // from AWS_LAMBDA_LOG_*, when those decide (lambdalog.go)
 }
 
 // fillSettings fills settings' zero fields from the environment: the one place a shared
 // setting meets its variable.
 func (e environment) fillSettings(settings Settings) Settings {
-	if settings.Concurrency == 0 {
-		settings.Concurrency = e.concurrency
-	}
-	if settings.Backoff.Base == 0 {
-		settings.Backoff.Base = e.backoff.Base
-	}
-	if settings.Backoff.Cap == 0 {
-		settings.Backoff.Cap = e.backoff.Cap
-	}
+	settings.Concurrency = cmp.Or(settings.Concurrency, e.concurrency)
+	settings.Backoff = hostsettings.FillBackoff(settings.Backoff, e.backoff)
 	if settings.Logger == nil {
 		settings.Logger = e.logger()
 	}
@@ -263,139 +212,28 @@ func (e environment) fillSettings(settings Settings) Settings {
 	return settings
 }
 
-// readEnv reads every variable and reports all malformed values at once.
+// readEnv reads the shared variables (no host's own) and reports all malformed values
+// at once.
 func readEnv(getenv func(string) string) (environment, error) {
-	var problems []error
-	value := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	duration := func(name string) time.Duration {
-		text := value(name)
-		if text == "" {
-			return 0
-		}
-		d, err := time.ParseDuration(text)
-		if err != nil || d < 0 {
-			problems = append(problems, fmt.Errorf("worker: %s=%q is not a duration such as 2s or 5m", name, text))
-			return 0
-		}
-		return d
+	env := hostsettings.NewEnvironment("worker: ", getenv)
+	var e environment
+	e.concurrency, _ = env.Int(EnvConcurrency, 1)
+	e.backoff.Base, _ = env.Duration(EnvBackoffBase)
+	e.backoff.Cap, _ = env.Duration(EnvBackoffCap)
+	if send, ok := env.Bool(EnvDeadLetterSend); ok {
+		e.deadLetterSend = &send
 	}
-	boolean := func(name string) *bool {
-		text := value(name)
-		if text == "" {
-			return nil
-		}
-		b, err := strconv.ParseBool(text)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("worker: %s=%q is not true or false", name, text))
-			return nil
-		}
-		return &b
+	e.logFormat = strings.ToLower(env.Value(EnvLogFormat))
+	if e.logFormat != "" && e.logFormat != "json" && e.logFormat != "text" {
+		env.Problem("%s=%q: want json or text", EnvLogFormat, e.logFormat)
 	}
-	env := environment{
-		queueURL:       value(EnvQueueURL),
-		queueName:      value(EnvQueueName),
-		handlerTimeout: duration(EnvHandlerTimeout),
-		drainTimeout:   duration(EnvDrainTimeout),
-		stopTimeout:    duration(EnvStopTimeout),
-		healthAddress:  value(EnvHealthAddress),
-		backoff:        sqsworker.Backoff{Base: duration(EnvBackoffBase), Cap: duration(EnvBackoffCap)},
-		logFormat:      strings.ToLower(value(EnvLogFormat)),
-		lambdaLogger:   lambdaLogger(getenv),
-	}
-	env.queues = parseQueues(value(EnvQueues), func(err error) { problems = append(problems, err) })
-	if set := countSet(env.queueURL != "", env.queueName != "", value(EnvQueues) != ""); set > 1 {
-		problems = append(problems, fmt.Errorf("worker: set only one of %s, %s and %s", EnvQueueURL, EnvQueueName, EnvQueues))
-	}
-	switch text := strings.ToLower(value(EnvPriority)); text {
-	case "", poller.Weighted.String():
-	case poller.Strict.String():
-		env.priority = poller.Strict
-	default:
-		problems = append(problems, fmt.Errorf("worker: %s=%q: want weighted or strict", EnvPriority, text))
-	}
-	if text := value(EnvConcurrency); text != "" {
-		n, err := strconv.Atoi(text)
-		if err != nil || n < 1 {
-			problems = append(problems, fmt.Errorf("worker: %s=%q is not a positive whole number", EnvConcurrency, text))
-		}
-		env.concurrency = max(n, 0)
-	}
-	if allow := boolean(EnvAllowUnboundedRetries); allow != nil {
-		env.allowUnboundedRetries = *allow
-	}
-	if value(EnvDeadlineMargin) != "" {
-		margin := duration(EnvDeadlineMargin)
-		env.deadlineMargin = &margin
-	}
-	switch text := value(EnvFIFOMode); text {
-	case "":
-	case lambda.FIFOSkipFailedGroup.String(), lambda.FIFOStopAtFirstFailure.String():
-		mode := lambda.FIFOSkipFailedGroup
-		if text == lambda.FIFOStopAtFirstFailure.String() {
-			mode = lambda.FIFOStopAtFirstFailure
-		}
-		env.fifoMode = &mode
-	default:
-		problems = append(problems, fmt.Errorf("worker: %s=%q: want %s or %s", EnvFIFOMode, text, lambda.FIFOSkipFailedGroup, lambda.FIFOStopAtFirstFailure))
-	}
-	if text := value(EnvFaultThreshold); text != "" {
-		n, err := strconv.Atoi(text)
-		if err != nil || n < 0 {
-			problems = append(problems, fmt.Errorf("worker: %s=%q is not a whole number of 0 or more", EnvFaultThreshold, text))
-		} else {
-			env.faultThreshold = &n
+	if text := env.Value(EnvLogLevel); text != "" {
+		if err := e.logLevel.UnmarshalText([]byte(text)); err != nil {
+			env.Problem("%s=%q: want debug, info, warn or error", EnvLogLevel, text)
 		}
 	}
-	env.entireBatchFailureError = boolean(EnvEntireBatchFailureError)
-	env.reportBatchItemFailures = boolean(EnvReportBatchItemFailures)
-	env.deadLetterSend = boolean(EnvDeadLetterSend)
-	if env.logFormat != "" && env.logFormat != "json" && env.logFormat != "text" {
-		problems = append(problems, fmt.Errorf("worker: %s=%q: want json or text", EnvLogFormat, env.logFormat))
-	}
-	if text := value(EnvLogLevel); text != "" {
-		if err := env.logLevel.UnmarshalText([]byte(text)); err != nil {
-			problems = append(problems, fmt.Errorf("worker: %s=%q: want debug, info, warn or error", EnvLogLevel, text))
-		}
-	}
-	return env, errors.Join(problems...)
-}
-
-// parseQueues reads SQSWORKER_QUEUES: comma-separated URL=weight, the weight optional.
-func parseQueues(text string, problem func(error)) []poller.QueueConfig {
-	if text == "" {
-		return nil
-	}
-	var queues []poller.QueueConfig
-	for _, item := range strings.Split(text, ",") {
-		item = strings.TrimSpace(item)
-		url, weightText, hasWeight := strings.Cut(item, "=")
-		queue := poller.QueueConfig{URL: url}
-		if hasWeight {
-			weight, err := strconv.Atoi(weightText)
-			if err != nil || weight < 1 {
-				problem(fmt.Errorf("worker: %s: %q has a weight that is not a positive whole number", EnvQueues, item))
-				continue
-			}
-			queue.Weight = weight
-		}
-		if url == "" {
-			problem(fmt.Errorf("worker: %s: an entry has no queue URL (want URL=weight, comma-separated)", EnvQueues))
-			continue
-		}
-		queues = append(queues, queue)
-	}
-	return queues
-}
-
-// countSet counts the true values.
-func countSet(values ...bool) int {
-	n := 0
-	for _, v := range values {
-		if v {
-			n++
-		}
-	}
-	return n
+	e.lambdaLogger = lambdaLogger(getenv)
+	return e, env.Err()
 }
 
 func (e environment) logger() *slog.Logger {

@@ -28,31 +28,17 @@ func TestReadEnv(t *testing.T) {
 	}{
 		{name: "empty"},
 		{name: "all valid", env: map[string]string{
-			EnvQueueURL: "http://q", EnvConcurrency: "4", EnvHandlerTimeout: "30s", EnvDrainTimeout: "10s",
-			EnvBackoffBase: "1s", EnvBackoffCap: "1m", EnvDeadlineMargin: "3s", EnvFIFOMode: "stop-at-first-failure",
-			EnvEntireBatchFailureError: "true", EnvReportBatchItemFailures: "false", EnvLogFormat: "text", EnvLogLevel: "debug",
-			EnvFaultThreshold: "3", EnvStopTimeout: "30s",
+			EnvConcurrency: "4", EnvBackoffBase: "1s", EnvBackoffCap: "1m", EnvDeadLetterSend: "false",
+			EnvLogFormat: "text", EnvLogLevel: "debug",
 		}},
 		{name: "every value malformed", env: map[string]string{
-			EnvQueueURL: "http://q", EnvQueueName: "q", EnvConcurrency: "0", EnvHandlerTimeout: "soon", EnvBackoffBase: "-1s",
-			EnvDeadlineMargin: "2", EnvFIFOMode: "strict", EnvEntireBatchFailureError: "yes please",
-			EnvAllowUnboundedRetries: "maybe", EnvLogFormat: "xml", EnvLogLevel: "loud", EnvFaultThreshold: "-1",
-			EnvStopTimeout: "30",
-		}, want: []string{EnvQueueName, EnvConcurrency, EnvHandlerTimeout, EnvBackoffBase, EnvDeadlineMargin, EnvFIFOMode,
-			EnvEntireBatchFailureError, EnvAllowUnboundedRetries, EnvLogFormat, EnvLogLevel, EnvFaultThreshold, EnvStopTimeout}},
+			EnvConcurrency: "0", EnvBackoffBase: "-1s", EnvBackoffCap: "soon", EnvDeadLetterSend: "maybe",
+			EnvLogFormat: "xml", EnvLogLevel: "loud",
+		}, want: []string{EnvConcurrency, EnvBackoffBase, EnvBackoffCap, EnvDeadLetterSend, EnvLogFormat, EnvLogLevel}},
+		{name: "host variables are not read here", env: map[string]string{
+			poller.EnvHandlerTimeout: "soon", poller.EnvQueues: "=0", lambda.EnvFIFOMode: "strict", lambda.EnvDeadlineMargin: "2",
+		}},
 	}
-	tests = append(tests,
-		struct {
-			name string
-			env  map[string]string
-			want []string
-		}{name: "queues valid", env: map[string]string{EnvQueues: "http://a=6, http://b=3,http://c", EnvPriority: "strict"}},
-		struct {
-			name string
-			env  map[string]string
-			want []string
-		}{name: "queues malformed", env: map[string]string{EnvQueues: "http://a=0,=2", EnvQueueURL: "http://q", EnvPriority: "fifo"}, want: []string{EnvQueues, EnvPriority, EnvQueueURL}},
-	)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := readEnv(func(name string) string { return tc.env[name] })
@@ -78,7 +64,7 @@ func TestReadEnv(t *testing.T) {
 // the batch handler, configured from the environment.
 func TestRunInLambda(t *testing.T) {
 	t.Setenv(EnvRuntimeAPI, "127.0.0.1:9001")
-	t.Setenv(EnvEntireBatchFailureError, "true")
+	t.Setenv(lambda.EnvEntireBatchFailureError, "true")
 	var started any
 	original := startLambda
 	startLambda = func(_ context.Context, handler any) { started = handler }
@@ -94,7 +80,66 @@ func TestRunInLambda(t *testing.T) {
 	}
 	event := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: "{}", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:q"}}}
 	if _, err := batchHandler(context.Background(), event); !errors.Is(err, lambda.ErrEntireBatchFailed) {
-		t.Errorf("error %v, want %v (from %s)", err, lambda.ErrEntireBatchFailed, EnvEntireBatchFailureError)
+		t.Errorf("error %v, want %v (from %s)", err, lambda.ErrEntireBatchFailed, lambda.EnvEntireBatchFailureError)
+	}
+}
+
+// TestAPollerVariableSetWrongDoesNotStopALambdaStart: a Lambda function reads only the
+// Lambda adapter's variables, so malformed poller ones (left over in a shared
+// configuration, say) do not keep it from starting.
+func TestAPollerVariableSetWrongDoesNotStopALambdaStart(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "127.0.0.1:9001")
+	for name, value := range map[string]string{
+		poller.EnvQueueURL: "http://q", poller.EnvQueueName: "q", poller.EnvQueues: "=0", poller.EnvPriority: "fifo",
+		poller.EnvHandlerTimeout: "soon", poller.EnvDrainTimeout: "-1s", poller.EnvStopTimeout: "30",
+		poller.EnvAllowUnboundedRetries: "maybe",
+	} {
+		t.Setenv(name, value)
+	}
+	started := false
+	original := startLambda
+	startLambda = func(context.Context, any) { started = true }
+	t.Cleanup(func() { startLambda = original })
+	err := Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
+		Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler), SQSClient: unusedSQS{}}})
+	if err != nil || !started {
+		t.Fatalf("Run: %v (runtime started: %t), want the Lambda runtime started", err, started)
+	}
+	// The same variables stop a poller, each named.
+	t.Setenv(EnvRuntimeAPI, "")
+	err = Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
+		Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler), SQSClient: unusedSQS{}}})
+	for _, name := range []string{poller.EnvQueues, poller.EnvPriority, poller.EnvHandlerTimeout, poller.EnvDrainTimeout, poller.EnvStopTimeout, poller.EnvAllowUnboundedRetries} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("poller error %v, want one naming %s", err, name)
+		}
+	}
+}
+
+// TestALambdaVariableSetWrongDoesNotStopAPoller: the long-poll worker reads only the
+// poller's variables, so malformed Lambda ones do not keep it from consuming.
+func TestALambdaVariableSetWrongDoesNotStopAPoller(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "")
+	for name, value := range map[string]string{
+		lambda.EnvDeadlineMargin: "2", lambda.EnvFIFOMode: "strict", lambda.EnvEntireBatchFailureError: "yes please",
+		lambda.EnvReportBatchItemFailures: "nope", lambda.EnvInfrastructureFaultThreshold: "-1",
+	} {
+		t.Setenv(name, value)
+	}
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	t.Setenv(poller.EnvQueueURL, queue.URL)
+	if stats := runPollerUntilDrained(t, client, []string{queue.URL}, "a"); stats.Deleted != 1 {
+		t.Errorf("poller stats: %d deleted, want 1", stats.Deleted)
+	}
+	// The same variables stop a Lambda function, each named.
+	t.Setenv(EnvRuntimeAPI, "127.0.0.1:9001")
+	err := Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
+		Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler), SQSClient: unusedSQS{}}})
+	for _, name := range []string{lambda.EnvDeadlineMargin, lambda.EnvFIFOMode, lambda.EnvEntireBatchFailureError, lambda.EnvReportBatchItemFailures, lambda.EnvInfrastructureFaultThreshold} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("Lambda error %v, want one naming %s", err, name)
+		}
 	}
 }
 
@@ -104,12 +149,39 @@ func TestRunPoller(t *testing.T) {
 	t.Setenv(EnvRuntimeAPI, "")
 	client := testenv.SQS(t)
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	t.Setenv(EnvQueueURL, queue.URL)
-	for _, body := range []string{"a", "b", "c"} {
-		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}); err != nil {
-			t.Fatal(err)
+	t.Setenv(poller.EnvQueueURL, queue.URL)
+	if stats := runPollerUntilDrained(t, client, []string{queue.URL}, "a", "b", "c"); stats.Deleted != 3 {
+		t.Errorf("poller stats: %d deleted, want 3", stats.Deleted)
+	}
+}
+
+// TestRunPollerSeveralQueues: SQSWORKER_QUEUES makes Run consume every queue listed.
+func TestRunPollerSeveralQueues(t *testing.T) {
+	t.Setenv(EnvRuntimeAPI, "")
+	t.Setenv(poller.EnvQueueURL, "")
+	t.Setenv(poller.EnvQueueName, "")
+	client := testenv.SQS(t)
+	first := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	second := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	t.Setenv(poller.EnvQueues, first.URL+"=3,"+second.URL)
+	if stats := runPollerUntilDrained(t, client, []string{first.URL, second.URL}, "x"); stats.Deleted != 2 {
+		t.Errorf("poller stats: %d deleted, want 2", stats.Deleted)
+	}
+}
+
+// runPollerUntilDrained sends bodies to each of urls, runs Run (as the long-poll worker,
+// configured by the environment) until every message is handled and deleted, stops it
+// and returns the poller's counts. Run must return nil after the graceful stop.
+func runPollerUntilDrained(t *testing.T, client *sqs.Client, urls []string, bodies ...string) poller.Stats {
+	t.Helper()
+	for _, url := range urls {
+		for _, body := range bodies {
+			if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	want := int32(len(urls) * len(bodies))
 	var handled atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -121,107 +193,34 @@ func TestRunPoller(t *testing.T) {
 			return nil
 		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}, OnPollerStopped: func(s poller.Stats) { stats = s }})
 	}()
-	testenv.Eventually(t, 20*time.Second, "three messages handled and deleted", func() bool {
-		visible, inFlight := testenv.Counts(t, client, queue.URL)
-		return handled.Load() == 3 && visible+inFlight == 0
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if stats.Deleted != 3 {
-		t.Errorf("poller stats: %d deleted, want 3", stats.Deleted)
-	}
-}
-
-// TestParseQueues: SQSWORKER_QUEUES gives Config.Queues in order, weights defaulting
-// to 1 (filled by poller), and SQSWORKER_PRIORITY the priority.
-func TestParseQueues(t *testing.T) {
-	t.Parallel()
-	env, err := readEnv(func(name string) string {
-		return map[string]string{EnvQueues: "http://a=6, http://b", EnvPriority: "Strict"}[name]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := env.fillPoller(poller.Config{}, Settings{})
-	if len(config.Queues) != 2 || config.Queues[0].URL != "http://a" || config.Queues[0].Weight != 6 || config.Queues[1].URL != "http://b" || config.Queues[1].Weight != 0 {
-		t.Errorf("Queues = %+v, want http://a weight 6 and http://b", config.Queues)
-	}
-	if config.QueueURL != "" || config.Priority != poller.Strict {
-		t.Errorf("QueueURL %q, Priority %v; want none and strict", config.QueueURL, config.Priority)
-	}
-	// Options.Poller.Queues set in code win over the environment.
-	own := []poller.QueueConfig{{URL: "http://own"}}
-	if config := env.fillPoller(poller.Config{Queues: own}, Settings{}); len(config.Queues) != 1 || config.Queues[0].URL != "http://own" {
-		t.Errorf("Queues = %+v, want the ones set in code", config.Queues)
-	}
-}
-
-// TestStopTimeoutFromTheEnvironment: SQSWORKER_STOP_TIMEOUT (the container's stop
-// timeout, which the Terraform module passes) becomes poller.Config.StopTimeout, which
-// bounds the drain; a value set in code wins.
-func TestStopTimeoutFromTheEnvironment(t *testing.T) {
-	t.Parallel()
-	env, err := readEnv(func(name string) string {
-		return map[string]string{EnvStopTimeout: "30s", EnvDrainTimeout: "60s"}[name]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if config := env.fillPoller(poller.Config{}, Settings{}); config.StopTimeout != 30*time.Second || config.DrainTimeout != time.Minute {
-		t.Errorf("StopTimeout %s, DrainTimeout %s; want 30s and 1m0s (poller.New lowers the drain to 25s, with a warning)", config.StopTimeout, config.DrainTimeout)
-	}
-	if config := env.fillPoller(poller.Config{StopTimeout: time.Minute}, Settings{}); config.StopTimeout != time.Minute {
-		t.Errorf("StopTimeout %s, want the 1m0s set in code", config.StopTimeout)
-	}
-}
-
-// TestRunPollerSeveralQueues: SQSWORKER_QUEUES makes Run consume every queue listed.
-func TestRunPollerSeveralQueues(t *testing.T) {
-	t.Setenv(EnvRuntimeAPI, "")
-	t.Setenv(EnvQueueURL, "")
-	t.Setenv(EnvQueueName, "")
-	client := testenv.SQS(t)
-	first := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	second := testenv.NewQueue(t, client, testenv.QueueOptions{})
-	t.Setenv(EnvQueues, first.URL+"=3,"+second.URL)
-	for _, url := range []string{first.URL, second.URL} {
-		if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
-			t.Fatal(err)
+	testenv.Eventually(t, 20*time.Second, "every message handled and deleted", func() bool {
+		left := 0
+		for _, url := range urls {
+			visible, inFlight := testenv.Counts(t, client, url)
+			left += visible + inFlight
 		}
-	}
-	var handled atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error {
-			handled.Add(1)
-			return nil
-		}), Options{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}, Poller: poller.Config{WaitTime: time.Second}})
-	}()
-	testenv.Eventually(t, 20*time.Second, "both messages handled and deleted", func() bool {
-		a, aFlight := testenv.Counts(t, client, first.URL)
-		b, bFlight := testenv.Counts(t, client, second.URL)
-		return handled.Load() == 2 && a+aFlight+b+bFlight == 0
+		return handled.Load() == want && left == 0
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	return stats
 }
 
 func TestRunPollerWithoutQueue(t *testing.T) {
 	t.Setenv(EnvRuntimeAPI, "")
-	t.Setenv(EnvQueueURL, "")
-	t.Setenv(EnvQueueName, "")
+	t.Setenv(poller.EnvQueueURL, "")
+	t.Setenv(poller.EnvQueueName, "")
 	err := Run(context.Background(), sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
 		Options{Settings: Settings{SQSClient: testenv.SQS(t)}})
-	if err == nil || !strings.Contains(err.Error(), EnvQueueURL) {
-		t.Fatalf("error %v, want one naming %s", err, EnvQueueURL)
+	if err == nil || !strings.Contains(err.Error(), poller.EnvQueueURL) {
+		t.Fatalf("error %v, want one naming %s", err, poller.EnvQueueURL)
 	}
 }
+
+// unusedSQS is a client whose methods are never called: Run stops before any call.
+type unusedSQS struct{ SQSAPI }
 
 // discardSQS answers every call the adapter makes with success.
 type discardSQS struct{ lambda.SQSAPI }

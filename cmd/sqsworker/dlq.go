@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 

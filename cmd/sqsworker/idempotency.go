@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/table"
 )
 

@@ -233,7 +233,7 @@ func TestUIOutboxFlag(t *testing.T) {
 	}
 
 	plain := "http://" + startUI(t, env, queue.URL).address(t).Host
-	if code, body := bearer(plain, "/outbox"); code != http.StatusNotFound || !strings.Contains(body, "start the page with --outbox-table TABLE or --outbox-postgres URL") {
+	if code, body := bearer(plain, "/outbox"); code != http.StatusNotFound || !strings.Contains(body, "the CLI: --outbox-table TABLE or --outbox-postgres URL") {
 		t.Fatalf("GET /outbox without an outbox = %d:\n%s", code, body)
 	}
 	if _, queues := bearer(plain, "/"); strings.Contains(queues, `href="/outbox"`) {

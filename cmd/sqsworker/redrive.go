@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 

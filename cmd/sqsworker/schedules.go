@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/scheduler"
 )
 

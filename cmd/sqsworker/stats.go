@@ -3,24 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
-	"os"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
-
-// cloudWatchTimeout bounds the CloudWatch query for the age of the oldest message.
-const cloudWatchTimeout = 5 * time.Second
 
 // queueStats is what `stats` and `queues` report for one queue.
 type queueStats struct {
@@ -241,44 +235,22 @@ func atoi(text string) int {
 	return n
 }
 
-// oldestAge reads ApproximateAgeOfOldestMessage, a CloudWatch metric (SQS has no queue
-// attribute for it), as the latest one-minute maximum of the last 15 minutes. It
-// returns nil and the reason when the age is unknown.
+// oldestAge reads ApproximateAgeOfOldestMessage (see cloudWatchAges). It returns nil
+// and the reason when the age is unknown.
 func (a *app) oldestAge(ctx context.Context, name string) (*float64, string) {
-	if os.Getenv("AWS_ENDPOINT_URL_SQS") != "" && os.Getenv("AWS_ENDPOINT_URL_CLOUDWATCH") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		return nil, "unknown: ApproximateAgeOfOldestMessage is a CloudWatch metric, and SQS uses a custom endpoint " +
-			"(AWS_ENDPOINT_URL_SQS, an emulator?) with no CloudWatch endpoint set (AWS_ENDPOINT_URL_CLOUDWATCH)"
+	ages, reason := a.cloudWatchAges(ctx)
+	if ages == nil {
+		return nil, "unknown: " + reason
 	}
-	cfg, err := a.awsConfig(ctx)
+	age, known, err := ages.OldestAge(ctx, name)
 	if err != nil {
-		return nil, "unknown: " + err.Error()
+		return nil, "unknown: " + oneLine(err.Error(), 200)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cloudWatchTimeout)
-	defer cancel()
-	now := time.Now()
-	output, err := cloudwatch.NewFromConfig(cfg).GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
-		Namespace:  aws.String("AWS/SQS"),
-		MetricName: aws.String("ApproximateAgeOfOldestMessage"),
-		Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String(name)}},
-		StartTime:  aws.Time(now.Add(-15 * time.Minute)),
-		EndTime:    aws.Time(now),
-		Period:     aws.Int32(60),
-		Statistics: []cwtypes.Statistic{cwtypes.StatisticMaximum},
-	})
-	if err != nil {
-		return nil, "unknown: CloudWatch GetMetricStatistics failed: " + oneLine(err.Error(), 200)
-	}
-	var latest *cwtypes.Datapoint
-	for i := range output.Datapoints {
-		point := &output.Datapoints[i]
-		if point.Maximum != nil && (latest == nil || aws.ToTime(point.Timestamp).After(aws.ToTime(latest.Timestamp))) {
-			latest = point
-		}
-	}
-	if latest == nil {
+	if !known {
 		return nil, "unknown: no CloudWatch datapoint in the last 15 minutes"
 	}
-	return latest.Maximum, ""
+	seconds := age.Seconds()
+	return &seconds, ""
 }
 
 func ageText(seconds *float64) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/opspage"
 )
 
 // uiShutdownTimeout bounds the wait for requests in progress (a redrive) at the end.
@@ -24,8 +25,9 @@ func newUICommand(a *app) *cobra.Command {
 	var queues, metrics []string
 	var addr string
 	var access uiAccess
+	var fromCloudWatch bool
 	var outboxFrom outboxSource
-	config := ui.Config{}
+	config := opspage.Config{}
 	cmd := &cobra.Command{
 		Use:   "ui --queue QUEUE [--queue QUEUE]... [--metrics URL]... [--table TABLE] [--outbox-table TABLE | --outbox-postgres URL]",
 		Short: "Serve the operations page: live queue counts, dead-letter browser, filtered redrive, idempotency records, outbox",
@@ -35,7 +37,10 @@ The page shows every --queue with its visible, in-flight and delayed counts and 
 dead-letter queue's depth (from the redrive policy), throughput and failure rate (from the
 workers' /metrics, otelsqsworker's Prometheus handler, when --metrics is given; from the
 change of the SQS counts otherwise), refreshed live; the server reads them once per queue
-per --interval (GetQueueAttributes) whatever the number of open pages.
+per --interval (GetQueueAttributes) whatever the number of open pages. Each queue's page
+charts its depth, the age of its oldest message (an upper bound: the time since a poll saw
+it empty; with --cloudwatch, CloudWatch's ApproximateAgeOfOldestMessage, read once a minute)
+and its throughput over the last --history, from those same polls, kept in memory.
 For each dead-letter queue: the messages grouped by failure reason, each message's
 attributes, reason, receive count and expiry, its body on request; a filtered redrive
 (the client-side mover of 'redrive move') that runs a dry run first and moves only when
@@ -86,6 +91,13 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 			if err != nil {
 				return err
 			}
+			if fromCloudWatch {
+				ages, reason := a.cloudWatchAges(ctx)
+				if ages == nil {
+					return usageError(errors.New("--cloudwatch: " + reason))
+				}
+				config.Ages = ages
+			}
 			client, err := a.sqs(ctx)
 			if err != nil {
 				return err
@@ -117,29 +129,31 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 				return fmt.Errorf("sqsworker: ui: %w", err)
 			}
 			config.Addr = listener.Addr().String()
-			config.MetricsURLs = metrics
+			if len(metrics) > 0 {
+				config.Counters = ui.NewScraper(metrics, max(config.Interval, 5*time.Second))
+			}
 			config.AccessToken = token
 			config.Secure = tlsConfig != nil
 			config.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
-			server, err := ui.New(client, config)
+			page, err := opspage.New(client, config)
 			if err != nil {
 				listener.Close()
 				return usageError(err)
 			}
-			server.Start(ctx)
-			defer server.Stop()
+			page.Start(ctx)
+			defer page.Close()
 			scheme := "http"
 			if tlsConfig != nil {
 				scheme = "https"
 			}
 			if source == "" {
-				fmt.Fprintf(a.stdout, "Operations page: %s://%s/?%s=%s\n", scheme, config.Addr, ui.AccessTokenParam, server.AccessToken())
+				fmt.Fprintf(a.stdout, "Operations page: %s://%s/?%s=%s\n", scheme, config.Addr, opspage.AccessTokenParam, page.AccessToken())
 				fmt.Fprintln(a.stdout, "The address holds a random access token, printed only here: open it once, a session cookie keeps it.")
 			} else {
 				fmt.Fprintf(a.stdout, "Operations page: %s://%s/\n", scheme, config.Addr)
-				fmt.Fprintf(a.stdout, "Open it once as %s://%s/?%s=TOKEN with the token from %s; a session cookie keeps it.\n", scheme, config.Addr, ui.AccessTokenParam, source)
+				fmt.Fprintf(a.stdout, "Open it once as %s://%s/?%s=TOKEN with the token from %s; a session cookie keeps it.\n", scheme, config.Addr, opspage.AccessTokenParam, source)
 			}
-			return serveUntilDone(ctx, listener, server.Handler(), tlsConfig)
+			return serveUntilDone(ctx, listener, page, tlsConfig)
 		},
 	}
 	flags := cmd.Flags()
@@ -152,8 +166,10 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 	flags.StringVar(&access.keyFile, "tls-key", "", "the PEM private key of --tls-cert")
 	flags.StringVar(&access.argvToken, "token", "", "refused: a token on the command line is visible to every local user (use "+uiTokenVariable+" or --token-file)")
 	_ = flags.MarkHidden("token")
-	flags.DurationVar(&config.Interval, "interval", ui.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
-	flags.IntVar(&config.PeekMax, "peek-max", ui.DefaultPeekMax, "how many dead letters one look receives at most")
+	flags.DurationVar(&config.Interval, "interval", opspage.DefaultInterval, "how often the server reads the queues' attributes (at least 500ms)")
+	flags.BoolVar(&fromCloudWatch, "cloudwatch", false, "chart the oldest message's age from CloudWatch (ApproximateAgeOfOldestMessage, GetMetricStatistics once a minute per queue) instead of the page's upper bound")
+	flags.DurationVar(&config.History, "history", opspage.DefaultHistory, "how far back the queue charts go (at most 24h; kept in memory from the page's own polls)")
+	flags.IntVar(&config.PeekMax, "peek-max", opspage.DefaultPeekMax, "how many dead letters one look receives at most")
 	flags.StringVar(&config.Table, "table", "", "DynamoDB table of the idempotency records (enables lookup and release)")
 	envFlag(cmd, "table", tableVariable)
 	flags.StringVar(&config.KeyPrefix, "prefix", "", `idempotency key prefix (Config.KeyPrefix): the stored key is "idempotency#PREFIX#KEY"`)

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
+	"github.com/sqsworker/sqsworker/opspage"
 )
 
 // uiTokenVariable is the environment variable `sqsworker ui` reads its access token from.
@@ -53,7 +53,7 @@ func (u uiAccess) check(addr string) error {
 }
 
 // token returns the access token and where it came from: --token-file, else
-// SQSWORKER_UI_TOKEN, else "" and a token made by the page (the empty token: ui.New
+// SQSWORKER_UI_TOKEN, else "" and a token made by the page (the empty token: opspage.New
 // makes a random one).
 func (u uiAccess) token() (token, source string, err error) {
 	if u.tokenFile != "" {
@@ -68,8 +68,8 @@ func (u uiAccess) token() (token, source string, err error) {
 	} else {
 		return "", "", nil
 	}
-	if len(token) < ui.MinAccessTokenLength {
-		return "", "", fmt.Errorf("the access token from %s has %d characters: use at least %d (for example: openssl rand -hex 16)", source, len(token), ui.MinAccessTokenLength)
+	if len(token) < opspage.MinAccessTokenLength {
+		return "", "", fmt.Errorf("the access token from %s has %d characters: use at least %d (for example: openssl rand -hex 16)", source, len(token), opspage.MinAccessTokenLength)
 	}
 	return token, source, nil
 }

@@ -51,6 +51,8 @@ func TestUIUsage(t *testing.T) {
 		"all interfaces": {args: []string{"ui", "--queue", "q", "--addr", "0.0.0.0:8089", "--public", "--tls-cert", "c", "--tls-key", "k"},
 			stderr: "not all interfaces"},
 		"bad address": {args: []string{"ui", "--queue", "q", "--addr", "nowhere"}, stderr: `--addr "nowhere"`},
+		"cloudwatch on the emulator": {args: []string{"ui", "--queue", "q", "--cloudwatch"},
+			stderr: "--cloudwatch: ApproximateAgeOfOldestMessage is a CloudWatch metric, and SQS uses a custom endpoint"},
 		"both outbox stores": {args: []string{"ui", "--queue", "q", "--outbox-table", "t", "--outbox-postgres", "postgres://db"},
 			stderr: "give exactly one of --outbox-table (DynamoDB) and --outbox-postgres (PostgreSQL)"},
 	} {

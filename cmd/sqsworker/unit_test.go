@@ -3,9 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/humantime"
 	"testing"
 	"time"
+
+	"github.com/sqsworker/sqsworker/opspage/humantime"
 )
 
 func TestExitCode(t *testing.T) {

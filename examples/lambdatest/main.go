@@ -81,7 +81,11 @@ func main() {
 	if err != nil {
 		log.Fatalf("lambdatest: %v", err)
 	}
-	awslambda.Start(lambda.NewBatchHandler(handler, options...))
+	batch, err := lambda.NewBatchHandler(handler, options...)
+	if err != nil {
+		log.Fatalf("lambdatest: %v", err)
+	}
+	awslambda.Start(batch.Handle)
 }
 
 func handle(ctx context.Context, m *sqsworker.Message) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/examples/webhook/delivery"
 	"github.com/sqsworker/sqsworker/lambda"
+	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -74,8 +75,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case "", "off":
 	case metricsPrometheus:
 		c.Metrics = true
-		if strings.TrimSpace(getenv(worker.EnvHealthAddress)) == "" {
-			problems = append(problems, fmt.Errorf("%s=%s needs %s, the address GET /metrics is served on", envMetrics, text, worker.EnvHealthAddress))
+		if strings.TrimSpace(getenv(poller.EnvHealthAddress)) == "" {
+			problems = append(problems, fmt.Errorf("%s=%s needs %s, the address GET /metrics is served on", envMetrics, text, poller.EnvHealthAddress))
 		}
 	default:
 		problems = append(problems, fmt.Errorf("%s=%q is neither %s nor off", envMetrics, text, metricsPrometheus))
@@ -87,7 +88,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 // environment leaves the setting unset.
 func runtimeOptions(getenv func(string) string) worker.Options {
 	var options worker.Options
-	if strings.TrimSpace(getenv(worker.EnvHandlerTimeout)) == "" {
+	if strings.TrimSpace(getenv(poller.EnvHandlerTimeout)) == "" {
 		options.Poller.HandlerTimeout = defaultHandlerTimeout
 	}
 	if strings.TrimSpace(getenv(worker.EnvBackoffBase)) == "" && strings.TrimSpace(getenv(worker.EnvBackoffCap)) == "" {

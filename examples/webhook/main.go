@@ -77,12 +77,12 @@ func main() {
 }
 
 func healthcheck(args []string) int {
-	address := os.Getenv(worker.EnvHealthAddress)
+	address := os.Getenv(poller.EnvHealthAddress)
 	if len(args) > 0 {
 		address = args[0]
 	}
 	if address == "" {
-		fmt.Fprintf(os.Stderr, "webhook healthcheck: no address; set %s or pass it as argument\n", worker.EnvHealthAddress)
+		fmt.Fprintf(os.Stderr, "webhook healthcheck: no address; set %s or pass it as argument\n", poller.EnvHealthAddress)
 		return 1
 	}
 	if err := poller.CheckHealth(context.Background(), address); err != nil {

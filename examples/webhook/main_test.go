@@ -36,7 +36,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "metrics off", env: map[string]string{envTable: "t", envMetrics: "off"}, want: config{Table: "t"}},
 		{
 			name: "metrics on the health address",
-			env:  map[string]string{envTable: "t", envMetrics: "prometheus", worker.EnvHealthAddress: "127.0.0.1:8080"},
+			env:  map[string]string{envTable: "t", envMetrics: "prometheus", poller.EnvHealthAddress: "127.0.0.1:8080"},
 			want: config{Table: "t", Metrics: true},
 		},
 		{
@@ -84,7 +84,7 @@ func TestRuntimeOptionsDefaultOnlyWhatTheEnvironmentLeavesUnset(t *testing.T) {
 		t.Errorf("with nothing set: handler timeout %s, backoff %+v, %d Lambda options; want the example's defaults",
 			options.Poller.HandlerTimeout, options.Poller.Backoff, len(options.Lambda))
 	}
-	options = runtimeOptions(env(map[string]string{worker.EnvHandlerTimeout: "1m", worker.EnvBackoffCap: "5m"}))
+	options = runtimeOptions(env(map[string]string{poller.EnvHandlerTimeout: "1m", worker.EnvBackoffCap: "5m"}))
 	if options.Poller.HandlerTimeout != 0 || options.Poller.Backoff.Base != 0 || options.Poller.Backoff.Cap != 0 || len(options.Lambda) != 0 {
 		t.Errorf("with the variables set the example must leave them to worker.Run; got %+v", options.Poller)
 	}
@@ -109,7 +109,7 @@ func TestHealthcheck(t *testing.T) {
 	if code := healthcheck([]string{address}); code != 1 {
 		t.Errorf("healthcheck of a stopping worker = %d, want 1", code)
 	}
-	t.Setenv(worker.EnvHealthAddress, "")
+	t.Setenv(poller.EnvHealthAddress, "")
 	if code := healthcheck(nil); code != 1 {
 		t.Errorf("healthcheck without an address = %d, want 1", code)
 	}

@@ -1,7 +1,6 @@
 package hostsettings_test
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -17,8 +16,9 @@ import (
 )
 
 // TestBothHostsRefuseABadSharedSettingWithTheSameError feeds the same bad setting to the
-// poller (Config, an error from New) and to the Lambda adapter (its option, a panic) and
-// expects the same problem text from both, after the host's own prefix.
+// poller (Config, an error from New) and to the Lambda adapter (its option, an error from
+// NewBatchHandler) and expects the same problem text from both, after the host's own
+// prefix.
 func TestBothHostsRefuseABadSharedSettingWithTheSameError(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -40,17 +40,14 @@ func TestBothHostsRefuseABadSharedSettingWithTheSameError(t *testing.T) {
 			require.Error(t, err)
 			lines := strings.Split(err.Error(), "\n")
 
-			recovered := func() (value any) {
-				defer func() { value = recover() }()
-				if tc.concurrency != 0 {
-					lambda.WithConcurrency(tc.concurrency)
-				} else {
-					lambda.WithBackoff(tc.backoff)
-				}
-				return nil
-			}()
-			require.NotNil(t, recovered, "the Lambda option panics")
-			lambdaLines := strings.Split(fmt.Sprint(recovered), "\n")
+			option := lambda.WithBackoff(tc.backoff)
+			if tc.concurrency != 0 {
+				option = lambda.WithConcurrency(tc.concurrency)
+			}
+			batch, lambdaErr := lambda.NewBatchHandler(sqsworker.HandlerFunc(nil), option)
+			require.Nil(t, batch)
+			require.Error(t, lambdaErr, "the Lambda adapter refuses the option")
+			lambdaLines := strings.Split(lambdaErr.Error(), "\n")
 			require.Len(t, lambdaLines, len(tc.want))
 			for i, want := range tc.want {
 				assert.Contains(t, lines, "poller: Config."+want)

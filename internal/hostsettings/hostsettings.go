@@ -2,7 +2,9 @@
 // (the poller's Config and the Lambda adapter's options): their concurrency, their retry
 // policy, their logger. Each host names a setting its own way (poller.Config.Concurrency,
 // lambda.WithConcurrency) and prefixes the problems found here with its own name, so the
-// same bad setting reads the same on both hosts.
+// same bad setting reads the same on both hosts. [Environment] is how each host reads
+// its own variables (poller.ConfigFromEnvironment, lambda.OptionsFromEnvironment) and
+// package worker the shared ones.
 package hostsettings
 
 import (
@@ -60,10 +62,28 @@ func ForConcurrentUse(backoff sqsworker.Backoff) sqsworker.Backoff {
 	return backoff
 }
 
-// Logger returns logger, or slog.Default() when nil: both hosts' default.
+// Logger returns logger, or slog.Default() when nil: the poller's default. (The Lambda
+// adapter's is the function's logging configuration, lambda.LoggerFromEnvironment.)
 func Logger(logger *slog.Logger) *slog.Logger {
 	if logger == nil {
 		return slog.Default()
 	}
 	return logger
+}
+
+// FillBackoff returns backoff with its unset parts taken from defaults: all of defaults
+// when backoff is the zero value (no Jitter or Random of its own either), else only its
+// zero Base and Cap. It is how a setting made in code meets a shared default (the
+// worker's Settings, the environment).
+func FillBackoff(backoff, defaults sqsworker.Backoff) sqsworker.Backoff {
+	if backoff.Base == 0 && backoff.Cap == 0 && backoff.Jitter == sqsworker.JitterFull && backoff.Random == nil {
+		return defaults
+	}
+	if backoff.Base == 0 {
+		backoff.Base = defaults.Base
+	}
+	if backoff.Cap == 0 {
+		backoff.Cap = defaults.Cap
+	}
+	return backoff
 }

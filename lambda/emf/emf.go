@@ -6,8 +6,11 @@
 // (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
 //
 //	recorder := emf.New(emf.Config{Namespace: "orders-worker"})
-//	handler := lambda.New(h, lambda.WithObserver(recorder))
-//	awslambda.Start(recorder.Wrap(handler.Handle))
+//	batch, err := lambda.NewBatchHandler(h, lambda.WithObserver(recorder))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	awslambda.Start(recorder.Wrap(batch.Handle))
 package emf
 
 import (

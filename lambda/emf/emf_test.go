@@ -124,7 +124,7 @@ func TestOneLinePerInvocation(t *testing.T) {
 	var out bytes.Buffer
 	now := time.UnixMilli(1_764_583_200_000)
 	recorder := emf.New(emf.Config{Namespace: "orders-worker", Writer: &out, Now: func() time.Time { return now }})
-	handler := lambda.New(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
+	handler, err := lambda.NewBatchHandler(sqsworker.HandlerFunc(func(_ context.Context, m *sqsworker.Message) error {
 		switch m.Body {
 		case "fail":
 			return errors.New("transient")
@@ -133,6 +133,9 @@ func TestOneLinePerInvocation(t *testing.T) {
 		}
 		return nil
 	}), lambda.WithObserver(recorder), lambda.WithSQSClient(visibilityOnly{}), lambda.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	invoke := recorder.Wrap(handler.Handle)
 	const arn = "arn:aws:sqs:eu-west-1:123456789012:orders"
 	event := func(bodies ...string) events.SQSEvent {
@@ -145,7 +148,7 @@ func TestOneLinePerInvocation(t *testing.T) {
 		}
 		return e
 	}
-	_, err := invoke(context.Background(), event("ok", "ok", "fail", "defer"))
+	_, err = invoke(context.Background(), event("ok", "ok", "fail", "defer"))
 	require.NoError(t, err)
 	_, err = invoke(context.Background(), event("ok"))
 	require.NoError(t, err)

@@ -1,6 +1,8 @@
 package emf_test
 
 import (
+	"log"
+
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sqsworker/sqsworker"
@@ -12,6 +14,9 @@ import (
 func Example() {
 	var h sqsworker.Handler = sqsworker.HandlerFunc(nil)
 	recorder := emf.New(emf.Config{Namespace: "orders-worker"})
-	batch := lambda.New(h, lambda.WithObserver(recorder))
+	batch, err := lambda.NewBatchHandler(h, lambda.WithObserver(recorder))
+	if err != nil {
+		log.Fatal(err)
+	}
 	awslambda.Start(recorder.Wrap(batch.Handle))
 }

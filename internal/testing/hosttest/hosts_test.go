@@ -123,8 +123,11 @@ func runLambda(t *testing.T, handler sqsworker.Handler, sc scenario) result {
 	id, receipt, body, attributes := message(sc.firstReceive)
 	fake := &fakeSQS{failSends: sc.failSends, maxReceiveCount: sc.maxReceiveCount}
 	observed := &recorder{}
-	b := lambda.New(handler, lambda.WithSQSClient(fake), lambda.WithBackoff(backoff), lambda.WithObserver(observed),
+	b, err := lambda.NewBatchHandler(handler, lambda.WithSQSClient(fake), lambda.WithBackoff(backoff), lambda.WithObserver(observed),
 		lambda.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	response, err := b.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{
 		MessageId: id, ReceiptHandle: receipt, Body: body, Attributes: attributes, EventSourceARN: queueARN, EventSource: "aws:sqs",
 	}}})

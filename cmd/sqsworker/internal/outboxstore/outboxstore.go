@@ -1,6 +1,7 @@
 // Package outboxstore gives the CLI's outbox commands and the operations page one view
 // of a transactional outbox (package outbox), whichever its store: DynamoDB or
-// PostgreSQL. It only binds an outbox to its client; the work is done by the outbox
+// PostgreSQL. A [Store] is an [opspage.Outbox], the interface the page declares, so the
+// page depends on no concrete store. It only binds an outbox to its client; the work is done by the outbox
 // package's Summary, Failed, Parked, Retry and Skip.
 package outboxstore
 
@@ -12,26 +13,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sqsworker/sqsworker/opspage"
 	"github.com/sqsworker/sqsworker/outbox"
 )
 
-// Store is one outbox with its client. Its methods are safe for concurrent use (the
-// page serves requests in parallel).
+// Store is one outbox with its client: the operations page's [opspage.Outbox] (see it
+// for each method), and Close. Its methods are safe for concurrent use (the page serves
+// requests in parallel).
 type Store interface {
-	// Name says which outbox this is, for people: "DynamoDB table T" or "PostgreSQL
-	// host:port/database" (never the password of the connection URL).
-	Name() string
-	// Summary counts the unpublished entries, the age of the oldest, the failed entries
-	// and the parked FIFO message groups.
-	Summary(ctx context.Context) (outbox.Summary, error)
-	// Failed lists up to limit failed entries with their reasons.
-	Failed(ctx context.Context, limit int) ([]outbox.Entry, error)
-	// Parked lists up to limit parked FIFO message groups with the entry that holds each.
-	Parked(ctx context.Context, limit int) ([]outbox.ParkedGroup, error)
-	// Retry makes the failed entry id unpublished again, due at once; Skip deletes it.
-	// Both return an error wrapping outbox.ErrNotFailed when no failed entry has that id.
-	Retry(ctx context.Context, id string) error
-	Skip(ctx context.Context, id string) error
+	opspage.Outbox
 	// Close releases the client's connections (PostgreSQL); the Store is unusable after.
 	Close()
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/opspage"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -71,26 +71,40 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	return tabCtx
 }
 
-// serve starts the page on 127.0.0.1 (a port of its own) and returns its base URL.
-func serve(t *testing.T, client *sqs.Client, config ui.Config) (*ui.Server, string) {
+// serve starts the page on 127.0.0.1 (a port of its own) as a service mounts it: at the
+// root of the server without config.Prefix, otherwise in the service's own mux (which
+// has a route of its own at /) under the prefix, as it is or behind http.StripPrefix
+// (strip). It returns the page and its base URL, the prefix included.
+func serve(t *testing.T, client *sqs.Client, config opspage.Config, strip bool) (*opspage.Page, string) {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	config.Addr = listener.Addr().String()
-	server, err := ui.New(client, config)
+	page, err := opspage.New(client, config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server.Start(context.Background())
-	httpServer := &http.Server{Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	page.Start(context.Background())
+	var handler http.Handler = page
+	if config.Prefix != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the service's own page") })
+		if strip {
+			mux.Handle(config.Prefix+"/", http.StripPrefix(config.Prefix, page))
+		} else {
+			mux.Handle(config.Prefix+"/", page)
+		}
+		handler = mux
+	}
+	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = httpServer.Serve(listener) }()
 	t.Cleanup(func() {
 		_ = httpServer.Close()
-		server.Stop()
+		page.Close()
 	})
-	return server, "http://" + config.Addr
+	return page, "http://" + config.Addr + config.Prefix
 }
 
 // seeded is what seedDeadLetters put in the dead-letter queue, by failure reason.
@@ -119,7 +133,7 @@ func seedDeadLetters(t *testing.T, client *sqs.Client, queue testenv.Queue) seed
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}); err != nil {
 			t.Fatal(err)
 		}
-		s.bodies[ui.NoReason] = append(s.bodies[ui.NoReason], body)
+		s.bodies[opspage.NoReason] = append(s.bodies[opspage.NoReason], body)
 	}
 	// Fail every receive (release at once) until the redrive policy moved both.
 	testenv.Eventually(t, testenv.WaitTimeout, "the redrive policy moved 2 messages", func() bool {
@@ -227,7 +241,10 @@ func TestBrowser(t *testing.T) {
 	table := testenv.NewTable(t, dynamo)
 	store := idempotency.NewDynamoDBStore(dynamo, table)
 	box := newFailedOutbox(t, client, "dynamodb")
-	server, base := serve(t, client, ui.Config{Queues: []string{queue.URL}, Interval: ui.MinInterval, Store: store, Table: table, Outbox: box.store})
+	// Mounted under a prefix in a service's mux, behind http.StripPrefix: every link,
+	// form, asset and fetch below goes through the prefix.
+	server, base := serve(t, client, opspage.Config{Prefix: "/ops", Queues: []string{queue.URL}, Interval: opspage.MinInterval,
+		Store: store, Table: table, Outbox: box.store}, true)
 	name := queueName(queue.URL)
 	row := fmt.Sprintf(`document.querySelector('tr[data-queue=%q] [data-field=%%q]')`, name)
 	field := func(f string) string { return fmt.Sprintf(row, f) + ".textContent" }
@@ -238,7 +255,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("GET / without the access token answered %d, want 401", response.Status)
 	}
 	// The page loads before the dead letters exist; the live refresh shows them arrive.
-	response := run(t, ctx, chromedp.NavigateResponse(base+"/?"+ui.AccessTokenParam+"="+server.AccessToken()))
+	response := run(t, ctx, chromedp.NavigateResponse(base+"/?"+opspage.AccessTokenParam+"="+server.AccessToken()))
 	if response.Status != http.StatusOK {
 		t.Fatalf("GET /?token= answered %d", response.Status)
 	}
@@ -258,7 +275,7 @@ func TestBrowser(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(base+"/dlq?queue="+name))
 	submit(t, ctx, "peek")
 	groups := run(t, ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll('#groups tr[data-reason]')].map(r => [r.dataset.reason, r.querySelector('.count').textContent]))`))
-	if want := map[string]string{"HTTP410": "3", "MalformedBody": "2", ui.NoReason: "2"}; fmt.Sprint(groups) != fmt.Sprint(want) {
+	if want := map[string]string{"HTTP410": "3", "MalformedBody": "2", opspage.NoReason: "2"}; fmt.Sprint(groups) != fmt.Sprint(want) {
 		t.Fatalf("dead letters by reason = %v, want %v", groups, want)
 	}
 	type messageRow struct{ ID, Reason string }
@@ -337,11 +354,11 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	// The page's own script context, same origin: a POST without the form token is refused.
-	noToken := fmt.Sprintf(`fetch("/redrive/move", {method: "POST", body: new URLSearchParams({plan: %q})}).then(r => r.status)`, plan)
+	noToken := fmt.Sprintf(`fetch(%q, {method: "POST", body: new URLSearchParams({plan: %q})}).then(r => r.status)`, base+"/redrive/move", plan)
 	if status := run(t, ctx, chromedp.Evaluate[int](noToken, chromedp.EvalAwaitPromise)); status != http.StatusForbidden {
 		t.Fatalf("POST /redrive/move without the form token answered %d, want 403", status)
 	}
-	noTask := fmt.Sprintf(`fetch("/movetask/start", {method: "POST", body: new URLSearchParams({queue: %q, csrf: "wrong"})}).then(r => r.status)`, name)
+	noTask := fmt.Sprintf(`fetch(%q, {method: "POST", body: new URLSearchParams({queue: %q, csrf: "wrong"})}).then(r => r.status)`, base+"/movetask/start", name)
 	if status := run(t, ctx, chromedp.Evaluate[int](noTask, chromedp.EvalAwaitPromise)); status != http.StatusForbidden {
 		t.Fatalf("POST /movetask/start with a wrong form token answered %d, want 403", status)
 	}
@@ -384,7 +401,7 @@ func TestBrowser(t *testing.T) {
 	for _, message := range moved {
 		bodies = append(bodies, aws.ToString(message.Body))
 	}
-	want := slices.Sorted(slices.Values(append(slices.Clone(seed.bodies["MalformedBody"]), seed.bodies[ui.NoReason]...)))
+	want := slices.Sorted(slices.Values(append(slices.Clone(seed.bodies["MalformedBody"]), seed.bodies[opspage.NoReason]...)))
 	if slices.Sort(bodies); fmt.Sprint(bodies) != fmt.Sprint(want) {
 		t.Fatalf("the move task delivered %v, want %v", bodies, want)
 	}

@@ -1,12 +1,20 @@
+// Package ui is what the sqsworker CLI adds to the operations page (package opspage)
+// that `sqsworker ui` serves: the throughput counters read from the workers' Prometheus
+// /metrics (--metrics), which keep the Prometheus parser out of the library. Its tests
+// drive the page in headless Chromium against the emulators, with the CLI's outbox
+// stores (internal/outboxstore).
 package ui
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/sqsworker/sqsworker/opspage"
 )
 
 // The Prometheus names of the otelsqsworker counters the page reads (see the
@@ -17,11 +25,23 @@ const (
 	labelOutcome   = "sqsworker_outcome"
 )
 
-// finishedCounts are the handler calls that returned, for one queue, summed over every
-// worker scraped.
-type finishedCounts struct {
-	// Total counts every outcome; Failed counts dead-letter, retry and retry-after.
-	Total, Failed float64
+// Scraper reads sqsworker_messages_finished_total from workers' /metrics: the page's
+// [opspage.Counters]. Build it with [NewScraper].
+type Scraper struct {
+	urls   []string
+	client *http.Client
+}
+
+// NewScraper returns the counters of the workers serving urls (each a /metrics URL of
+// the otelsqsworker Prometheus handler), each scrape bounded by timeout.
+func NewScraper(urls []string, timeout time.Duration) *Scraper {
+	return &Scraper{urls: urls, client: &http.Client{Timeout: timeout}}
+}
+
+// Finished scrapes every URL and sums the counter by queue name; it fails when one
+// scrape does (a missing counter is no error: the worker has finished nothing yet).
+func (s *Scraper) Finished(ctx context.Context) (map[string]opspage.Finished, error) {
+	return scrapeFinished(ctx, s.client, s.urls)
 }
 
 // failedOutcome reports whether a sqsworker_outcome value is a failure: the message was
@@ -32,8 +52,8 @@ func failedOutcome(outcome string) bool {
 
 // scrapeFinished reads sqsworker_messages_finished_total from every worker's /metrics
 // (the otelsqsworker Prometheus handler) and sums it by queue name.
-func scrapeFinished(ctx context.Context, client *http.Client, urls []string) (map[string]finishedCounts, error) {
-	counts := map[string]finishedCounts{}
+func scrapeFinished(ctx context.Context, client *http.Client, urls []string) (map[string]opspage.Finished, error) {
+	counts := map[string]opspage.Finished{}
 	for _, url := range urls {
 		if err := scrapeOne(ctx, client, url, counts); err != nil {
 			return nil, err
@@ -42,7 +62,7 @@ func scrapeFinished(ctx context.Context, client *http.Client, urls []string) (ma
 	return counts, nil
 }
 
-func scrapeOne(ctx context.Context, client *http.Client, url string, counts map[string]finishedCounts) error {
+func scrapeOne(ctx context.Context, client *http.Client, url string, counts map[string]opspage.Finished) error {
 	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("metrics %s: %w", url, err)

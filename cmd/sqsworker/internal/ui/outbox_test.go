@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/opspage"
 	"github.com/sqsworker/sqsworker/outbox"
 )
 
@@ -58,7 +58,7 @@ func (c *pageClient) do(method, path string, form url.Values) (int, string) {
 // post sends an action's form with the form token.
 func (c *pageClient) post(path string, fields ...string) (int, string) {
 	c.t.Helper()
-	form := url.Values{ui.CSRFField: {c.csrf}}
+	form := url.Values{opspage.CSRFField: {c.csrf}}
 	for i := 0; i+1 < len(fields); i += 2 {
 		form.Set(fields[i], fields[i+1])
 	}
@@ -127,11 +127,12 @@ func TestOutboxView(t *testing.T) {
 			client := testenv.SQS(t)
 			box := newFailedOutbox(t, client, store)
 			queue := testenv.NewQueue(t, client, testenv.QueueOptions{NoDeadLetterQueue: true})
-			server, base := serve(t, client, ui.Config{Queues: []string{queue.URL}, Outbox: box.store})
+			// Mounted under a prefix in a service's mux, the prefix left on the path.
+			server, base := serve(t, client, opspage.Config{Prefix: "/ops", Queues: []string{queue.URL}, Outbox: box.store}, false)
 			c := &pageClient{t: t, base: base, token: server.AccessToken()}
 			head, waiting, lone := box.group[0].ID, box.group[1].ID, box.lone.ID
 
-			if _, body := c.do(http.MethodGet, "/", nil); !strings.Contains(body, `<a href="/outbox" id="nav-outbox">`) {
+			if _, body := c.do(http.MethodGet, "/", nil); !strings.Contains(body, `<a href="/ops/outbox" id="nav-outbox">`) {
 				t.Fatalf("the queues page has no link to the outbox view:\n%s", body)
 			}
 			state, body := readOutbox(t, c)
