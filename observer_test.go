@@ -42,3 +42,26 @@ func TestCounterCountsMessagesByFate(t *testing.T) {
 	assert.Equal(t, int64(0), c.Stats().InFlight)
 	assert.Equal(t, "unknown", sqsworker.EventKind(0).String())
 }
+
+// TestEveryCountHasItsMetric: every count but failed and deferred (shown by outcome) names
+// a metric of its own, with a unit and a description, no two alike; only in flight goes
+// down; a value that is not a count has none.
+func TestEveryCountHasItsMetric(t *testing.T) {
+	names := map[string]sqsworker.Count{}
+	for count := range sqsworker.NumCounts {
+		m := count.Metric()
+		if count == sqsworker.CountFailed || count == sqsworker.CountDeferred {
+			assert.Equal(t, sqsworker.CountMetric{}, m, "count %d", count)
+			continue
+		}
+		assert.NotEmpty(t, m.Name, "count %d", count)
+		assert.NotEmpty(t, m.Unit, "count %d", count)
+		assert.NotEmpty(t, m.Description, "count %d", count)
+		assert.Equal(t, count == sqsworker.CountInFlight, m.UpDown, "count %d", count)
+		_, taken := names[m.Name]
+		assert.False(t, taken, "%s named twice", m.Name)
+		names[m.Name] = count
+	}
+	assert.Equal(t, sqsworker.CountMetric{}, sqsworker.NumCounts.Metric())
+	assert.Equal(t, sqsworker.CountMetric{}, sqsworker.Count(-1).Metric())
+}

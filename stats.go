@@ -70,6 +70,44 @@ const (
 	NumCounts
 )
 
+// CountMetric is how exporters show a count as a metric of its own: the OpenTelemetry
+// instrument's name, unit (UCUM) and description, and whether it can go down. A count
+// with no Name has no metric of its own: exporters show it another way (failed and
+// deferred handler calls are sqsworker.messages.finished by outcome).
+type CountMetric struct {
+	Name, Unit, Description string
+	// UpDown is true for a count that also goes down (in flight): an up-down counter,
+	// not a counter.
+	UpDown bool
+}
+
+// countMetrics is every count's metric, the one place exporters read it from.
+var countMetrics = [NumCounts]CountMetric{
+	CountReceived:           {"sqsworker.messages.received", "{message}", "Messages received.", false},
+	CountInFlight:           {"sqsworker.messages.in_flight", "{message}", "Messages received and not yet settled.", true},
+	CountDeleted:            {"sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda).", false},
+	CountDeleteFailures:     {"sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again.", false},
+	CountFailed:             {},
+	CountDeferred:           {},
+	CountDeadLettered:       {"sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue.", false},
+	CountDeadLetterFailures: {"sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried.", false},
+	CountRescheduleFailures: {"sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed.", false},
+	CountReleased:           {"sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end.", false},
+	CountHeartbeats:         {"sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages.", false},
+	CountHeartbeatFailures:  {"sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good.", false},
+	CountAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended.", false},
+}
+
+// Metric returns how exporters show c (the zero CountMetric for a value that is not a
+// count). The OpenTelemetry metrics build one instrument per count with a Name from it,
+// so a new count shows there without a change to them.
+func (c Count) Metric() CountMetric {
+	if c < 0 || c >= NumCounts {
+		return CountMetric{}
+	}
+	return countMetrics[c]
+}
+
 // Tally is what one event changes in each count: Tally[c] is added to count c. It is
 // the one place an event's meaning for counting is decided; [Counter], the
 // OpenTelemetry metrics and the EMF recorder all add an event's Tally.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 )
 
 // BenchmarkMetrics is the cost per message of the metrics observer: the four events of a
@@ -49,7 +50,7 @@ func BenchmarkMetrics(b *testing.B) {
 		run(b, metrics)
 	})
 	b.Run("prometheus-exporter", func(b *testing.B) {
-		provider, _, err := otelsqsworker.NewPrometheus()
+		provider, _, err := otelprom.New()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,8 +11,10 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/lambda"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
@@ -35,7 +37,7 @@ func Example() {
 	mux := sqsworker.NewServeMux()
 	mux.RegisterFunc("email", func(ctx context.Context, m *sqsworker.Message) error { return nil })
 
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -56,6 +58,7 @@ func Example() {
 
 	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(otelsqsworker.TracingConfig{
 		TracerProvider: otel.GetTracerProvider(), // the SDK provider you configured
+		Registered:     mux.Registered,           // job types by name: the mux's; others "unregistered"
 	}))
 	server, err := poller.New(client, poller.Config{
 		QueueURL:           queueURL,
@@ -69,20 +72,6 @@ func Example() {
 	_ = server
 }
 
-// The README's Prometheus snippet.
-func Example_prometheus() {
-	var client *sqs.Client
-	var queueURL string
-	mux := sqsworker.NewServeMux()
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
-	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider,
-		Registered: mux.Registered}) // job types labelled by name: the mux's; others "unregistered"
-	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Observer: metrics,
-		HealthCheckAddress: ":8080", MetricsHandler: metricsHandler}, mux)
-	// curl -s localhost:8080/metrics | grep sqsworker_messages_finished_total
-	_, _ = server, err
-}
-
 // The README's outbox and scheduler metrics: their observers record to the same
 // provider, so one /metrics serves them all.
 func Example_outboxAndScheduler() {
@@ -91,7 +80,7 @@ func Example_outboxAndScheduler() {
 	var jobs *producer.Producer
 	var sqsClient *sqs.Client
 	var schedules []scheduler.Schedule
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
 	relay, err := outboxdynamo.NewRelay(dynamoClient, relayStore, jobs, outbox.RelayConfig{Observer: relayMetrics})
 	tickMetrics, err := otelscheduler.NewMetrics(otelscheduler.Config{MeterProvider: provider})
@@ -99,4 +88,30 @@ func Example_outboxAndScheduler() {
 	// serve metricsHandler (poller.Config.MetricsHandler, or http.Handle("/metrics", ...));
 	// curl -s localhost:8080/metrics | grep -E 'sqsworker_(outbox|scheduler)_'
 	_, _, _, _ = metricsHandler, relay, ticks, err
+}
+
+// A producer whose sends run in producer spans, their context carried to the consumers'
+// process spans (Tracing), within SQS's 10 message attributes.
+func ExampleNewSender() {
+	var sqsClient *sqs.Client
+	sender, err := otelsqsworker.NewSender(sqsClient, otelsqsworker.SenderConfig{TracerProvider: otel.GetTracerProvider()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := producer.New(sender, producer.Config{})
+	_, _ = jobs, err
+}
+
+// A Lambda function with one span per invocation, linking each record's producer span,
+// and a process span per record, its producer's child.
+func ExampleTraceInvocation() {
+	mux := sqsworker.NewServeMux()
+	tracing := otelsqsworker.TracingConfig{TracerProvider: otel.GetTracerProvider(), Registered: mux.Registered}
+	traced := sqsworker.Chain(mux, otelsqsworker.Tracing(tracing))
+	batch, err := lambda.NewBatchHandler(traced)
+	if err != nil {
+		log.Fatal(err)
+	}
+	handler := otelsqsworker.TraceInvocation(tracing, batch.Handle)
+	_ = handler // awslambda.Start(handler)
 }

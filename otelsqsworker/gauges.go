@@ -9,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/instrument"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
@@ -86,10 +86,6 @@ func NewQueueGauges(cfg QueueGaugesConfig) (*QueueGauges, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultGaugeInterval
 	}
-	provider := cfg.MeterProvider
-	if provider == nil {
-		provider = otel.GetMeterProvider()
-	}
 	g := &QueueGauges{cfg: cfg, logger: cfg.Logger}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
@@ -97,21 +93,15 @@ func NewQueueGauges(cfg QueueGaugesConfig) (*QueueGauges, error) {
 	for _, url := range cfg.QueueURLs {
 		g.queues = append(g.queues, &gaugeQueue{url: url, set: attribute.NewSet(KeyQueue.String(QueueName(url)))})
 	}
-	meter := provider.Meter(ScopeName)
-	var errs []error
-	gauge := func(name, description string) metric.Int64ObservableGauge {
-		instrument, err := meter.Int64ObservableGauge(name, metric.WithUnit("{message}"), metric.WithDescription(description))
-		errs = append(errs, err)
-		return instrument
-	}
-	g.visible = gauge("sqsworker.queue.messages.visible", "ApproximateNumberOfMessages of the queue.")
-	g.inFlight = gauge("sqsworker.queue.messages.in_flight", "ApproximateNumberOfMessagesNotVisible of the queue.")
-	g.delayed = gauge("sqsworker.queue.messages.delayed", "ApproximateNumberOfMessagesDelayed of the queue.")
-	g.deadLetter = gauge("sqsworker.queue.dead_letter.messages", "ApproximateNumberOfMessages of the queue's dead-letter queue.")
-	if err := errors.Join(errs...); err != nil {
+	build := instrument.New(cfg.MeterProvider, ScopeName)
+	g.visible = build.ObservableGauge("sqsworker.queue.messages.visible", instrument.Message, "ApproximateNumberOfMessages of the queue.")
+	g.inFlight = build.ObservableGauge("sqsworker.queue.messages.in_flight", instrument.Message, "ApproximateNumberOfMessagesNotVisible of the queue.")
+	g.delayed = build.ObservableGauge("sqsworker.queue.messages.delayed", instrument.Message, "ApproximateNumberOfMessagesDelayed of the queue.")
+	g.deadLetter = build.ObservableGauge("sqsworker.queue.dead_letter.messages", instrument.Message, "ApproximateNumberOfMessages of the queue's dead-letter queue.")
+	if err := build.Err(); err != nil {
 		return nil, err
 	}
-	registration, err := meter.RegisterCallback(g.observe, g.visible, g.inFlight, g.delayed, g.deadLetter)
+	registration, err := build.Meter().RegisterCallback(g.observe, g.visible, g.inFlight, g.delayed, g.deadLetter)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package otelsqsworker
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -35,28 +37,42 @@ const (
 	maxJobTypes = 1000
 )
 
-// jobTypeLabel returns the job type label of a message's job type: the type itself when
-// it is registered, JobTypeUnregistered otherwise, "" for a message without one.
-// Registered types are remembered (a mux only ever adds types), so the common case is
-// one atomic load and a map lookup.
-func (m *Metrics) jobTypeLabel(jobType string) string {
+// jobTypes bounds job type labels, of metrics and of spans alike: a type is labelled by
+// name only when Registered accepts it.
+type jobTypes struct {
+	isRegistered func(string) bool
+	registered   atomic.Pointer[map[string]struct{}] // accepted types; replaced, never changed
+	mu           sync.Mutex                          // guards the replacement of registered
+}
+
+func newJobTypes(isRegistered func(string) bool) *jobTypes {
+	j := &jobTypes{isRegistered: isRegistered}
+	j.registered.Store(&map[string]struct{}{})
+	return j
+}
+
+// label returns the job type label of a message's job type: the type itself when it is
+// registered, JobTypeUnregistered otherwise, "" for a message without one. Registered
+// types are remembered (a mux only ever adds types), so the common case is one atomic
+// load and a map lookup.
+func (j *jobTypes) label(jobType string) string {
 	if jobType == "" {
 		return ""
 	}
-	if _, ok := (*m.registered.Load())[jobType]; ok {
+	if _, ok := (*j.registered.Load())[jobType]; ok {
 		return jobType
 	}
-	if m.isRegistered == nil || !m.isRegistered(jobType) {
+	if j.isRegistered == nil || !j.isRegistered(jobType) {
 		return JobTypeUnregistered
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	registered := *m.registered.Load()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	registered := *j.registered.Load()
 	if len(registered) >= maxJobTypes {
 		return JobTypeUnregistered
 	}
 	if _, ok := registered[jobType]; !ok {
-		m.registered.Store(withEntry(registered, jobType, struct{}{}))
+		j.registered.Store(withEntry(registered, jobType, struct{}{}))
 	}
 	return jobType
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 )
 
 // scrape returns the Prometheus exposition the handler serves.
@@ -56,7 +57,7 @@ func heapInUse() uint64 {
 // types kept one attribute set each (about 40 MiB of live heap here) and one scrape was
 // several MiB long.
 func TestMetricsBoundSenderChosenJobTypes(t *testing.T) {
-	provider, handler, err := otelsqsworker.NewPrometheus()
+	provider, handler, err := otelprom.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	mux := sqsworker.NewServeMux()
@@ -107,7 +108,7 @@ func TestMetricsBoundSenderChosenJobTypes(t *testing.T) {
 // names SQS would refuse and a 1,000-byte reason stay within MaxQueues queue labels, each
 // a valid queue name, and reasons of at most MaxReasonLength bytes.
 func TestMetricsBoundQueueNamesAndReasons(t *testing.T) {
-	provider, handler, err := otelsqsworker.NewPrometheus()
+	provider, handler, err := otelprom.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider, Registered: emailRegistered})

@@ -2,17 +2,16 @@ package otelsqsworker
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/instrument"
 )
 
 // ScopeName is the instrumentation scope of the meter and tracer this package uses.
@@ -54,6 +53,15 @@ type MetricsConfig struct {
 	// attribute, "" when it has none (a message without a type is labelled ""). Its
 	// result is labelled only when Registered accepts it.
 	JobType func(*sqsworker.Message) string
+	// MessagingConventions adds OpenTelemetry's messaging metrics beside this package's
+	// own: messaging.client.consumed.messages {message} (a received message, by queue,
+	// messaging.operation.name receive) and messaging.process.duration (s) histogram (a
+	// handler call, by queue, messaging.operation.name process, error.type the failure's
+	// reason), with messaging.system aws_sqs. If false, they are added when
+	// OTEL_SEMCONV_STABILITY_OPT_IN ([OptInEnv]) lists "messaging" or "messaging/dup",
+	// as the convention's migration rules ask of instrumentations; this package's own
+	// instruments stay either way (they are not an older version of the convention).
+	MessagingConventions bool
 }
 
 // Metrics is a [sqsworker.Observer] that records OpenTelemetry metrics of every
@@ -79,6 +87,10 @@ type MetricsConfig struct {
 //     the previous collection, an estimate of SQS's ApproximateAgeOfOldestMessage (a
 //     CloudWatch metric only); 0 when nothing was received.
 //
+// The counts (received to abandoned above) are one instrument per [sqsworker.Count]
+// that has a metric of its own, named and described by [sqsworker.Count.Metric]: a count
+// added to the root shows here without a change to this package.
+//
 // No label value is a message's unchecked: the job type is a registered one or
 // [JobTypeUnregistered] (see MetricsConfig.Registered), the queue is its name when SQS
 // would accept it and the first [MaxQueues] names have not been taken ([LabelOther]
@@ -95,13 +107,13 @@ type MetricsConfig struct {
 // BenchmarkMetrics).
 type Metrics struct {
 	jobType                     func(*sqsworker.Message) string
-	isRegistered                func(string) bool
-	registered                  atomic.Pointer[map[string]struct{}] // job types Registered accepted; replaced, never changed
+	jobTypes                    *jobTypes
 	handlerDuration, receiveLag metric.Float64Histogram
-	finished                    metric.Int64ObservableCounter
+	finished                    metric.Int64Observable
 	counts                      [countKinds]metric.Int64Observable
 	oldest                      metric.Float64ObservableGauge
-	mu                          sync.Mutex                             // guards byName and the replacement of queues and registered
+	conventions                 *conventions                           // nil unless opted in
+	mu                          sync.Mutex                             // guards byName and the replacement of queues
 	byName                      map[string]*queueEntry                 // one entry per queue name
 	queues                      atomic.Pointer[map[string]*queueEntry] // by queue URL; replaced, never changed
 	first                       atomic.Pointer[queueEntry]             // the first queue seen, found without hashing
@@ -110,24 +122,10 @@ type Metrics struct {
 
 // The counts of one queue, kept in atomics and read at collection (a measurement through
 // the SDK costs far more than an atomic add), indexed by sqsworker.Count: an event adds
-// its sqsworker.Event.Tally. queueCounts names, units and describes each; in flight is an
-// up-down counter, the rest are counters. Failed and deferred have no instrument of
-// their own: sqsworker.messages.finished counts them by outcome.
+// its sqsworker.Event.Tally. Each count with a metric of its own (sqsworker.Count.Metric)
+// has an observable instrument; failed and deferred are counted by
+// sqsworker.messages.finished's outcome instead.
 const countKinds = sqsworker.NumCounts
-
-var queueCounts = [countKinds]struct{ name, unit, description string }{
-	sqsworker.CountReceived:           {"sqsworker.messages.received", "{message}", "Messages received."},
-	sqsworker.CountInFlight:           {"sqsworker.messages.in_flight", "{message}", "Messages received and not yet settled."},
-	sqsworker.CountHeartbeats:         {"sqsworker.heartbeats", "{heartbeat}", "Visibility extensions of held messages."},
-	sqsworker.CountHeartbeatFailures:  {"sqsworker.heartbeat.failures", "{heartbeat}", "Heartbeats that failed for good."},
-	sqsworker.CountDeleted:            {"sqsworker.deletes", "{message}", "Messages deleted (or reported as successes on Lambda)."},
-	sqsworker.CountDeleteFailures:     {"sqsworker.delete.failures", "{message}", "Deletes that failed for good; the message is delivered again."},
-	sqsworker.CountDeadLettered:       {"sqsworker.dead_letter.sends", "{message}", "Messages sent to the dead-letter queue."},
-	sqsworker.CountDeadLetterFailures: {"sqsworker.dead_letter.send_failures", "{message}", "Dead-letter sends that failed or are disabled; the message is retried."},
-	sqsworker.CountRescheduleFailures: {"sqsworker.reschedule.failures", "{message}", "Visibility changes for a retry that failed."},
-	sqsworker.CountReleased:           {"sqsworker.messages.released", "{message}", "Messages made visible again without being handled to the end."},
-	sqsworker.CountAbandoned:          {"sqsworker.handlers.abandoned", "{handler}", "Handlers that did not return after their context ended."},
-}
 
 // queueEntry holds one queue's counts, its attribute sets, built once, and its largest
 // receive lag since the previous collection.
@@ -144,6 +142,8 @@ type queueEntry struct {
 	mu        sync.Mutex
 	durations map[outcomeKey]*measurement // reason ""
 	finished  map[outcomeKey]*counted
+	processes map[outcomeKey]*measurement // the messaging convention's, by the finished key
+	consumed  attribute.Set               // the messaging convention's consumed messages
 }
 
 type outcomeKey struct {
@@ -156,6 +156,7 @@ type outcomeEntry struct {
 	key      outcomeKey
 	duration *measurement // queue, job type, outcome
 	finished *counted     // queue, job type, outcome, reason ("other" past the limit)
+	process  *measurement // the messaging convention's, when opted in
 }
 
 // measurement holds the options of one attribute set, built once.
@@ -177,47 +178,32 @@ type counted struct {
 
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
 func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
-	provider := cfg.MeterProvider
-	if provider == nil {
-		provider = otel.GetMeterProvider()
-	}
-	meter := provider.Meter(ScopeName)
-	m := &Metrics{jobType: cfg.JobType, isRegistered: cfg.Registered}
+	build := instrument.New(cfg.MeterProvider, ScopeName)
+	m := &Metrics{jobType: cfg.JobType, jobTypes: newJobTypes(cfg.Registered)}
 	if m.jobType == nil {
 		m.jobType = defaultJobType
 	}
-	m.registered.Store(&map[string]struct{}{})
 	m.byName = map[string]*queueEntry{}
 	m.queues.Store(&map[string]*queueEntry{})
-	var errs []error
-	for kind, c := range queueCounts {
-		var err error
-		if c.name == "" {
-			continue
+	for count := range countKinds {
+		if c := count.Metric(); c.Name != "" {
+			m.counts[count] = build.ObservableCounter(c.Name, c.Unit, c.Description, c.UpDown)
 		}
-		if sqsworker.Count(kind) == sqsworker.CountInFlight {
-			m.counts[kind], err = meter.Int64ObservableUpDownCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
-		} else {
-			m.counts[kind], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.description))
-		}
-		errs = append(errs, err)
 	}
-	var err error
-	m.finished, err = meter.Int64ObservableCounter("sqsworker.messages.finished", metric.WithUnit("{message}"), metric.WithDescription("Handler calls that returned, by outcome and reason."))
-	errs = append(errs, err)
-	m.handlerDuration, err = meter.Float64Histogram("sqsworker.handler.duration", metric.WithUnit("s"), metric.WithDescription("Handler run time."),
-		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
-	errs = append(errs, err)
-	m.receiveLag, err = meter.Float64Histogram("sqsworker.receive.lag", metric.WithUnit("s"), metric.WithDescription("Receive time minus the message's SentTimestamp."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400))
-	errs = append(errs, err)
-	m.oldest, err = meter.Float64ObservableGauge("sqsworker.queue.oldest_message.age", metric.WithUnit("s"),
-		metric.WithDescription("Largest receive lag seen since the previous collection: an estimate of the age of the oldest message."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	m.finished = build.ObservableCounter("sqsworker.messages.finished", instrument.Message, "Handler calls that returned, by outcome and reason.", false)
+	m.handlerDuration = build.Histogram("sqsworker.handler.duration", instrument.Seconds, "Handler run time.", instrument.DurationBuckets)
+	m.receiveLag = build.Histogram("sqsworker.receive.lag", instrument.Seconds, "Receive time minus the message's SentTimestamp.", instrument.LagBuckets)
+	m.oldest = build.FloatObservableGauge("sqsworker.queue.oldest_message.age", instrument.Seconds,
+		"Largest receive lag seen since the previous collection: an estimate of the age of the oldest message.")
+	m.conventions = newConventions(cfg, build)
+	if err := build.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := meter.RegisterCallback(m.observeQueues, append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)...); err != nil {
+	observed := append([]metric.Observable{m.oldest, m.finished}, observables(m.counts[:])...)
+	if m.conventions != nil {
+		observed = append(observed, m.conventions.consumed)
+	}
+	if _, err := build.Meter().RegisterCallback(m.observeQueues, observed...); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -241,9 +227,12 @@ func (m *Metrics) Observe(ctx context.Context, ev sqsworker.Event) {
 			q.noteLag(ev.ReceiveLag)
 		}
 	case sqsworker.EventFinished:
-		key := outcomeKey{jobType: m.jobTypeLabel(m.jobType(ev.Message)), outcome: ev.Outcome.Kind, reason: reasonLabel(ev.Outcome.Reason)}
+		key := outcomeKey{jobType: m.jobTypes.label(m.jobType(ev.Message)), outcome: ev.Outcome.Kind, reason: reasonLabel(ev.Outcome.Reason)}
 		entry := m.outcome(q, key)
 		m.handlerDuration.Record(ctx, ev.HandlerDuration.Seconds(), entry.duration.record...)
+		if entry.process != nil {
+			m.conventions.process.Record(ctx, ev.HandlerDuration.Seconds(), entry.process.record...)
+		}
 		entry.finished.count.Add(1)
 	}
 }
@@ -288,6 +277,8 @@ func (m *Metrics) queue(queueURL string) *queueEntry {
 			base:      newMeasurement(KeyQueue.String(name)),
 			durations: map[outcomeKey]*measurement{},
 			finished:  map[outcomeKey]*counted{},
+			processes: map[outcomeKey]*measurement{},
+			consumed:  consumedSet(name),
 		}
 		entry.outcomes.Store(&map[outcomeKey]*outcomeEntry{})
 		m.byName[name] = entry
@@ -337,6 +328,14 @@ func (m *Metrics) outcome(q *queueEntry, key outcomeKey) *outcomeEntry {
 		m.setCount.Add(1)
 	}
 	entry := &outcomeEntry{key: key, duration: duration, finished: finished}
+	if m.conventions != nil {
+		entry.process = q.processes[finishedKey]
+		if entry.process == nil {
+			entry.process = processMeasurement(q.queue, finishedKey)
+			q.processes[finishedKey] = entry.process
+			m.setCount.Add(1)
+		}
+	}
 	if finishedKey == key {
 		q.outcomes.Store(withEntry(outcomes, key, entry))
 		q.first.CompareAndSwap(nil, entry)
@@ -378,6 +377,9 @@ func (m *Metrics) observeQueues(_ context.Context, observer metric.Observer) err
 			observer.ObserveInt64(m.counts[kind], q.counts[kind].Load(), option)
 		}
 		observer.ObserveFloat64(m.oldest, time.Duration(q.maxLag.Swap(0)).Seconds(), option)
+		if m.conventions != nil {
+			observer.ObserveInt64(m.conventions.consumed, q.counts[sqsworker.CountReceived].Load(), metric.WithAttributeSet(q.consumed))
+		}
 		q.mu.Lock()
 		for _, c := range q.finished {
 			observer.ObserveInt64(m.finished, c.count.Load(), metric.WithAttributeSet(c.set))

@@ -63,6 +63,11 @@ func sums(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 				for _, p := range d.DataPoints {
 					out[m.Name+".count{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = int64(p.Count)
 				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+".count{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = int64(p.Count)
+					out[m.Name+".sum{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = p.Sum
+				}
 			case metricdata.Gauge[int64]:
 				for _, p := range d.DataPoints {
 					out[m.Name+".g{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = p.Value
@@ -218,3 +223,42 @@ func TestMetricsConcurrentObserveAndCollect(t *testing.T) {
 
 // emailRegistered is the Registered of a mux whose one job type is "email".
 func emailRegistered(jobType string) bool { return jobType == "email" }
+
+// TestMetricsMessagingConventions: with MessagingConventions (or OTEL_SEMCONV_STABILITY_OPT_IN
+// listing messaging/dup), OpenTelemetry's messaging metrics are recorded beside the
+// project's: consumed messages by queue, and the processing duration by queue and
+// error.type (the failure's reason); without either, none.
+func TestMetricsMessagingConventions(t *testing.T) {
+	run := func(cfg otelsqsworker.MetricsConfig) map[string]int64 {
+		reader := sdkmetric.NewManualReader()
+		cfg.MeterProvider, cfg.Registered = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), emailRegistered
+		metrics, err := otelsqsworker.NewMetrics(cfg)
+		require.NoError(t, err)
+		ctx := context.Background()
+		life(ctx, metrics, newMessage("email"), nil)
+		life(ctx, metrics, newMessage("email"), nil)
+		life(ctx, metrics, newMessage("email"), sqsworker.Permanent("BadAddress", errors.New("no such mailbox")))
+		life(ctx, metrics, newMessage(""), errors.New("timeout"))
+		life(ctx, metrics, newMessage("email"), sqsworker.Defer(time.Minute, "Busy"))
+		conventions := map[string]int64{}
+		for name, value := range sums(t, reader) {
+			if strings.HasPrefix(name, "messaging.") {
+				conventions[name] = value
+			}
+		}
+		return conventions
+	}
+	system := "messaging.system=aws_sqs"
+	process := "messaging.destination.name=orders,messaging.operation.name=process," + system
+	want := map[string]int64{
+		"messaging.client.consumed.messages{messaging.destination.name=orders,messaging.operation.name=receive," + system + "}": 5,
+		"messaging.process.duration.count{" + process + "}":                                                                     3, // 2 deletes, 1 deferral
+		"messaging.process.duration.count{error.type=BadAddress," + process + "}":                                               1,
+		"messaging.process.duration.count{error.type=HandlerError," + process + "}":                                             1,
+	}
+	t.Setenv(otelsqsworker.OptInEnv, "")
+	require.Empty(t, run(otelsqsworker.MetricsConfig{}), "not opted in")
+	require.Equal(t, want, run(otelsqsworker.MetricsConfig{MessagingConventions: true}))
+	t.Setenv(otelsqsworker.OptInEnv, "http, messaging/dup")
+	require.Equal(t, want, run(otelsqsworker.MetricsConfig{}))
+}

@@ -3,6 +3,7 @@ package otelsqsworker_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,7 +46,9 @@ func TestTracingSpans(t *testing.T) {
 		{"W3C parent", tracedMessage(traceparent, ""), nil, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "", codes.Unset},
 		{"X-Ray only", tracedMessage("", xrayHeader), nil, "5759e988bd862e3fe1be46a994272793", "53995c3f42cd8ad8", "", codes.Unset},
 		{"both: X-Ray linked", tracedMessage(traceparent, xrayHeader), nil, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "5759e988bd862e3fe1be46a994272793", codes.Unset},
-		{"malformed X-Ray header ignored", tracedMessage("", "Root=1-zz;Parent=1"), nil, "", "", "", codes.Unset},
+		{"malformed X-Ray header: a new root", tracedMessage("", "Root=1-zz;Parent=1"), nil, "", "", "", codes.Unset},
+		{"malformed traceparent: a new root", tracedMessage("00-xyz-01", ""), nil, "", "", "", codes.Unset},
+		{"garbage AWSTraceHeader: a new root", tracedMessage("", "garbage"), nil, "", "", "", codes.Unset},
 		{"permanent failure", tracedMessage(traceparent, ""), sqsworker.Permanent("Invalid", errors.New("bad")), "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "", codes.Error},
 	}
 	for _, tc := range tests {
@@ -53,7 +56,7 @@ func TestTracingSpans(t *testing.T) {
 			recorder := tracetest.NewSpanRecorder()
 			provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
 			var inHandler trace.SpanContext
-			handler := otelsqsworker.Tracing(otelsqsworker.TracingConfig{TracerProvider: provider})(
+			handler := otelsqsworker.Tracing(otelsqsworker.TracingConfig{TracerProvider: provider, Logger: slog.New(slog.DiscardHandler)})(
 				sqsworker.HandlerFunc(func(ctx context.Context, _ *sqsworker.Message) error {
 					inHandler = trace.SpanContextFromContext(ctx)
 					return tc.err

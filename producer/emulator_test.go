@@ -337,6 +337,47 @@ func TestEmulatorIdempotencyKeyAndTraceContextReachTheWorker(t *testing.T) {
 	assert.Equal(t, []string{traceparent}, runs, "one run, with the producer's trace context")
 }
 
+// TestEmulatorTraceContextPastTheBudgetTravelsInAWSTraceHeader: a job whose attributes
+// and sqsworker's take all 10 is sent, its trace context in the AWSTraceHeader system
+// attribute (which SQS does not count), and the poller's handler reads it there; no
+// traceparent message attribute is added.
+func TestEmulatorTraceContextPastTheBudgetTravelsInAWSTraceHeader(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	p := newProducer(t, client, producer.Config{TraceContext: func(context.Context) map[string]string {
+		return map[string]string{"traceparent": "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", producer.AttributeAWSTraceHeader: header}
+	}})
+	prepared, err := producer.Prepare(queue.URL, producer.Job{Type: "mail", Body: "{}"})
+	require.NoError(t, err)
+	attributes := map[string]types.MessageAttributeValue{}
+	for i := range 10 - len(prepared.Attributes) {
+		attributes["a"+strconv.Itoa(i)] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("x")}
+	}
+	type seen struct {
+		header      string
+		traceparent bool
+		attributes  int
+	}
+	got := make(chan seen, 1)
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("mail", func(ctx context.Context, m *sqsworker.Message) error {
+		_, traceparent := m.MessageAttributes["traceparent"]
+		got <- seen{m.Attributes[producer.AttributeAWSTraceHeader], traceparent, len(m.MessageAttributes)}
+		return nil
+	})
+	startPoller(t, client, queue.URL, mux)
+	_, err = p.Send(context.Background(), queue.URL, producer.Job{Type: "mail", Body: "{}", Attributes: attributes})
+	require.NoError(t, err)
+	select {
+	case s := <-got:
+		assert.Equal(t, seen{header: header, traceparent: false, attributes: 10}, s)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the message was not handled within 30 s")
+	}
+}
+
 // The producer's tenant key arrives as the message's group id on a standard queue (the
 // tenant of SQS fair queues), and the poller counts the messages per tenant.
 func TestEmulatorTenantKeyArrivesAsTheGroupID(t *testing.T) {

@@ -63,3 +63,36 @@ func (e *DuplicateJobError) Is(target error) bool { return target == ErrDuplicat
 // expire (Config.UniquePending) instead of learning the id. The job itself was sent; do
 // not send it again.
 var ErrUniqueNotConfirmed = errors.New("producer: unique job sent, but its key was not confirmed")
+
+// ErrTooManyAttributes matches (with errors.Is) every [*TooManyAttributesError].
+var ErrTooManyAttributes = errors.New("producer: too many message attributes")
+
+// TooManyAttributesError reports a job whose message attributes, with the ones sqsworker
+// adds (job type, idempotency key, due time, unique release), exceed SQS's limit of
+// 10 per message (sqsinfo.MaxMessageAttributes): nothing was sent, no service was called.
+// The trace context is never counted: it goes in the AWSTraceHeader system attribute
+// when the message attributes are spent.
+type TooManyAttributesError struct {
+	// User is the number of the job's own attributes (Job.Attributes).
+	User int
+	// Own is the number of attributes sqsworker adds.
+	Own int
+	// Limit is SQS's limit (10).
+	Limit int
+}
+
+// Error names the numbers.
+func (e *TooManyAttributesError) Error() string {
+	return fmt.Sprintf("producer: %d user %s + %d sqsworker %s exceed the SQS limit of %d message attributes",
+		e.User, plural(e.User, "attribute"), e.Own, plural(e.Own, "attribute"), e.Limit)
+}
+
+// Is reports true for [ErrTooManyAttributes].
+func (e *TooManyAttributesError) Is(target error) bool { return target == ErrTooManyAttributes }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

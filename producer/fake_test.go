@@ -82,11 +82,11 @@ func (f *fakeSQS) sent() []sentMessage {
 	defer f.mu.Unlock()
 	var all []sentMessage
 	for _, s := range f.sends {
-		all = append(all, sentMessage{aws.ToString(s.MessageBody), s.MessageAttributes, s.DelaySeconds, aws.ToString(s.MessageGroupId), aws.ToString(s.MessageDeduplicationId)})
+		all = append(all, sentMessage{aws.ToString(s.MessageBody), s.MessageAttributes, s.DelaySeconds, aws.ToString(s.MessageGroupId), aws.ToString(s.MessageDeduplicationId), s.MessageSystemAttributes})
 	}
 	for _, b := range f.batches {
 		for _, e := range b.Entries {
-			all = append(all, sentMessage{aws.ToString(e.MessageBody), e.MessageAttributes, e.DelaySeconds, aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId)})
+			all = append(all, sentMessage{aws.ToString(e.MessageBody), e.MessageAttributes, e.DelaySeconds, aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId), e.MessageSystemAttributes})
 		}
 	}
 	return all
@@ -104,6 +104,7 @@ type sentMessage struct {
 	delay      int32
 	group      string
 	dedup      string
+	system     map[string]types.MessageSystemAttributeValue
 }
 
 func (m sentMessage) attribute(name string) string {

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Prepared is a job checked and encoded for one queue: what [Producer.SendPrepared]
@@ -122,8 +121,9 @@ func (m Prepared) check() error {
 		return fmt.Errorf("producer: queue %s is FIFO and the job has no GroupID (SQS requires a message group id)", m.QueueURL)
 	case !fifo && m.DeduplicationID != "":
 		return fmt.Errorf("producer: queue %s is a standard queue and takes no DeduplicationID (use UniqueKey)", m.QueueURL)
-	case len(m.Attributes) > sqsinfo.MaxMessageAttributes:
-		return fmt.Errorf("producer: the job has %d message attributes (with the producer's own), SQS allows %d", len(m.Attributes), sqsinfo.MaxMessageAttributes)
+	}
+	if err := checkAttributeCount(m.Attributes); err != nil {
+		return err
 	}
 	return m.checkUnique()
 }

@@ -77,12 +77,64 @@ func TestSendRejectsInvalidJobs(t *testing.T) {
 		"dedup standard":   {standardURL, Job{Body: "x", DeduplicationID: "d"}, "takes no DeduplicationID"},
 		"fifo no group":    {fifoURL, Job{Body: "x"}, "has no GroupID"},
 		"fifo delay":       {fifoURL, Job{Body: "x", GroupID: "g", Delay: time.Second}, "take no per-message delay"},
-		"attributes":       {standardURL, Job{Body: "x", Type: "t", Attributes: tooMany}, "12 message attributes"},
+		"attributes":       {standardURL, Job{Body: "x", Type: "t", Attributes: tooMany}, "10 user attributes + "},
 		"unique, no store": {standardURL, Job{Body: "x", UniqueKey: "k"}, "Config.Unique is nil"},
 	} {
 		_, err := p.Send(context.Background(), tc.queue, tc.job)
 		assert.ErrorContains(t, err, tc.want, name)
 	}
+	assert.Empty(t, p.api.(*fakeSQS).sent(), "nothing sent")
+}
+
+// TestTooManyAttributesNamesTheNumbers: a job whose own attributes and sqsworker's pass
+// SQS's 10 is refused before any service call, naming both numbers; the trace context is
+// never counted: past the budget it is left out of the message attributes and travels in
+// the AWSTraceHeader system attribute.
+func TestTooManyAttributesNamesTheNumbers(t *testing.T) {
+	fake := newFake()
+	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	p := newProducer(t, fake, Config{TraceContext: func(context.Context) map[string]string {
+		return map[string]string{"traceparent": "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", "tracestate": "a=b", AttributeAWSTraceHeader: header}
+	}})
+	attributes := func(n int) map[string]types.MessageAttributeValue {
+		out := map[string]types.MessageAttributeValue{}
+		for i := range n {
+			out["a"+strconv.Itoa(i)] = stringValue("x")
+		}
+		return out
+	}
+	_, err := Prepare(standardURL, Job{Body: "x", Type: "t", Attributes: attributes(10)})
+	require.ErrorIs(t, err, ErrTooManyAttributes)
+	var tooMany *TooManyAttributesError
+	require.ErrorAs(t, err, &tooMany)
+	assert.Equal(t, 10, tooMany.User)
+	assert.Equal(t, 10, tooMany.Limit)
+	assert.Contains(t, err.Error(), fmt.Sprintf("producer: 10 user attributes + %d sqsworker attribute", tooMany.Own))
+	_, err = p.Send(context.Background(), standardURL, Job{Body: "x", Type: "t", Attributes: attributes(10)})
+	require.ErrorIs(t, err, ErrTooManyAttributes)
+	require.Empty(t, fake.sent(), "refused before any call")
+
+	prepared, err := Prepare(standardURL, Job{Body: "x", Type: "t"})
+	require.NoError(t, err)
+	own := len(prepared.Attributes) // sqsworker's attributes of a typed job
+	fits, spent, full := 10-own-2, 10-own-1, 10-own
+	for _, user := range []int{fits, spent, full} {
+		_, err := p.Send(context.Background(), standardURL, Job{Body: strconv.Itoa(user), Type: "t", Attributes: attributes(user)})
+		require.NoError(t, err)
+	}
+	sent := fake.sent()
+	require.Len(t, sent, 3)
+	for i, user := range []int{fits, spent, full} {
+		assert.Equal(t, header, aws.ToString(sent[i].system[AttributeAWSTraceHeader].StringValue), "%d user attributes", user)
+		assert.LessOrEqual(t, len(sent[i].attributes), 10, "%d user attributes", user)
+	}
+	assert.Equal(t, "a=b", sent[0].attribute("tracestate"), "room for both trace attributes")
+	assert.NotEmpty(t, sent[0].attribute("traceparent"))
+	for _, m := range sent[1:] {
+		assert.NotContains(t, m.attributes, "traceparent", "the trace attributes do not fit: neither is sent")
+		assert.NotContains(t, m.attributes, "tracestate")
+	}
+	assert.Len(t, sent[2].attributes, 10)
 }
 
 func TestSendToFIFOUsesUniqueKeyAsDeduplicationID(t *testing.T) {

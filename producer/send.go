@@ -67,6 +67,8 @@ type outMessage struct {
 	groupID      string
 	dedupID      string
 	size         int
+	// systemAttributes holds the AWSTraceHeader, when the trace context has one.
+	systemAttributes map[string]types.MessageSystemAttributeValue
 }
 
 func (m *outMessage) input() *sqs.SendMessageInput {
@@ -75,6 +77,9 @@ func (m *outMessage) input() *sqs.SendMessageInput {
 		MessageBody:       aws.String(m.body),
 		MessageAttributes: m.attributes,
 		DelaySeconds:      m.delaySeconds,
+	}
+	if m.systemAttributes != nil {
+		input.MessageSystemAttributes = m.systemAttributes
 	}
 	if m.groupID != "" {
 		input.MessageGroupId = aws.String(m.groupID)
@@ -165,11 +170,6 @@ func (p *Producer) build(ctx context.Context, m Prepared, r *reservation) (*outM
 	if release, ok := r.releaseAttribute(); ok {
 		attributes[AttributeUniqueRelease] = release
 	}
-	for key, value := range p.traceContext(ctx) {
-		if value != "" {
-			attributes[key] = stringValue(value)
-		}
-	}
 	switch {
 	case m.Delay > p.config.DueAtHorizon:
 		return nil, fmt.Errorf("producer: job delay %s is longer than the due-time horizon of %s (Config.DueAtHorizon)", m.Delay, p.config.DueAtHorizon)
@@ -179,9 +179,10 @@ func (p *Producer) build(ctx context.Context, m Prepared, r *reservation) (*outM
 	default:
 		message.delaySeconds = sqsx.DelaySeconds(m.Delay)
 	}
-	if len(attributes) > sqsinfo.MaxMessageAttributes {
-		return nil, fmt.Errorf("producer: the job has %d message attributes (with the producer's own), SQS allows %d", len(attributes), sqsinfo.MaxMessageAttributes)
+	if err := checkAttributeCount(attributes); err != nil {
+		return nil, err
 	}
+	addTraceContext(message, attributes, p.traceContext(ctx))
 	message.attributes = attributes
 	if err := p.fit(ctx, message); err != nil {
 		return nil, err

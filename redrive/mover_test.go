@@ -422,6 +422,28 @@ func TestMoverRedriveCountCountsOn(t *testing.T) {
 	}
 }
 
+// TestMoverKeepsTheTraceHeader: a dead letter's AWSTraceHeader system attribute is sent
+// with it, unchanged, so the redriven attempt stays in its producer's trace.
+func TestMoverKeepsTheTraceHeader(t *testing.T) {
+	t.Parallel()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	sendOne(t, client, &sqs.SendMessageInput{
+		QueueUrl: aws.String(queue.DeadLetterQueueURL), MessageBody: aws.String(body("traced", 0)),
+		MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{
+			"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String(header)},
+		},
+	})
+	result := run(t, client, redrive.Config{Source: queue.DeadLetterQueueURL, Destination: queue.URL})
+	if result.Moved != 1 {
+		t.Fatalf("result = %+v, want 1 moved", result)
+	}
+	if got := drain(t, client, queue.URL, 1)[0].Attributes["AWSTraceHeader"]; got != header {
+		t.Fatalf("moved with AWSTraceHeader %q, want %q", got, header)
+	}
+}
+
 // A receive whose response is lost (the connection reset after SQS handed the messages
 // out) leaves them hidden for the mover's VisibilityTimeout while SQS counts none visible.
 // A mover that meets that state (here the next run, after the first stopped on the

@@ -100,12 +100,18 @@ func entryText(err error) string {
 }
 
 // entry builds the send entry for it: body and message attributes unchanged, plus
-// AttributeRedriveCount when it fits; on a FIFO destination the message group kept and
-// a new deduplication id.
+// AttributeRedriveCount when it fits; the AWSTraceHeader system attribute kept, so a
+// redriven message stays in its producer's trace; on a FIFO destination the message
+// group kept and a new deduplication id.
 func (r *run) entry(it *item) types.SendMessageBatchRequestEntry {
 	entry := types.SendMessageBatchRequestEntry{
 		MessageBody:       it.raw.Body,
 		MessageAttributes: it.attributes,
+	}
+	if header := it.raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]; header != "" {
+		entry.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(header)},
+		}
 	}
 	if r.dest.FIFO {
 		group := groupOf(it.message)

@@ -53,6 +53,7 @@ import (
 	"github.com/sqsworker/sqsworker/examples/webhook/delivery"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -134,7 +135,7 @@ func run() int {
 // The provider and its registry are this process's own, not the global ones; the caller
 // shuts the provider down when the worker has stopped.
 func serveMetrics(config *poller.Config) (*sdkmetric.MeterProvider, error) {
-	provider, handler, err := otelsqsworker.NewPrometheus()
+	provider, handler, err := otelprom.New()
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@
 // its own so that a worker importing otelsqsworker does not link the idempotency
 // package's DynamoDB client. [Metrics] lists the instruments.
 //
-//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	provider, metricsHandler, err := otelprom.New()
 //	decisions, err := otelidempotency.NewMetrics(otelidempotency.Config{MeterProvider: provider})
 //	guard := idempotency.Middleware(store, idempotency.Config{KeyOptional: true, Observer: decisions})
 //	http.Handle("/metrics", metricsHandler)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelidempotency"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 )
 
 // Idempotency decisions (bypassed keyless messages among them) counted on
@@ -24,7 +24,7 @@ func Example() {
 	}
 	store := idempotency.NewDynamoDBStore(dynamodb.NewFromConfig(awsConfig), "jobs-idempotency")
 
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	if err != nil {
 		log.Fatal(err)
 	}

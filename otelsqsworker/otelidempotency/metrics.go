@@ -3,11 +3,11 @@ package otelidempotency
 import (
 	"context"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/instrument"
 )
 
 // ScopeName is the instrumentation scope of the meter this package uses.
@@ -48,13 +48,9 @@ type Metrics struct {
 
 // NewMetrics creates the instrument. It returns an error when the meter refuses it.
 func NewMetrics(cfg Config) (*Metrics, error) {
-	provider := cfg.MeterProvider
-	if provider == nil {
-		provider = otel.GetMeterProvider()
-	}
-	counter, err := provider.Meter(ScopeName).Int64Counter("sqsworker.idempotency.decisions", metric.WithUnit("{message}"),
-		metric.WithDescription("Decisions of the idempotency middleware, by decision."))
-	if err != nil {
+	build := instrument.New(cfg.MeterProvider, ScopeName)
+	counter := build.Counter("sqsworker.idempotency.decisions", instrument.Message, "Decisions of the idempotency middleware, by decision.")
+	if err := build.Err(); err != nil {
 		return nil, err
 	}
 	kinds := idempotency.EventKinds()

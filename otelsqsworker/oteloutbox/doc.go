@@ -4,7 +4,7 @@
 // that a worker importing otelsqsworker does not link the outbox.
 // [Metrics] lists the instruments.
 //
-//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	provider, metricsHandler, err := otelprom.New()
 //	relayMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})
 //	relay, err := outboxdynamo.NewRelay(dynamodb.NewFromConfig(awsConfig), box, jobs,
 //		outbox.RelayConfig{Observer: relayMetrics})

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/producer"
@@ -33,7 +33,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,14 +3,12 @@ package oteloutbox
 import (
 	"context"
 	"errors"
-	"sync"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker/otelsqsworker"
-	"github.com/sqsworker/sqsworker/otelsqsworker/internal/buckets"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/instrument"
 	"github.com/sqsworker/sqsworker/outbox"
 )
 
@@ -71,7 +69,7 @@ type Metrics struct {
 	lag                                     metric.Float64Histogram
 	backlog, failedNow, parked              metric.Int64Gauge
 	oldest                                  metric.Float64Gauge
-	sets                                    sync.Map // setKey → *sets
+	sets                                    instrument.Cache[setKey, *sets]
 }
 
 type setKey struct{ store, queueURL, jobType, failure string }
@@ -86,35 +84,19 @@ type sets struct {
 
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
 func NewMetrics(cfg Config) (*Metrics, error) {
-	provider := cfg.MeterProvider
-	if provider == nil {
-		provider = otel.GetMeterProvider()
+	build := instrument.New(cfg.MeterProvider, ScopeName)
+	m := &Metrics{
+		published:   build.Counter("sqsworker.outbox.entries.published", "{entry}", "Outbox entries SQS confirmed."),
+		failed:      build.Counter("sqsworker.outbox.entries.failed", "{entry}", "Outbox entries marked failed: refused, damaged or out of attempts."),
+		retried:     build.Counter("sqsworker.outbox.entries.retried", "{entry}", "Times an outbox entry was left unpublished for a later cycle."),
+		storeErrors: build.Counter("sqsworker.outbox.store.errors", "{error}", "Failed outbox store calls."),
+		lag:         build.Histogram("sqsworker.outbox.lag", instrument.Seconds, "Publish time minus the outbox entry's creation time.", instrument.DelayBuckets),
+		backlog:     build.Gauge("sqsworker.outbox.backlog", "{entry}", "Unpublished outbox entries, as a relay last reported them."),
+		oldest:      build.FloatGauge("sqsworker.outbox.oldest_unpublished.age", instrument.Seconds, "Age of the oldest unpublished outbox entry, as a relay last reported it."),
+		failedNow:   build.Gauge("sqsworker.outbox.failed", "{entry}", "Failed outbox entries, as a relay last reported them."),
+		parked:      build.Gauge("sqsworker.outbox.groups.parked", "{group}", "FIFO message groups held back by a failed outbox entry, as a relay last reported them."),
 	}
-	meter := provider.Meter(ScopeName)
-	m := &Metrics{}
-	var errs []error
-	counter := func(name, unit, description string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(description))
-		errs = append(errs, err)
-		return c
-	}
-	m.published = counter("sqsworker.outbox.entries.published", "{entry}", "Outbox entries SQS confirmed.")
-	m.failed = counter("sqsworker.outbox.entries.failed", "{entry}", "Outbox entries marked failed: refused, damaged or out of attempts.")
-	m.retried = counter("sqsworker.outbox.entries.retried", "{entry}", "Times an outbox entry was left unpublished for a later cycle.")
-	m.storeErrors = counter("sqsworker.outbox.store.errors", "{error}", "Failed outbox store calls.")
-	var err error
-	m.lag, err = meter.Float64Histogram("sqsworker.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Publish time minus the outbox entry's creation time."),
-		metric.WithExplicitBucketBoundaries(buckets.Delay()...))
-	errs = append(errs, err)
-	m.backlog, err = meter.Int64Gauge("sqsworker.outbox.backlog", metric.WithUnit("{entry}"), metric.WithDescription("Unpublished outbox entries, as a relay last reported them."))
-	errs = append(errs, err)
-	m.oldest, err = meter.Float64Gauge("sqsworker.outbox.oldest_unpublished.age", metric.WithUnit("s"), metric.WithDescription("Age of the oldest unpublished outbox entry, as a relay last reported it."))
-	errs = append(errs, err)
-	m.failedNow, err = meter.Int64Gauge("sqsworker.outbox.failed", metric.WithUnit("{entry}"), metric.WithDescription("Failed outbox entries, as a relay last reported them."))
-	errs = append(errs, err)
-	m.parked, err = meter.Int64Gauge("sqsworker.outbox.groups.parked", metric.WithUnit("{group}"), metric.WithDescription("FIFO message groups held back by a failed outbox entry, as a relay last reported them."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	if err := build.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -164,10 +146,9 @@ func failure(err error) string {
 }
 
 // setsOf returns the key's options, building them the first time.
-func (m *Metrics) setsOf(key setKey) *sets {
-	if cached, ok := m.sets.Load(key); ok {
-		return cached.(*sets)
-	}
+func (m *Metrics) setsOf(key setKey) *sets { return m.sets.Get(key, newSets) }
+
+func newSets(key setKey) *sets {
 	attributes := []attribute.KeyValue{KeyStore.String(key.store),
 		otelsqsworker.KeyQueue.String(otelsqsworker.QueueName(key.queueURL)), otelsqsworker.KeyJobType.String(key.jobType)}
 	if key.failure != "" {
@@ -175,9 +156,8 @@ func (m *Metrics) setsOf(key setKey) *sets {
 	}
 	entry := metric.WithAttributeSet(attribute.NewSet(attributes...))
 	store := metric.WithAttributeSet(attribute.NewSet(KeyStore.String(key.store)))
-	built, _ := m.sets.LoadOrStore(key, &sets{
+	return &sets{
 		entry: []metric.AddOption{entry}, lag: []metric.RecordOption{entry},
 		store: []metric.AddOption{store}, gauge: []metric.RecordOption{store},
-	})
-	return built.(*sets)
+	}
 }

@@ -3,7 +3,7 @@
 // delay and leadership. It is a package of its own so that a worker importing
 // otelsqsworker does not link the scheduler. [Metrics] lists the instruments.
 //
-//	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+//	provider, metricsHandler, err := otelprom.New()
 //	tickMetrics, err := otelscheduler.NewMetrics(otelscheduler.Config{MeterProvider: provider})
 //	ticks, err := scheduler.New(sqsClient, dynamoClient, scheduler.Config{
 //		Table: "jobs-idempotency", Observer: tickMetrics}, schedules)

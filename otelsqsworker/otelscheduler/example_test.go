@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
 	"github.com/sqsworker/sqsworker/scheduler"
 )
@@ -27,7 +27,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	provider, metricsHandler, err := otelsqsworker.NewPrometheus()
+	provider, metricsHandler, err := otelprom.New()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,15 +2,12 @@ package otelscheduler
 
 import (
 	"context"
-	"errors"
-	"sync"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sqsworker/sqsworker/otelsqsworker"
-	"github.com/sqsworker/sqsworker/otelsqsworker/internal/buckets"
+	"github.com/sqsworker/sqsworker/otelsqsworker/internal/instrument"
 	"github.com/sqsworker/sqsworker/scheduler"
 )
 
@@ -68,34 +65,23 @@ type Metrics struct {
 	ticks, gained, lost metric.Int64Counter
 	delay               metric.Float64Histogram
 	leader              metric.Int64UpDownCounter
-	ticksSets           sync.Map // tickKey → []metric.AddOption
-	delaySets           sync.Map // schedule → []metric.RecordOption
+	ticksSets           instrument.Cache[tickKey, []metric.AddOption]
+	delaySets           instrument.Cache[string, []metric.RecordOption] // by schedule
 }
 
 type tickKey struct{ schedule, outcome string }
 
 // NewMetrics creates the instruments. It returns an error when the meter refuses one.
 func NewMetrics(cfg Config) (*Metrics, error) {
-	provider := cfg.MeterProvider
-	if provider == nil {
-		provider = otel.GetMeterProvider()
+	build := instrument.New(cfg.MeterProvider, ScopeName)
+	m := &Metrics{
+		ticks:  build.Counter("sqsworker.scheduler.ticks", "{tick}", "Scheduler ticks by schedule and outcome."),
+		delay:  build.Histogram("sqsworker.scheduler.tick.delay", instrument.Seconds, "When an enqueued tick's message was sent minus the tick's scheduled time.", instrument.DelayBuckets),
+		leader: build.UpDownCounter("sqsworker.scheduler.leader", "{replica}", "1 while this replica holds the scheduler's lease."),
+		gained: build.Counter("sqsworker.scheduler.leadership.gained", "{term}", "Times this replica took the scheduler's lease."),
+		lost:   build.Counter("sqsworker.scheduler.leadership.lost", "{term}", "Times this replica lost the scheduler's lease, by reason."),
 	}
-	meter := provider.Meter(ScopeName)
-	m := &Metrics{}
-	var errs []error
-	var err error
-	m.ticks, err = meter.Int64Counter("sqsworker.scheduler.ticks", metric.WithUnit("{tick}"), metric.WithDescription("Scheduler ticks by schedule and outcome."))
-	errs = append(errs, err)
-	m.delay, err = meter.Float64Histogram("sqsworker.scheduler.tick.delay", metric.WithUnit("s"), metric.WithDescription("When an enqueued tick's message was sent minus the tick's scheduled time."),
-		metric.WithExplicitBucketBoundaries(buckets.Delay()...))
-	errs = append(errs, err)
-	m.leader, err = meter.Int64UpDownCounter("sqsworker.scheduler.leader", metric.WithUnit("{replica}"), metric.WithDescription("1 while this replica holds the scheduler's lease."))
-	errs = append(errs, err)
-	m.gained, err = meter.Int64Counter("sqsworker.scheduler.leadership.gained", metric.WithUnit("{term}"), metric.WithDescription("Times this replica took the scheduler's lease."))
-	errs = append(errs, err)
-	m.lost, err = meter.Int64Counter("sqsworker.scheduler.leadership.lost", metric.WithUnit("{term}"), metric.WithDescription("Times this replica lost the scheduler's lease, by reason."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	if err := build.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -127,18 +113,13 @@ func (m *Metrics) ObserveScheduler(ctx context.Context, ev scheduler.Event) {
 }
 
 func (m *Metrics) tickOptions(schedule, outcome string) []metric.AddOption {
-	key := tickKey{schedule, outcome}
-	if cached, ok := m.ticksSets.Load(key); ok {
-		return cached.([]metric.AddOption)
-	}
-	built, _ := m.ticksSets.LoadOrStore(key, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(KeySchedule.String(schedule), KeyTickOutcome.String(outcome)))})
-	return built.([]metric.AddOption)
+	return m.ticksSets.Get(tickKey{schedule, outcome}, func(key tickKey) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(KeySchedule.String(key.schedule), KeyTickOutcome.String(key.outcome)))}
+	})
 }
 
 func (m *Metrics) delayOptions(schedule string) []metric.RecordOption {
-	if cached, ok := m.delaySets.Load(schedule); ok {
-		return cached.([]metric.RecordOption)
-	}
-	built, _ := m.delaySets.LoadOrStore(schedule, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(KeySchedule.String(schedule)))})
-	return built.([]metric.RecordOption)
+	return m.delaySets.Get(schedule, func(schedule string) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(KeySchedule.String(schedule)))}
+	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/sqsworker/sqsworker/opspage"
 )
 
-// exposition is what the otelsqsworker Prometheus handler (otelsqsworker.NewPrometheus)
+// exposition is what the Prometheus handler of otelsqsworker/otelprom (otelprom.New)
 // serves for one queue, in the layout captured from the real handler (names, labels,
 // order), with the counts as format verbs.
 const exposition = `# HELP sqsworker_messages_finished_total Handler calls that returned, by outcome and reason.

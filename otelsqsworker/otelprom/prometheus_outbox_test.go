@@ -1,4 +1,4 @@
-package otelsqsworker_test
+package otelprom_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
-	"github.com/sqsworker/sqsworker/otelsqsworker"
 	"github.com/sqsworker/sqsworker/otelsqsworker/oteloutbox"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/otelsqsworker/otelscheduler"
 	"github.com/sqsworker/sqsworker/outbox"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
@@ -37,7 +37,7 @@ func TestPrometheusScrapesOutboxAndScheduler(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sqsClient, dynamo := testenv.SQS(t), testenv.DynamoDB(t)
-	provider, handler, err := otelsqsworker.NewPrometheus()
+	provider, handler, err := otelprom.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	outboxMetrics, err := oteloutbox.NewMetrics(oteloutbox.Config{MeterProvider: provider})

@@ -1,4 +1,4 @@
-package otelsqsworker_test
+package otelprom_test
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/otelsqsworker"
+	"github.com/sqsworker/sqsworker/otelsqsworker/otelprom"
 	"github.com/sqsworker/sqsworker/poller"
 )
 
@@ -123,7 +124,7 @@ func TestPrometheusScrapesWorker(t *testing.T) {
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
 	ctx := context.Background()
 
-	provider, handler, err := otelsqsworker.NewPrometheus()
+	provider, handler, err := otelprom.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	metrics, err := otelsqsworker.NewMetrics(otelsqsworker.MetricsConfig{MeterProvider: provider})
@@ -199,7 +200,7 @@ func TestPrometheusLabelsOnlyRegisteredJobTypes(t *testing.T) {
 	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
 	ctx := context.Background()
 
-	provider, handler, err := otelsqsworker.NewPrometheus()
+	provider, handler, err := otelprom.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	mux := sqsworker.NewServeMux()
