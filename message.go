@@ -56,6 +56,11 @@ func (m *Message) StringAttribute(name string) (string, bool) {
 	return attribute.StringValue, true
 }
 
+// Attempt returns which attempt at the job this delivery is, from 1: ReceiveCount.
+// [JobMaxAttempts] and the per-type retry delays ([JobBackoff], [JobRetryDelays]) count
+// attempts.
+func (m *Message) Attempt() int { return max(m.ReceiveCount, 1) }
+
 // SinceFirstReceive returns how long ago the message was first received, or 0 when unknown.
 func (m *Message) SinceFirstReceive(now time.Time) time.Duration {
 	if m.FirstReceivedAt.IsZero() {

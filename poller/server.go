@@ -128,6 +128,14 @@ func (s *Server) Start(ctx context.Context) error {
 			problems = append(problems, err)
 			continue
 		}
+		handler := spec.Handler
+		if handler == nil {
+			handler = s.handler
+		}
+		if err := checkAttempts(handler, info); err != nil {
+			problems = append(problems, err)
+			continue
+		}
 		logger := s.config.Logger.With("queue", spec.URL)
 		if policy := info.RedrivePolicy; policy != nil && policy.MaxReceiveCount < RecommendedMaxReceiveCount {
 			logger.Warn("poller: low maxReceiveCount: every receive counts toward it (a peek, a lost ReceiveMessage response, a crash), not only handler attempts, so a message may reach the dead-letter queue unhandled",

@@ -175,6 +175,11 @@ func TestExhaust(t *testing.T) {
 		{name: "send disabled: the redrive policy moves it", err: handlerErr, receiveCount: 3, maxReceiveCount: 3},
 		{name: "success", receiveCount: 3, maxReceiveCount: 3, send: true},
 		{name: "permanent keeps its own reason", err: sqsworker.Permanent("Bad", handlerErr), receiveCount: 3, maxReceiveCount: 3, send: true},
+		{name: "job type's MaxAttempts reached", err: limitedFailure(t, 2, handlerErr), receiveCount: 2, maxReceiveCount: 5, send: true, exhausted: true},
+		{name: "job type's MaxAttempts reached on a RetryAfter", err: limitedFailure(t, 2, sqsworker.RetryAfter(time.Minute, handlerErr)), receiveCount: 2, maxReceiveCount: 5, send: true, exhausted: true},
+		{name: "job type's MaxAttempts without a redrive policy", err: limitedFailure(t, 2, handlerErr), receiveCount: 3, send: true, exhausted: true},
+		{name: "below the job type's MaxAttempts", err: limitedFailure(t, 3, handlerErr), receiveCount: 2, maxReceiveCount: 5, send: true},
+		{name: "job type's MaxAttempts, send disabled", err: limitedFailure(t, 2, handlerErr), receiveCount: 2, maxReceiveCount: 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,4 +240,19 @@ func TestSettleDeadLettersTheLastAttempt(t *testing.T) {
 			assert.Equal(t, 16*time.Second, f.rescheduled[0].Visibility, "the backoff of the third receive")
 		})
 	}
+}
+
+// limitedFailure returns the error a ServeMux returns for a job type registered with
+// JobMaxAttempts(limit) whose handler failed with err.
+func limitedFailure(t *testing.T, limit int, err error) error {
+	t.Helper()
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("job", func(context.Context, *sqsworker.Message) error { return err }, sqsworker.JobMaxAttempts(limit))
+	got := mux.Handle(context.Background(), &sqsworker.Message{ReceiveCount: 1, MessageAttributes: map[string]sqsworker.MessageAttribute{
+		sqsworker.AttributeJobType: {DataType: "String", StringValue: "job"},
+	}})
+	if n, ok := sqsworker.AttemptLimit(got); !ok || n != limit {
+		t.Fatalf("AttemptLimit(%v) = %d, %v; want %d", got, n, ok, limit)
+	}
+	return got
 }

@@ -197,13 +197,13 @@ func (s *Settler) exhaust(ctx context.Context, logger *slog.Logger, d Delivery, 
 	if !s.deadLetterSend() || !Reschedules(action.Outcome) {
 		return action
 	}
-	queue, err := s.cfg.DeadLetter.Queue(ctx, d.Message)
-	if err != nil {
-		logger.Warn(s.cfg.Host+": cannot read the queue's redrive policy to tell a last attempt; the redrive policy will move the message after its last receive, without a failure reason", "error", err)
-		return action
-	}
 	maxReceiveCount := 0
-	if queue != nil && queue.RedrivePolicy != nil {
+	queue, err := s.cfg.DeadLetter.Queue(ctx, d.Message)
+	switch {
+	case err != nil:
+		// The job type's attempt limit, if any, still applies.
+		logger.Warn(s.cfg.Host+": cannot read the queue's redrive policy to tell a last attempt; the redrive policy will move the message after its last receive, without a failure reason", "error", err)
+	case queue != nil && queue.RedrivePolicy != nil:
 		maxReceiveCount = queue.RedrivePolicy.MaxReceiveCount
 	}
 	return Exhaust(action, d.Message, maxReceiveCount, true)

@@ -1,0 +1,91 @@
+package lambda_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/lambda"
+)
+
+// asRecord is the event record the event source mapping would build from a received
+// message of queueARN.
+func asRecord(message types.Message, queueARN string) events.SQSMessage {
+	attributes := map[string]events.SQSMessageAttribute{}
+	for name, value := range message.MessageAttributes {
+		attributes[name] = events.SQSMessageAttribute{DataType: aws.ToString(value.DataType), StringValue: value.StringValue}
+	}
+	return events.SQSMessage{
+		MessageId:         aws.ToString(message.MessageId),
+		ReceiptHandle:     aws.ToString(message.ReceiptHandle),
+		Body:              aws.ToString(message.Body),
+		Attributes:        message.Attributes,
+		MessageAttributes: attributes,
+		EventSource:       "aws:sqs",
+		EventSourceARN:    queueARN,
+		AWSRegion:         "us-east-1",
+	}
+}
+
+// TestJobMaxAttemptsOnLambda: on the Lambda host, a job type limited to 2 attempts on a
+// queue with maxReceiveCount 5 is a batch item failure after its first failed attempt
+// and, after its second, is sent to the dead-letter queue by the function with reason
+// RetriesExhausted and that attempt's error, and reported done (not a failure).
+func TestJobMaxAttemptsOnLambda(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := testenv.SQS(t)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5})
+	sent, err := client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:          aws.String(queue.URL),
+		MessageBody:       aws.String("{}"),
+		MessageAttributes: map[string]types.MessageAttributeValue{sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String("limited")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := sqsworker.NewServeMux()
+	calls := 0
+	mux.RegisterFunc("limited", func(_ context.Context, m *sqsworker.Message) error {
+		calls++
+		return fmt.Errorf("attempt %d failed", m.Attempt())
+	}, sqsworker.JobMaxAttempts(2), sqsworker.JobRetryDelays(0))
+	fn := lambda.NewBatchHandler(mux, lambda.WithSQSClient(client))
+	for attempt := 1; attempt <= 2; attempt++ {
+		received := testenv.Receive(t, client, sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(queue.URL),
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			VisibilityTimeout:           60,
+		}, 1, testenv.ReceiveTimeout)
+		if len(received) != 1 {
+			t.Fatalf("attempt %d: received %d messages, want 1", attempt, len(received))
+		}
+		invocation, cancel := context.WithTimeout(ctx, 30*time.Second)
+		response, err := fn(invocation, events.SQSEvent{Records: []events.SQSMessage{asRecord(received[0], queue.ARN)}})
+		cancel()
+		if err != nil {
+			t.Fatalf("attempt %d: invocation: %v", attempt, err)
+		}
+		if wantFailures := 2 - attempt; len(response.BatchItemFailures) != wantFailures {
+			t.Fatalf("attempt %d: batch item failures %v, want %d", attempt, response.BatchItemFailures, wantFailures)
+		}
+	}
+	dead := deadLetters(t, client, queue.DeadLetterQueueURL, 1)
+	got := failureAttributes(dead[0])
+	if got[sqsworker.AttributeFailureReason] != sqsworker.ReasonRetriesExhausted || got[sqsworker.AttributeFailureError] != "attempt 2 failed" ||
+		got[sqsworker.AttributeFailureMessageID] != aws.ToString(sent.MessageId) || got[sqsworker.AttributeFailureReceiveCount] != "2" {
+		t.Errorf("dead-letter copy attributes %v, want RetriesExhausted, the second attempt's error, receive count 2", got)
+	}
+	if calls != 2 {
+		t.Errorf("handler called %d times, want 2", calls)
+	}
+}
