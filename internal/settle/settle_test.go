@@ -1,8 +1,11 @@
 package settle_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,4 +258,25 @@ func limitedFailure(t *testing.T, limit int, err error) error {
 		t.Fatalf("AttemptLimit(%v) = %d, %v; want %d", got, n, ok, limit)
 	}
 	return got
+}
+
+// TestWarnsOnceWhenTheAttemptLimitIsNotBelowMaxReceiveCount: a failure of a job type
+// whose MaxAttempts (5) is not below the queue's maxReceiveCount (5) logs one warning
+// with the numbers, however many such failures follow; a limit below it logs none.
+func TestWarnsOnceWhenTheAttemptLimitIsNotBelowMaxReceiveCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		limit, want int
+	}{{5, 1}, {4, 0}} {
+		var logs bytes.Buffer
+		s := settle.New(settle.Config{Host: "lambda", Backoff: fixed, DeadLetter: &deadLetter{maxReceiveCount: 5}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		for range 3 {
+			d := settle.Delivery{Message: &sqsworker.Message{ID: "m", ReceiveCount: 1}, ReceivedAt: time.Now()}
+			s.Settle(context.Background(), d, limitedFailure(t, tc.limit, errors.New("503")), &finisher{})
+		}
+		got := strings.Count(logs.String(), "MaxAttempts is not below the queue's maxReceiveCount")
+		if got != tc.want || tc.want == 1 && !strings.Contains(logs.String(), "max_attempts=5 max_receive_count=5") {
+			t.Errorf("limit %d: %d warnings, want %d:\n%s", tc.limit, got, tc.want, logs.String())
+		}
+	}
 }
