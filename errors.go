@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// ErrInterrupted matches (with errors.Is) the cause of a handler context that a host
+// ended because it is going away, not because the job failed: the poller's drain
+// deadline at shutdown (poller.ErrDrainTimeout) and the Lambda adapter's invocation
+// deadline (lambda.ErrDeadline). The host releases such a message, and the idempotency
+// middleware records the interruption, so it does not count toward the job type's
+// attempts ([Message.Attempt], [JobMaxAttempts]).
+var ErrInterrupted = errors.New("sqsworker: interrupted by the host (shutdown or deadline)")
+
 // ErrPermanent matches (with errors.Is) every error made by [Permanent]: a failure that
 // retrying cannot fix, so the message goes to the dead-letter queue at once.
 var ErrPermanent = errors.New("sqsworker: permanent failure")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -120,6 +121,33 @@ func Example_observer() {
 	_, _ = lambda.NewBatchHandler(handler, lambda.WithObserver(observer))
 	fmt.Println(server != nil, err, counter.Stats().Received)
 	// Output: true <nil> 0
+}
+
+type Charge struct {
+	OrderID string `json:"orderId"`
+}
+
+// The README's attempts per job type: at most 4 attempts of charge-card, retried after
+// 10 s, 1 min and then 10 min; the fourth failure goes to the dead-letter queue with
+// reason RetriesExhausted. The queue's maxReceiveCount must be above 4 (the poller
+// refuses to start otherwise).
+func ExampleJobMaxAttempts() {
+	chargeCard := func(ctx context.Context, job Charge) error { return fmt.Errorf("card declined for %s", job.OrderID) }
+	mux := sqsworker.NewServeMux()
+	sqsworker.RegisterJSON(mux, "charge-card", chargeCard,
+		sqsworker.JobMaxAttempts(4), // then the dead-letter queue, reason RetriesExhausted
+		sqsworker.JobRetryDelays(10*time.Second, time.Minute, 10*time.Minute))
+	fmt.Println(mux.MaxAttempts())
+
+	message := &sqsworker.Message{Body: `{"orderId":"A-7"}`, ReceiveCount: 2, MessageAttributes: map[string]sqsworker.MessageAttribute{
+		sqsworker.AttributeJobType: {DataType: "String", StringValue: "charge-card"},
+	}}
+	err := mux.Handle(context.Background(), message)
+	limit, _ := sqsworker.AttemptLimit(err)
+	fmt.Println(sqsworker.Classify(err).Delay, limit)
+	// Output:
+	// map[charge-card:4]
+	// 1m0s 4
 }
 
 // TestSnippetsAreCompiledExamples keeps every Go snippet of README.md and of the package

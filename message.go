@@ -33,6 +33,11 @@ type Message struct {
 	QueueURL string
 	// QueueARN is the ARN of the queue the message was received from.
 	QueueARN string
+	// Interrupted is how many earlier receives of this message ended interrupted by its
+	// host (a shutdown's drain deadline, a Lambda deadline: [ErrInterrupted]) rather than
+	// by a failure, as the idempotency middleware recorded them; it sets the field before
+	// the handler runs. Zero without that middleware, or when nothing was recorded.
+	Interrupted int
 	// ReceiptHandle identifies this delivery for DeleteMessage and ChangeMessageVisibility.
 	// It changes on every receive.
 	ReceiptHandle string
@@ -56,6 +61,12 @@ func (m *Message) StringAttribute(name string) (string, bool) {
 	}
 	return attribute.StringValue, true
 }
+
+// Attempt returns which attempt at the job this delivery is, from 1: ReceiveCount less
+// the receives interrupted by the host (Interrupted), which are no attempts.
+// [JobMaxAttempts] and the per-type retry delays ([JobBackoff], [JobRetryDelays]) count
+// attempts.
+func (m *Message) Attempt() int { return max(m.ReceiveCount-m.Interrupted, 1) }
 
 // SinceFirstReceive returns how long ago the message was first received, or 0 when unknown.
 func (m *Message) SinceFirstReceive(now time.Time) time.Duration {

@@ -85,7 +85,7 @@ func JobTimeout(d time.Duration) JobOption {
 
 // JobBackoff replaces the host's retry policy for the job type: an ordinary failure (an
 // error that is not permanent, deferred or a RetryAfter) becomes [RetryAfter] with
-// backoff.Delay(receive count), which both hosts carry out through the visibility
+// backoff.Delay([Message.Attempt]), which both hosts carry out through the visibility
 // timeout, clamped to SQS's 12-hour limit. The outcome's reason is then "RetryAfter"
 // instead of "HandlerError". A panic is recovered by the host, in one place, and retried
 // with the host's backoff. It panics when backoff.Validate reports a problem.
@@ -94,7 +94,45 @@ func JobBackoff(backoff Backoff) JobOption {
 		panic(fmt.Sprintf("sqsworker: JobBackoff: %v", err))
 	}
 	backoff.Random = syncrand.Serialize(backoff.Random) // handlers of the type run concurrently
-	return func(r *route) { r.backoff = &backoff }
+	return func(r *route) { r.delay = backoff.Delay }
+}
+
+// JobRetryDelays replaces the host's retry policy for the job type with a table: after
+// failed attempt n (see [Message.Attempt]) the message is retried after delays[n-1], and
+// after the last entry for every later attempt; as [JobBackoff] does, an ordinary
+// failure becomes [RetryAfter] with that delay, clamped by the hosts to SQS's 12-hour
+// visibility limit. It panics when delays is empty or holds a negative delay.
+func JobRetryDelays(delays ...time.Duration) JobOption {
+	if len(delays) == 0 {
+		panic("sqsworker: JobRetryDelays without a delay")
+	}
+	for i, d := range delays {
+		if d < 0 {
+			panic(fmt.Sprintf("sqsworker: JobRetryDelays: delay %d is negative (%s)", i+1, d))
+		}
+	}
+	table := slices.Clone(delays)
+	return func(r *route) {
+		r.delay = func(attempt int) time.Duration { return table[min(max(attempt, 1), len(table))-1] }
+	}
+}
+
+// JobMaxAttempts bounds the attempts of the job type to n (at least 1): when attempt n
+// ([Message.Attempt], which does not count receives interrupted by a shutdown or a
+// Lambda deadline that the idempotency store recorded) fails with an error that would
+// retry it (an ordinary error or a [RetryAfter]; not a deferral), both hosts send the
+// message to the dead-letter queue with reason [ReasonRetriesExhausted] and that error,
+// instead of retrying it until the redrive policy's maxReceiveCount. n must be below
+// the queue's maxReceiveCount, so SQS never moves the message first (without a reason),
+// and the difference is what interrupted receives may use: the poller refuses to start
+// otherwise ([ServeMux.MaxAttempts] is what it reads). With dead-letter sends disabled
+// (the poller's Config.DisableDeadLetterSend) the limit does not apply. It panics when
+// n is below 1.
+func JobMaxAttempts(n int) JobOption {
+	if n < 1 {
+		panic(fmt.Sprintf("sqsworker: JobMaxAttempts(%d): at least 1 attempt", n))
+	}
+	return func(r *route) { r.maxAttempts = n }
 }
 
 // JobMiddleware wraps the job type's handler in middlewares (the first one outermost),
@@ -105,9 +143,12 @@ func JobMiddleware(middlewares ...Middleware) JobOption {
 
 // route is one registered job type.
 type route struct {
-	handler     Handler
-	timeout     time.Duration
-	backoff     *Backoff
+	handler Handler
+	timeout time.Duration
+	// delay is the retry delay after a failed attempt (JobBackoff, JobRetryDelays); nil:
+	// the host's.
+	delay       func(attempt int) time.Duration
+	maxAttempts int // JobMaxAttempts; 0: none
 	middlewares []Middleware
 }
 
@@ -149,6 +190,24 @@ func (mux *ServeMux) JobTypes() []string {
 	}
 	slices.Sort(types)
 	return types
+}
+
+// MaxAttempts returns the job types registered with [JobMaxAttempts] and their limits
+// (nil when none is): what the poller checks against each queue's maxReceiveCount at
+// start.
+func (mux *ServeMux) MaxAttempts() map[string]int {
+	mux.mu.RLock()
+	defer mux.mu.RUnlock()
+	var limits map[string]int
+	for name, r := range mux.routes {
+		if r.maxAttempts > 0 {
+			if limits == nil {
+				limits = map[string]int{}
+			}
+			limits[name] = r.maxAttempts
+		}
+	}
+	return limits
 }
 
 // Registered reports whether jobType has a handler. It is the set of job types a
@@ -217,10 +276,38 @@ func (r *route) serve(ctx context.Context, message *Message) error {
 	if cause := context.Cause(ctx); errors.Is(cause, ErrJobTimeout) && !errors.Is(err, ErrJobTimeout) {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
-	if r.backoff != nil && Classify(err).Kind == OutcomeRetry {
-		return RetryAfter(r.backoff.Delay(message.ReceiveCount), err)
+	last := r.maxAttempts > 0 && message.Attempt() >= r.maxAttempts // no retry delay to add
+	if r.delay != nil && !last && Classify(err).Kind == OutcomeRetry {
+		err = RetryAfter(r.delay(message.Attempt()), err)
+	}
+	if r.maxAttempts > 0 {
+		if kind := Classify(err).Kind; kind == OutcomeRetry || kind == OutcomeRetryAfter {
+			err = &attemptLimitError{limit: r.maxAttempts, err: err}
+		}
 	}
 	return err
+}
+
+// attemptLimitError is a failed attempt of a job type with [JobMaxAttempts]: err, and
+// the type's limit, which the hosts read with [AttemptLimit].
+type attemptLimitError struct {
+	limit int
+	err   error
+}
+
+func (e *attemptLimitError) Error() string { return e.err.Error() }
+func (e *attemptLimitError) Unwrap() error { return e.err }
+
+// AttemptLimit returns the [JobMaxAttempts] limit a failed attempt's error carries (the
+// mux attaches it to every failure of such a job type that would be retried), and
+// whether it carries one. Both hosts' settlement reads it: when the message's
+// [Message.Attempt] has reached the limit, the message is dead-lettered with reason
+// [ReasonRetriesExhausted].
+func AttemptLimit(err error) (int, bool) {
+	if limited, ok := errors.AsType[*attemptLimitError](err); ok {
+		return limited.limit, true
+	}
+	return 0, false
 }
 
 type messageKey struct{}

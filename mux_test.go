@@ -135,6 +135,65 @@ func TestJobBackoffBecomesRetryAfter(t *testing.T) {
 	assert.Equal(t, OutcomeRetry, Classify(mux.Handle(context.Background(), typed("plain", ""))).Kind)
 }
 
+// TestJobRetryDelaysTable: attempt n fails into a RetryAfter of the table's entry n, the
+// last entry for every later attempt.
+func TestJobRetryDelaysTable(t *testing.T) {
+	mux := NewServeMux()
+	mux.RegisterFunc("flaky", func(context.Context, *Message) error { return errors.New("503") }, JobRetryDelays(time.Second, 10*time.Second, time.Minute))
+	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 10 * time.Second, 3: time.Minute, 9: time.Minute} {
+		message := typed("flaky", "")
+		message.ReceiveCount = attempt
+		outcome := Classify(mux.Handle(context.Background(), message))
+		assert.Equal(t, OutcomeRetryAfter, outcome.Kind, "attempt %d", attempt)
+		assert.Equal(t, want, outcome.Delay, "attempt %d", attempt)
+	}
+	assert.Panics(t, func() { JobRetryDelays() })
+	assert.Panics(t, func() { JobRetryDelays(time.Second, -time.Second) })
+}
+
+// TestJobMaxAttemptsMarksFailures: every failure of a limited type that would retry
+// carries the limit (AttemptLimit); successes, deferrals and permanent failures do not,
+// nor do other types; the last attempt gets no retry delay added; MaxAttempts lists the
+// limits.
+func TestJobMaxAttemptsMarksFailures(t *testing.T) {
+	var result error
+	mux := NewServeMux()
+	mux.RegisterFunc("limited", func(context.Context, *Message) error { return result }, JobMaxAttempts(3), JobRetryDelays(time.Second))
+	mux.RegisterFunc("plain", func(context.Context, *Message) error { return errors.New("503") })
+	assert.Equal(t, map[string]int{"limited": 3}, mux.MaxAttempts())
+
+	for _, tc := range []struct {
+		name    string
+		result  error
+		limited bool
+	}{
+		{"error", errors.New("503"), true},
+		{"retry-after", RetryAfter(time.Minute, errors.New("429")), true},
+		{"success", nil, false},
+		{"deferral", Defer(time.Minute, "NotYet"), false},
+		{"permanent", Permanent("Bad", errors.New("400")), false},
+	} {
+		result = tc.result
+		err := mux.Handle(context.Background(), typed("limited", ""))
+		limit, ok := AttemptLimit(err)
+		assert.Equal(t, tc.limited, ok, tc.name)
+		if tc.limited {
+			assert.Equal(t, 3, limit, tc.name)
+		}
+	}
+	_, ok := AttemptLimit(mux.Handle(context.Background(), typed("plain", "")))
+	assert.False(t, ok, "a type without a limit")
+
+	result = errors.New("503")
+	last := typed("limited", "")
+	last.ReceiveCount = 3
+	outcome := Classify(mux.Handle(context.Background(), last))
+	assert.Equal(t, OutcomeRetry, outcome.Kind, "the last attempt: no retry delay added")
+	assert.Equal(t, "503", outcome.Err.Error())
+	assert.Panics(t, func() { JobMaxAttempts(0) })
+	assert.Nil(t, NewServeMux().MaxAttempts())
+}
+
 func TestJobMiddlewareWrapsOnlyItsType(t *testing.T) {
 	var calls []string
 	tag := func(name string) Middleware {

@@ -54,8 +54,22 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 			// Our own write: the SDK retried a PutItem whose first attempt succeeded but
 			// whose response was lost, and the retry failed its own condition.
 			logger.DebugContext(ctx, "idempotency: claimed (the conflicting record is our own retried write)")
+			if existing.Interrupted > 0 && existing.InterruptedMessage == message.ID {
+				claim.Interrupted, claim.InterruptedMessage = existing.Interrupted, message.ID // a takeover's
+				message.Interrupted = existing.Interrupted
+			}
 			m.observe(ctx, message, Event{Kind: EventClaimed, Key: claim.Key})
 			return true, nil
+		}
+		if store, ok := m.store.(InterruptionStore); ok && existing.TakeOverable(now.Add(-m.config.ClockSkewAllowance)) && !m.mismatch(*claim, existing) {
+			claimed, err := m.takeOver(ctx, store, message, claim, existing, logger)
+			if err != nil {
+				return false, m.storeFailed(ctx, message, claim.Key, "taking over the interrupted record failed", err, logger)
+			}
+			if claimed {
+				return true, nil
+			}
+			continue // taken by another claim meanwhile, or our own retried write: look again
 		}
 		if m.claimable(existing, now) {
 			continue // replaced or expired since the conditional write: claim again
@@ -82,6 +96,29 @@ func (m *middleware) claim(ctx context.Context, message *sqsworker.Message, clai
 	logger.WarnContext(ctx, "idempotency: claim failed", slog.Any("error", err))
 	m.observe(ctx, message, Event{Kind: EventStoreError, Key: claim.Key, Err: err})
 	return false, err
+}
+
+// takeOver claims a record that keeps interrupted receives, writing the claim with the
+// count when it is for the same message (those receives are then no attempts:
+// Message.Interrupted), without it for another message. It reports whether the claim
+// was written; false with no error means a conflict (another claim took the record
+// first, or a retried write of ours that the caller recognises when it looks again).
+func (m *middleware) takeOver(ctx context.Context, store InterruptionStore, message *sqsworker.Message, claim *Record, existing Record, logger *slog.Logger) (bool, error) {
+	claim.Interrupted, claim.InterruptedMessage = 0, ""
+	if existing.InterruptedMessage == message.ID {
+		claim.Interrupted, claim.InterruptedMessage = existing.Interrupted, message.ID
+	}
+	err := store.TakeOver(ctx, *claim, existing.Lease)
+	if _, conflict := errors.AsType[*AlreadyExistsError](err); conflict {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	message.Interrupted = claim.Interrupted
+	logger.DebugContext(ctx, "idempotency: claimed, taking over the interrupted receives", slog.Int("interrupted", claim.Interrupted))
+	m.observe(ctx, message, Event{Kind: EventClaimed, Key: claim.Key})
+	return true, nil
 }
 
 // Poll intervals of [middleware.await].

@@ -20,14 +20,16 @@ func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim 
 	defer func() {
 		if !returned { // the handler panicked (or called runtime.Goexit): free the key, let the panic go on
 			stop()
-			m.release(ctx, claim, logger)
+			m.release(ctx, message, claim, false, logger)
 		}
 	}()
 	err = m.next.Handle(handlerCtx, message)
 	returned = true
 	stop() // before completing: a renewal never races the completion
 	if err != nil {
-		m.release(ctx, claim, logger)
+		// A host that ends the context because it is going away (a shutdown's drain
+		// deadline, a Lambda deadline) interrupted the attempt: it did not fail.
+		m.release(ctx, message, claim, errors.Is(context.Cause(ctx), sqsworker.ErrInterrupted), logger)
 		return err
 	}
 	completed := claim
@@ -56,11 +58,28 @@ func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim 
 	return nil
 }
 
-// release deletes the claim's record, conditioned on its lease, so a retry can run at
-// once instead of waiting for the lease to end. Failures are logged only.
-func (m *middleware) release(ctx context.Context, claim Record, logger *slog.Logger) {
+// release ends the claim, conditioned on its lease, so a retry can run at once instead
+// of waiting for the lease to end: it deletes the record, or, when the attempt was
+// interrupted by the host or earlier ones were (claim.Interrupted) and the store keeps
+// interruptions, keeps it with the count (one increment for an interruption), so the
+// next claim learns that those receives were no attempts. Failures are logged only.
+func (m *middleware) release(ctx context.Context, message *sqsworker.Message, claim Record, interrupted bool, logger *slog.Logger) {
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.config.StoreTimeout)
 	defer cancel()
+	if store, ok := m.store.(InterruptionStore); ok && (interrupted || claim.Interrupted > 0) {
+		kept := claim
+		kept.InterruptedMessage = message.ID
+		if interrupted {
+			kept.Interrupted++
+		}
+		if err := store.Interrupt(storeCtx, kept); err != nil {
+			logger.WarnContext(ctx, "idempotency: recording the interrupted receives failed; they count as attempts, and duplicates wait for the lease to end",
+				slog.Int("interrupted", kept.Interrupted), slog.Any("error", err))
+			return
+		}
+		logger.DebugContext(ctx, "idempotency: released, interrupted receives kept", slog.Int("interrupted", kept.Interrupted), slog.Bool("this_one", interrupted))
+		return
+	}
 	if err := m.store.Delete(storeCtx, claim.Key, claim.Lease); err != nil {
 		logger.WarnContext(ctx, "idempotency: releasing the record after a handler failure failed; duplicates wait for the lease to end", slog.Any("error", err))
 		return

@@ -31,7 +31,7 @@ type DynamoDBStore struct {
 	fastPath bool
 }
 
-var _ Store = (*DynamoDBStore)(nil)
+var _ InterruptionStore = (*DynamoDBStore)(nil)
 
 // DynamoDBOption configures a [DynamoDBStore].
 type DynamoDBOption func(*DynamoDBStore)
@@ -69,40 +69,60 @@ func NewDynamoDBStore(client DynamoDBAPI, table string, options ...DynamoDBOptio
 
 // Expression placeholders. They are fixed, whatever the configured attribute names.
 const (
-	claimCondition  = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :in_progress AND #in_progress_expiry < :now_ms)"
-	leaseCondition  = "#lease = :lease"
-	completeSet     = "SET #status = :completed, #expiration = :expiration"
-	completeSetData = "SET #status = :completed, #expiration = :expiration, #data = :data"
-	completeRemove  = " REMOVE #in_progress_expiry, #deadline"
-	renewCondition  = "#lease = :lease AND #status = :in_progress"
-	renewSet        = "SET #in_progress_expiry = :in_progress_expiry, #expiration = :expiration"
+	claimCondition = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :in_progress AND #in_progress_expiry < :now_ms AND attribute_not_exists(#interrupted))"
+	// takeOverCondition: a record that keeps interrupted receives, under the given lease.
+	takeOverCondition = "#lease = :lease AND attribute_exists(#interrupted)"
+	leaseCondition    = "#lease = :lease"
+	completeSet       = "SET #status = :completed, #expiration = :expiration"
+	completeSetData   = "SET #status = :completed, #expiration = :expiration, #data = :data"
+	completeRemove    = " REMOVE #in_progress_expiry, #deadline"
+	renewCondition    = "#lease = :lease AND #status = :in_progress"
+	renewSet          = "SET #in_progress_expiry = :in_progress_expiry, #expiration = :expiration"
+	interruptSet      = "SET #in_progress_expiry = :in_progress_expiry, #interrupted = :interrupted, #interrupted_message = :interrupted_message REMOVE #deadline"
 )
 
 // PutInProgress implements [Store.PutInProgress] with one conditional PutItem:
 //
 //	attribute_not_exists(id) OR expiration < :now
-//	  OR (status = IN_PROGRESS AND in_progress_expiry < :now_ms)
+//	  OR (status = IN_PROGRESS AND in_progress_expiry < :now_ms
+//	      AND attribute_not_exists(interrupted))
 //
-// where :now is now in epoch seconds and :now_ms in epoch milliseconds.
+// where :now is now in epoch seconds and :now_ms in epoch milliseconds. A record that
+// keeps interrupted receives is taken over instead (TakeOver).
 func (s *DynamoDBStore) PutInProgress(ctx context.Context, record Record, now time.Time) error {
+	return s.put(ctx, record, claimCondition, map[string]string{
+		"#id":                 s.names.Key,
+		"#expiration":         s.names.Expiration,
+		"#status":             s.names.Status,
+		"#in_progress_expiry": s.names.InProgressExpiry,
+		"#interrupted":        s.names.Interrupted,
+	}, map[string]types.AttributeValue{
+		":now":         number(now.Unix()),
+		":now_ms":      number(now.UnixMilli()),
+		":in_progress": &types.AttributeValueMemberS{Value: string(StatusInProgress)},
+	})
+}
+
+// TakeOver implements [InterruptionStore.TakeOver] with one PutItem conditioned on
+// "lease = :lease AND attribute_exists(interrupted)".
+func (s *DynamoDBStore) TakeOver(ctx context.Context, record Record, lease string) error {
+	return s.put(ctx, record, takeOverCondition,
+		map[string]string{"#lease": s.names.Lease, "#interrupted": s.names.Interrupted},
+		map[string]types.AttributeValue{":lease": &types.AttributeValueMemberS{Value: lease}})
+}
+
+// put writes the claim record with one conditional PutItem; a failed condition is an
+// [*AlreadyExistsError], with the blocking record on the fast path.
+func (s *DynamoDBStore) put(ctx context.Context, record Record, condition string, names map[string]string, values map[string]types.AttributeValue) error {
 	if err := validateClaim(record); err != nil {
 		return err
 	}
 	input := &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                s.item(record),
-		ConditionExpression: aws.String(claimCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#id":                 s.names.Key,
-			"#expiration":         s.names.Expiration,
-			"#status":             s.names.Status,
-			"#in_progress_expiry": s.names.InProgressExpiry,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":         number(now.Unix()),
-			":now_ms":      number(now.UnixMilli()),
-			":in_progress": &types.AttributeValueMemberS{Value: string(StatusInProgress)},
-		},
+		TableName:                 aws.String(s.table),
+		Item:                      s.item(record),
+		ConditionExpression:       aws.String(condition),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 	if s.fastPath {
 		input.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -123,6 +143,38 @@ func (s *DynamoDBStore) PutInProgress(ctx context.Context, record Record, now ti
 		return exists
 	}
 	return &StoreError{Op: "put", Key: record.Key, Err: err}
+}
+
+// Interrupt implements [InterruptionStore.Interrupt] with an UpdateItem conditioned on
+// "lease = :lease": SET the lease end to epoch millisecond 1 (long past), the count and
+// its message id; REMOVE the deadline.
+func (s *DynamoDBStore) Interrupt(ctx context.Context, record Record) error {
+	return s.update(ctx, "interrupt", record.Key, interruptSet, leaseCondition, map[string]string{
+		"#in_progress_expiry":  s.names.InProgressExpiry,
+		"#interrupted":         s.names.Interrupted,
+		"#interrupted_message": s.names.InterruptedMessage,
+		"#deadline":            s.names.Deadline,
+		"#lease":               s.names.Lease,
+	}, map[string]types.AttributeValue{
+		":in_progress_expiry":  number(interruptedLeaseEnd.UnixMilli()),
+		":interrupted":         number(int64(max(record.Interrupted, 1))),
+		":interrupted_message": &types.AttributeValueMemberS{Value: record.InterruptedMessage},
+		":lease":               &types.AttributeValueMemberS{Value: record.Lease},
+	})
+}
+
+// update makes one conditional UpdateItem on key, its failed condition reported as
+// [ErrLeaseLost] (see leaseResult).
+func (s *DynamoDBStore) update(ctx context.Context, op, key, update, condition string, names map[string]string, values map[string]types.AttributeValue) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(key),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(condition),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return s.leaseResult(op, key, err)
 }
 
 // Get implements [Store.Get] with a consistent GetItem.
@@ -213,25 +265,17 @@ func (s *DynamoDBStore) Delete(ctx context.Context, key, lease string) error {
 // Renew implements [Store.Renew] with an UpdateItem conditioned on
 // "lease = :lease AND status = IN_PROGRESS".
 func (s *DynamoDBStore) Renew(ctx context.Context, record Record) error {
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 s.key(record.Key),
-		UpdateExpression:    aws.String(renewSet),
-		ConditionExpression: aws.String(renewCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#in_progress_expiry": s.names.InProgressExpiry,
-			"#expiration":         s.names.Expiration,
-			"#lease":              s.names.Lease,
-			"#status":             s.names.Status,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":in_progress_expiry": number(record.InProgressExpiresAt.UnixMilli()),
-			":expiration":         number(record.ExpiresAt.Unix()),
-			":lease":              &types.AttributeValueMemberS{Value: record.Lease},
-			":in_progress":        &types.AttributeValueMemberS{Value: string(StatusInProgress)},
-		},
+	return s.update(ctx, "renew", record.Key, renewSet, renewCondition, map[string]string{
+		"#in_progress_expiry": s.names.InProgressExpiry,
+		"#expiration":         s.names.Expiration,
+		"#lease":              s.names.Lease,
+		"#status":             s.names.Status,
+	}, map[string]types.AttributeValue{
+		":in_progress_expiry": number(record.InProgressExpiresAt.UnixMilli()),
+		":expiration":         number(record.ExpiresAt.Unix()),
+		":lease":              &types.AttributeValueMemberS{Value: record.Lease},
+		":in_progress":        &types.AttributeValueMemberS{Value: string(StatusInProgress)},
 	})
-	return s.leaseResult("renew", record.Key, err)
 }
 
 func (s *DynamoDBStore) leaseResult(op, key string, err error) error {

@@ -35,6 +35,12 @@ type AttributeNames struct {
 	// Deadline holds the running handler's deadline in epoch MILLISECONDS; if empty,
 	// "in_progress_deadline".
 	Deadline string
+	// Interrupted holds the count of interrupted receives (Record.Interrupted); if empty,
+	// "interrupted".
+	Interrupted string
+	// InterruptedMessage holds the message id that count is for; if empty,
+	// "interrupted_message".
+	InterruptedMessage string
 }
 
 // Default attribute names.
@@ -47,6 +53,8 @@ const (
 	DefaultValidationAttribute       = "validation"
 	DefaultDataAttribute             = "data"
 	DefaultDeadlineAttribute         = "in_progress_deadline"
+	DefaultInterruptedAttribute      = "interrupted"
+	DefaultInterruptedMessageAttr    = "interrupted_message"
 )
 
 func (n AttributeNames) withDefaults() AttributeNames {
@@ -63,6 +71,8 @@ func (n AttributeNames) withDefaults() AttributeNames {
 	set(&n.Validation, DefaultValidationAttribute)
 	set(&n.Data, DefaultDataAttribute)
 	set(&n.Deadline, DefaultDeadlineAttribute)
+	set(&n.Interrupted, DefaultInterruptedAttribute)
+	set(&n.InterruptedMessage, DefaultInterruptedMessageAttr)
 	return n
 }
 
@@ -93,6 +103,10 @@ func (s *DynamoDBStore) item(record Record) map[string]types.AttributeValue {
 	if len(record.Result) > 0 {
 		item[s.names.Data] = &types.AttributeValueMemberB{Value: record.Result}
 	}
+	if record.Interrupted > 0 {
+		item[s.names.Interrupted] = number(int64(record.Interrupted))
+		item[s.names.InterruptedMessage] = &types.AttributeValueMemberS{Value: record.InterruptedMessage}
+	}
 	return item
 }
 
@@ -100,7 +114,7 @@ func (s *DynamoDBStore) item(record Record) map[string]types.AttributeValue {
 // is not an idempotency record: the key, a status of IN_PROGRESS or COMPLETED, the
 // expiration and a non-empty lease are required, and every attribute the store uses must
 // have its type (S, N or B) and a valid value. The lease expiry, deadline, payload hash
-// and result are optional (an in-progress record without a lease expiry, from an older
+// result and interruption count are optional (an in-progress record without a lease expiry, from an older
 // writer, is locked until its expiration). Attributes the store does not use are
 // ignored, so a newer writer may add some.
 func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, error) {
@@ -146,6 +160,8 @@ func (s *DynamoDBStore) record(item map[string]types.AttributeValue) (Record, er
 	deadline := integer(s.names.Deadline, false)
 	record.Lease = text(s.names.Lease, true)
 	record.PayloadHash = text(s.names.Validation, false)
+	record.Interrupted = int(integer(s.names.Interrupted, false))
+	record.InterruptedMessage = text(s.names.InterruptedMessage, false)
 	switch value := item[s.names.Data].(type) {
 	case *types.AttributeValueMemberB:
 		if len(value.Value) > 0 {

@@ -58,7 +58,7 @@ func (r *recordingAPI) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInpu
 func s(value string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: value} }
 func n(value string) *types.AttributeValueMemberN { return &types.AttributeValueMemberN{Value: value} }
 
-const claimCondition = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :in_progress AND #in_progress_expiry < :now_ms)"
+const claimCondition = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :in_progress AND #in_progress_expiry < :now_ms AND attribute_not_exists(#interrupted))"
 
 // TestDynamoDBClaimRequest asserts the exact conditional PutItem of a claim.
 func TestDynamoDBClaimRequest(t *testing.T) {
@@ -91,7 +91,7 @@ func TestDynamoDBClaimRequest(t *testing.T) {
 				},
 				ConditionExpression: aws.String(claimCondition),
 				ExpressionAttributeNames: map[string]string{
-					"#id": "id", "#expiration": "expiration", "#status": "status", "#in_progress_expiry": "in_progress_expiry",
+					"#id": "id", "#expiration": "expiration", "#status": "status", "#in_progress_expiry": "in_progress_expiry", "#interrupted": "interrupted",
 				},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":now": n("1790000000"), ":now_ms": n("1790000000123"), ":in_progress": s("IN_PROGRESS"),
@@ -117,7 +117,7 @@ func TestDynamoDBClaimRequest(t *testing.T) {
 				},
 				ConditionExpression: aws.String(claimCondition),
 				ExpressionAttributeNames: map[string]string{
-					"#id": "pk", "#expiration": "ttl", "#status": "status", "#in_progress_expiry": "lease_until",
+					"#id": "pk", "#expiration": "ttl", "#status": "status", "#in_progress_expiry": "lease_until", "#interrupted": "interrupted",
 				},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":now": n("1790000000"), ":now_ms": n("1790000000123"), ":in_progress": s("IN_PROGRESS"),

@@ -22,7 +22,7 @@ type MemoryStore struct {
 	records map[string]Record
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ InterruptionStore = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore {
@@ -31,6 +31,17 @@ func NewMemoryStore() *MemoryStore {
 
 // PutInProgress implements [Store.PutInProgress].
 func (s *MemoryStore) PutInProgress(ctx context.Context, record Record, now time.Time) error {
+	return s.put(ctx, record, func(existing Record) bool { return existing.Claimable(now) })
+}
+
+// TakeOver implements [InterruptionStore.TakeOver].
+func (s *MemoryStore) TakeOver(ctx context.Context, record Record, lease string) error {
+	return s.put(ctx, record, func(existing Record) bool { return existing.Lease == lease && existing.Interrupted > 0 })
+}
+
+// put writes the claim record when the key has no record or replaces tells it may
+// replace the existing one.
+func (s *MemoryStore) put(ctx context.Context, record Record, replaces func(existing Record) bool) error {
 	if err := validateClaim(record); err != nil {
 		return err
 	}
@@ -39,7 +50,7 @@ func (s *MemoryStore) PutInProgress(ctx context.Context, record Record, now time
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if existing, ok := s.records[record.Key]; ok && !existing.Claimable(now) {
+	if existing, ok := s.records[record.Key]; ok && !replaces(existing) {
 		conflict := &AlreadyExistsError{Key: record.Key}
 		if !s.DisableFastPath {
 			copied := existing.normalize()
@@ -51,6 +62,23 @@ func (s *MemoryStore) PutInProgress(ctx context.Context, record Record, now time
 		s.records = make(map[string]Record)
 	}
 	s.records[record.Key] = record.normalize()
+	return nil
+}
+
+// Interrupt implements [InterruptionStore.Interrupt].
+func (s *MemoryStore) Interrupt(ctx context.Context, record Record) error {
+	if err := ctx.Err(); err != nil {
+		return &StoreError{Op: "interrupt", Key: record.Key, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, ok := s.records[record.Key]
+	if !ok || stored.Lease != record.Lease {
+		return fmt.Errorf("%w: interrupting key %q", ErrLeaseLost, record.Key)
+	}
+	stored.InProgressExpiresAt, stored.Deadline = interruptedLeaseEnd, time.Time{}
+	stored.Interrupted, stored.InterruptedMessage = max(record.Interrupted, 1), record.InterruptedMessage
+	s.records[record.Key] = stored.normalize()
 	return nil
 }
 

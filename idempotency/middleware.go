@@ -57,7 +57,14 @@ const maxClaimAttempts = 3
 //     the message run again).
 //     On error or panic the record is deleted and the HANDLER's error (or panic) is
 //     passed on; a failed delete is only logged. Both writes are conditioned on the
-//     lease.
+//     lease. With an [InterruptionStore], an error after the host interrupted the
+//     handler (its context's cause matches [sqsworker.ErrInterrupted]), or any error
+//     once earlier receives were interrupted, keeps the record instead, its lease ended,
+//     with the count of interrupted receives ([InterruptionStore.Interrupt], one write
+//     in place of the delete). Such a record is not claimable: the next claim conflicts,
+//     takes it over ([InterruptionStore.TakeOver], one more write) carrying the count
+//     when it is for the same message, and sets [sqsworker.Message].Interrupted before
+//     the handler runs, so those receives are no attempts ([sqsworker.Message.Attempt]).
 //   - payload hash differs from the record's (completed or in progress): an error that
 //     is a [sqsworker.PermanentError] with reason "IdempotencyPayloadMismatch" and
 //     matches [ErrPayloadMismatch]. The handler does not run.

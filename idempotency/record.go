@@ -47,7 +47,20 @@ type Record struct {
 	// Result is the result the handler stored with [SetResult] ("data", binary). Nil when
 	// the handler stored none; stores return an empty result as nil.
 	Result []byte
+	// Interrupted is how many receives of message InterruptedMessage ended interrupted by
+	// their host ([sqsworker.ErrInterrupted]: a shutdown's drain deadline, a Lambda
+	// deadline) rather than failing ("interrupted"); kept by [InterruptionStore.Interrupt]
+	// between attempts and carried by the claim that takes the record over
+	// ([InterruptionStore.TakeOver]). Zero when none was recorded.
+	Interrupted int
+	// InterruptedMessage is the SQS message id Interrupted counts for
+	// ("interrupted_message"): another message under the same key starts from zero.
+	InterruptedMessage string
 }
+
+// interruptedLeaseEnd is the lease end an interrupted record keeps: long past, so the
+// next claim takes the key at once.
+var interruptedLeaseEnd = time.UnixMilli(1).UTC()
 
 // Expired reports whether the record has expired at now: its expiration second is
 // strictly before now's (the DynamoDB condition "expiration < :now" with epoch seconds).
@@ -64,10 +77,19 @@ func (r Record) LeaseExpired(now time.Time) bool {
 		r.InProgressExpiresAt.UnixMilli() < now.UnixMilli()
 }
 
-// Claimable reports whether a new claim may replace r at now: the record has expired or
-// its in-progress lease has. It is the condition of [Store.PutInProgress], in code.
+// Claimable reports whether a new claim may replace r at now: the record has expired, or
+// its in-progress lease has and it keeps no interrupted receives (such a record is taken
+// over instead, see [Record.TakeOverable]). It is the condition of [Store.PutInProgress],
+// in code.
 func (r Record) Claimable(now time.Time) bool {
-	return r.Expired(now) || r.LeaseExpired(now)
+	return r.Expired(now) || r.LeaseExpired(now) && r.Interrupted == 0
+}
+
+// TakeOverable reports whether r keeps interrupted receives and its lease has ended at
+// now, unexpired: the next claim takes it over with [InterruptionStore.TakeOver], keeping
+// the count.
+func (r Record) TakeOverable(now time.Time) bool {
+	return !r.Expired(now) && r.LeaseExpired(now) && r.Interrupted > 0
 }
 
 // LeaseRemaining returns how long the in-progress lease of r still runs at now; zero

@@ -47,6 +47,28 @@ type Store interface {
 	Renew(ctx context.Context, record Record) error
 }
 
+// InterruptionStore is a [Store] that keeps, between the attempts at a message, how
+// many of its receives were interrupted by their host (Record.Interrupted), so the
+// middleware can set [sqsworker.Message].Interrupted and those receives count as no
+// attempts ([sqsworker.JobMaxAttempts]). [DynamoDBStore] and [MemoryStore] implement
+// it; with a store that does not, every receive counts as an attempt. A record that
+// keeps interrupted receives is not claimable by PutInProgress while unexpired (see
+// [Record.Claimable]): its next claim conflicts, reads it, and takes it over.
+type InterruptionStore interface {
+	Store
+	// Interrupt ends the claim of record.Key without deleting the record, provided the
+	// stored lease equals record.Lease: it stays in progress with its lease ended and
+	// keeps record.Interrupted (at least 1) and record.InterruptedMessage. Otherwise it
+	// returns an error matching [ErrLeaseLost] and changes nothing. It is one write, in
+	// place of the Delete that ends a failed attempt.
+	Interrupt(ctx context.Context, record Record) error
+	// TakeOver writes the claim record (as PutInProgress does; record.Interrupted is
+	// written with it) over a stored record that keeps interrupted receives, provided
+	// its lease equals lease. Otherwise it returns an [*AlreadyExistsError] (Existing as
+	// for PutInProgress) and writes nothing.
+	TakeOver(ctx context.Context, record Record, lease string) error
+}
+
 var (
 	// ErrAlreadyInProgress matches (with errors.Is) the error the middleware returns for
 	// a duplicate whose original still holds an unexpired lease. The same error is a

@@ -2,7 +2,10 @@ package lambda
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/sqsworker/sqsworker"
 )
 
 // budget plans the invocation's time from ctx.Deadline(): a record starts only while at
@@ -39,8 +42,14 @@ func (b budget) handlerContext(ctx context.Context) (context.Context, context.Ca
 	if !b.hasDeadline || b.margin == 0 {
 		return ctx, func() {}
 	}
-	return context.WithDeadline(ctx, b.deadline.Add(-b.margin))
+	return context.WithDeadlineCause(ctx, b.deadline.Add(-b.margin), ErrDeadline)
 }
+
+// ErrDeadline is the cause (context.Cause) of a handler context ended because the
+// invocation's deadline, less the adapter's margin, came while the handler ran. It
+// matches [sqsworker.ErrInterrupted]: the idempotency middleware records the receive as
+// interrupted, so it is no attempt of the job ([sqsworker.Message.Attempt]).
+var ErrDeadline = fmt.Errorf("lambda: the invocation's deadline (less the margin) reached (%w)", sqsworker.ErrInterrupted)
 
 // grace is how long a handler whose context ended may take to return before it is
 // abandoned: abandonGrace, or half the margin when that is less.

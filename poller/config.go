@@ -150,7 +150,7 @@ type Config struct {
 	// flight waits for Prefetch free slots, or a full batch if fewer), and a handler
 	// that returns starts the longest held message at once, in receive order (a FIFO
 	// group still runs one message at a time, in order). Held messages count against
-	// their queue's share under Priority and its Limit.MaxConcurrency.
+	// their queue's share under Priority and its MaxSlots.
 	//
 	// What it costs: a held message's visibility timeout runs while it waits; heartbeats
 	// extend it from the receive on (HeartbeatInterval, the first within half of

@@ -3,12 +3,15 @@ package poller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/hostsettings"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
@@ -137,6 +140,31 @@ func (c Config) withQueue(queue *sqsinfo.Queue) (Config, error) {
 		problems = append(problems, fmt.Errorf("poller: Config.HeartbeatInterval %s must be shorter than the visibility extension %s (Config.VisibilityExtension, defaulted from the queue's VisibilityTimeout)", c.HeartbeatInterval, c.VisibilityExtension))
 	}
 	return c, errors.Join(problems...)
+}
+
+// attemptLimits is a handler that declares per-type attempt limits, as
+// [sqsworker.ServeMux] does with [sqsworker.JobMaxAttempts].
+type attemptLimits interface {
+	MaxAttempts() map[string]int
+}
+
+// checkAttempts reports the job types of handler whose attempt limit is not below the
+// queue's maxReceiveCount: SQS would move their messages to the dead-letter queue first,
+// without a reason, and no receive would be left for an interrupted attempt. A handler
+// that does not declare limits (a mux wrapped in middleware, say) is not checked.
+func checkAttempts(handler sqsworker.Handler, queue *sqsinfo.Queue) error {
+	declared, ok := handler.(attemptLimits)
+	if !ok || queue.RedrivePolicy == nil {
+		return nil
+	}
+	limits := declared.MaxAttempts()
+	var problems []error
+	for _, jobType := range slices.Sorted(maps.Keys(limits)) {
+		if limit, mrc := limits[jobType], queue.RedrivePolicy.MaxReceiveCount; limit >= mrc {
+			problems = append(problems, fmt.Errorf("poller: job type %q has MaxAttempts %d, not below queue %s's maxReceiveCount %d (redrive policy): SQS would move its messages to the dead-letter queue first, without a reason; lower JobMaxAttempts or raise maxReceiveCount above it (the difference is what interrupted attempts may use)", jobType, limit, queue.URL, mrc))
+		}
+	}
+	return errors.Join(problems...)
 }
 
 // namedTimeout is one HTTP timeout found on the client, with the name of its setting.

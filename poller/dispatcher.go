@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
@@ -17,8 +18,10 @@ var ErrHandlerTimeout = errors.New("poller: handler timeout exceeded")
 
 // ErrDrainTimeout is the cause (context.Cause) of a handler context cancelled because a
 // shutdown's drain deadline (Config.DrainTimeout) passed while the handler was running.
-// The message is then released (visibility 0) for another worker.
-var ErrDrainTimeout = errors.New("poller: drain deadline reached during shutdown")
+// The message is then released (visibility 0) for another worker. It matches
+// [sqsworker.ErrInterrupted]: the idempotency middleware records the receive as
+// interrupted, so it is no attempt of the job ([sqsworker.Message.Attempt]).
+var ErrDrainTimeout = fmt.Errorf("poller: drain deadline reached during shutdown (%w)", sqsworker.ErrInterrupted)
 
 // cancelGrace is how long a handler whose context was cancelled (hard timeout or drain
 // deadline) gets to return before its message is settled without it, so that cleanup

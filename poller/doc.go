@@ -80,7 +80,15 @@
 //     a queue back from idle starts at the busy queues' lowest pass (idleness earns no
 //     credit).
 //   - [Strict]: a queue is polled only while every queue of higher Weight came back
-//     empty from its last receive.
+//     empty from its last receive, or once it has waited its QueueConfig.MaxWait for
+//     them (aging: it then takes the next freed slot first, and yields again).
+//
+// Weights and priority pick which queue a freed slot serves; they cannot free one. So
+// QueueConfig.MinSlots reserves slots no other queue takes (whatever the weights and the
+// priority), and QueueConfig.MaxSlots bounds the slots a queue holds: with long jobs on a
+// low queue, either keeps slots for the high queue's messages, which then start within a
+// receive's round trip instead of waiting for the long jobs to end. Stats.Slots shows
+// each queue's share.
 //
 // A queue whose last receive came back empty is idle: it keeps one ReceiveMessage in
 // flight (a long poll of WaitTime; SQS Developer Guide, "Amazon SQS short and long
@@ -89,8 +97,8 @@
 // makes it busy again. With one queue none of this applies.
 //
 // Limits ([Limit]: MaxConcurrency, and RatePerSecond with a token bucket of
-// golang.org/x/time/rate): a queue's limit (QueueConfig.Limit) acts before the
-// receive, so a queue at its concurrency limit or without a free token is not polled and
+// golang.org/x/time/rate): a queue's limits (QueueConfig.MaxSlots and Limit) act before
+// the receive, so a queue at its MaxSlots or without a free token is not polled and
 // no message waits received with its visibility timeout running. A job type's limit
 // (Config.JobTypeLimits) can act only after the receive (the type is in the message):
 // the message waits in the process, holding its slot, its heartbeat running, until its
@@ -118,7 +126,7 @@
 // polling do: a receive waits for Prefetch free slots while the held messages keep the
 // handlers busy, then asks for a full batch; a handler that returns starts the longest
 // held message at once, in receive order. Held messages have heartbeats from their
-// receive on and count against their queue's share and MaxConcurrency; a shutdown
+// receive on and count against their queue's share and MaxSlots; a shutdown
 // releases them at once (visibility 0) and starts none; a crash leaves them invisible
 // until their visibility runs out. It is refused with rate limits and JobTypeLimits.
 //

@@ -114,7 +114,8 @@ func sendReceipt(ctx context.Context, job Receipt) error     { return ctx.Err() 
 func callPartner(ctx context.Context, job PartnerCall) error { return ctx.Err() }
 
 // Several queues in one worker: one pool of 20 slots shared 60/30/10 by weight while
-// all three have messages, a reports queue with its own handler at most 5 per second,
+// all three have messages, 2 of them reserved for the critical queue and at most 4 for
+// the low one, a reports queue with its own handler at most 5 per second,
 // and a job type limited to 10 calls a second wherever it comes from.
 func ExampleQueueConfig() {
 	var client *sqs.Client // sqs.NewFromConfig(awsConfig)
@@ -129,9 +130,9 @@ func ExampleQueueConfig() {
 			Concurrency: 20,
 			Priority:    poller.Weighted, // or poller.Strict: a lower queue only while the higher ones are empty
 			Queues: []poller.QueueConfig{
-				{URL: criticalURL, Weight: 6},
+				{URL: criticalURL, Weight: 6, MinSlots: 2}, // 2 slots no other queue takes
 				{URL: defaultURL, Weight: 3},
-				{URL: lowURL, Weight: 1, Limit: poller.Limit{MaxConcurrency: 4}},
+				{URL: lowURL, Weight: 1, MaxSlots: 4}, // at most 4 slots, however long its jobs
 				{URL: reportsURL, Handler: reports, Limit: poller.Limit{RatePerSecond: 5}},
 			},
 			JobTypeLimits: map[string]poller.Limit{

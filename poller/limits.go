@@ -10,14 +10,17 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Limit bounds how many messages of a queue ([QueueConfig].Limit) or of a job type
-// (Config.JobTypeLimits) this server handles: at once, and per second. The zero value
+// Limit bounds how many messages of a job type (Config.JobTypeLimits) this server
+// handles at once and per second, or how many of a queue's ([QueueConfig].Limit) it
+// starts per second. The zero value
 // is no limit. A limit holds for one server (one process); n processes together may
 // start n times as many. For limits shared by every worker (per tenant, per API), see
 // package fleetlimit: its middleware keeps them in the shared DynamoDB table.
 type Limit struct {
-	// MaxConcurrency specifies the most handler calls running at once; 0 means no limit
-	// beyond Config.Concurrency. Negative values are rejected.
+	// MaxConcurrency specifies the most handler calls of the job type running at once
+	// (Config.JobTypeLimits); 0 means no limit beyond Config.Concurrency. Negative values
+	// are rejected, and so is any value in a queue's Limit: a queue's bound is
+	// [QueueConfig].MaxSlots.
 	MaxConcurrency int
 
 	// RatePerSecond specifies the most handler starts per second, a token bucket

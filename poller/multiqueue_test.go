@@ -406,7 +406,7 @@ func TestMultiQueueConfigErrors(t *testing.T) {
 		QueueURL: fakeQueueURL,
 		Priority: Priority(7),
 		Queues: []QueueConfig{
-			{URL: "u1", Weight: -1, Limit: Limit{MaxConcurrency: -1, RatePerSecond: -2, RateBurst: 3}},
+			{URL: "u1", Weight: -1, MaxSlots: -1, Limit: Limit{RatePerSecond: -2, RateBurst: 3}},
 			{URL: "u1"},
 			{},
 		},
@@ -419,7 +419,7 @@ func TestMultiQueueConfigErrors(t *testing.T) {
 		"Config.Priority 7",
 		"Config.QueueURL and Config.Queues are both set",
 		"Config.Queues[0].Weight -1 is negative",
-		"Config.Queues[0].Limit.MaxConcurrency -1 is negative",
+		"Config.Queues[0].MaxSlots -1 is negative",
 		"Config.Queues[0].Limit.RatePerSecond -2",
 		"Config.Queues[1].URL u1 repeats Config.Queues[0]",
 		"Config.Queues[2].URL is empty",

@@ -181,11 +181,11 @@ func TestPoolStrictPriority(t *testing.T) {
 	}
 }
 
-// TestPoolQueueMaxConcurrency: a queue never holds more than its MaxConcurrency slots;
+// TestPoolQueueMaxSlots: a queue never holds more than its MaxSlots;
 // the other queue gets the rest.
-func TestPoolQueueMaxConcurrency(t *testing.T) {
+func TestPoolQueueMaxSlots(t *testing.T) {
 	t.Parallel()
-	p := newPool(10, false, poolSpec{weight: 100, maxConcurrency: 3}, poolSpec{weight: 1})
+	p := newPool(10, false, poolSpec{weight: 100, maxSlots: 3}, poolSpec{weight: 1})
 	capped := p.queues[0]
 	makeBusy(t, p)
 	p.mu.Lock()
@@ -193,7 +193,7 @@ func TestPoolQueueMaxConcurrency(t *testing.T) {
 	p.take(capped, n, false)
 	p.mu.Unlock()
 	if n != 3 {
-		t.Fatalf("capped queue granted %d, want its MaxConcurrency 3", n)
+		t.Fatalf("capped queue granted %d, want its MaxSlots 3", n)
 	}
 	p.received(capped, 3, 3, false, true)
 	if got := grants(p, 10); got[0] != 0 || got[1] != 7 {

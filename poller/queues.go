@@ -60,12 +60,44 @@ type QueueConfig struct {
 	// to 1. Negative values are rejected.
 	Weight int
 
-	// Limit bounds this queue's handler calls: Limit.MaxConcurrency slots of
-	// Config.Concurrency at most, and Limit.RatePerSecond starts per second. Both act
-	// before the receive: a queue at its concurrency limit, or with no token free, is
-	// not polled, so no message waits received (its visibility timeout running) for its
+	// MinSlots specifies how many of Config.Concurrency's slots are reserved for this
+	// queue: no other queue takes them, so this queue's messages start at once (within
+	// one receive's round trip) however long the other queues' handlers run, and under
+	// Strict priority too. Weights only pick which queue a freed slot serves; they
+	// cannot free one, so without a reservation long jobs of a low queue that hold
+	// every slot keep a high queue's messages waiting for as long as those jobs run.
+	// The reservation is of slots, not messages: while this queue has no messages its
+	// reserved slots stay idle (its idle long poll holds one of them). If zero, nothing
+	// is reserved. New refuses a negative value, a value above MaxSlots, a sum over all
+	// queues above Config.Concurrency, and Config.Prefetch with it (a prefetched message
+	// waits for a handler turn behind other queues' messages, so a reserved slot would
+	// hold a message that cannot start).
+	MinSlots int
+
+	// MaxSlots specifies the most slots of Config.Concurrency this queue holds at once
+	// (its receives in flight and its messages, prefetched ones included); if zero, no
+	// bound beyond Concurrency. It acts before the receive: a queue at its MaxSlots is
+	// not polled, so no message waits received (its visibility timeout running) for a
+	// slot. Use it to keep slots for the other queues when this queue's jobs are long.
+	// Negative values are rejected.
+	MaxSlots int
+
+	// MaxWait specifies, under Strict priority, how long this queue's receive yields to
+	// queues of higher Weight that have messages before it ages: it then takes the next
+	// freed slot (or batch of free slots) before them, once, and yields again. So a job
+	// of this queue that is visible starts within MaxWait plus the longest running job
+	// of the server, even while a higher queue stays non-empty, instead of never. Each
+	// aging is logged ("poller: priority: aging <queue> after <MaxWait>"). If zero, the
+	// queue waits as long as a higher queue has messages. It requires Strict (under
+	// Weighted no queue with messages is starved); negative values are rejected.
+	MaxWait time.Duration
+
+	// Limit bounds this queue's handler starts per second (Limit.RatePerSecond, with
+	// Limit.RateBurst). It acts before the receive: a queue with no token free is not
+	// polled, so no message waits received (its visibility timeout running) for its
 	// turn. A receive asks for at most as many messages as tokens are free (at most
-	// Limit.RateBurst).
+	// Limit.RateBurst). A queue's concurrency bound is MaxSlots: Limit.MaxConcurrency is
+	// for Config.JobTypeLimits and refused here.
 	Limit Limit
 
 	// ReceiveVisibility, HeartbeatInterval and VisibilityExtension specify this queue's
@@ -157,6 +189,10 @@ func (c Config) validateQueues(handlerSet bool) error {
 			add("%s.Weight %d is negative", name, q.Weight)
 		}
 		problems = append(problems, q.Limit.validate(name+".Limit")...)
+		if q.Limit.MaxConcurrency != 0 {
+			add("%s.Limit.MaxConcurrency %d: a queue's slot bound is %s.MaxSlots", name, q.Limit.MaxConcurrency, name)
+		}
+		problems = append(problems, c.validateSlots(name, q)...)
 		if c.Prefetch > 0 && q.Limit.RatePerSecond > 0 {
 			add("Config.Prefetch %d cannot be combined with %s.Limit.RatePerSecond: a rate-limited queue is polled only for the tokens free, so no message waits received for its rate; set Prefetch to 0", c.Prefetch, name)
 		}
@@ -172,5 +208,47 @@ func (c Config) validateQueues(handlerSet bool) error {
 			problems = append(problems, hostsettings.Prefixed("poller: "+name+".", backoff...))
 		}
 	}
+	if total := c.minSlotsTotal(); total > 0 {
+		if c.Concurrency >= 1 && total > c.Concurrency {
+			add("MinSlots total %d exceeds concurrency %d", total, c.Concurrency)
+		}
+		if c.Prefetch > 0 {
+			add("Config.Prefetch %d cannot be combined with MinSlots: a prefetched message waits for a handler turn behind other queues' messages, so a reserved slot would hold a message that cannot start; set Prefetch to 0", c.Prefetch)
+		}
+	}
 	return errors.Join(problems...)
+}
+
+// validateSlots reports the problems of queue q's MinSlots, MaxSlots and MaxWait,
+// naming it as name.
+func (c Config) validateSlots(name string, q QueueConfig) []error {
+	var problems []error
+	add := func(format string, args ...any) {
+		problems = append(problems, fmt.Errorf("poller: "+format, args...))
+	}
+	if q.MinSlots < 0 {
+		add("%s.MinSlots %d is negative", name, q.MinSlots)
+	}
+	switch {
+	case q.MaxSlots < 0:
+		add("%s.MaxSlots %d is negative", name, q.MaxSlots)
+	case q.MaxSlots > 0 && q.MinSlots > q.MaxSlots:
+		add("%s.MinSlots %d exceeds its MaxSlots %d", name, q.MinSlots, q.MaxSlots)
+	}
+	switch {
+	case q.MaxWait < 0:
+		add("%s.MaxWait %s is negative", name, q.MaxWait)
+	case q.MaxWait > 0 && c.Priority != Strict:
+		add("%s.MaxWait %s requires Config.Priority Strict (under Weighted no queue with messages waits for another)", name, q.MaxWait)
+	}
+	return problems
+}
+
+// minSlotsTotal is the sum of the queues' MinSlots (negative ones, refused, excepted).
+func (c Config) minSlotsTotal() int {
+	total := 0
+	for _, q := range c.Queues {
+		total += max(q.MinSlots, 0)
+	}
+	return total
 }

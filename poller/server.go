@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"sync"
+	"time"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
@@ -126,6 +128,14 @@ func (s *Server) Start(ctx context.Context) error {
 			problems = append(problems, err)
 			continue
 		}
+		handler := spec.Handler
+		if handler == nil {
+			handler = s.handler
+		}
+		if err := checkAttempts(handler, info); err != nil {
+			problems = append(problems, err)
+			continue
+		}
 		logger := s.config.Logger.With("queue", spec.URL)
 		if policy := info.RedrivePolicy; policy != nil && policy.MaxReceiveCount < RecommendedMaxReceiveCount {
 			logger.Warn("poller: low maxReceiveCount: every receive counts toward it (a peek, a lost ReceiveMessage response, a crash), not only handler attempts, so a message may reach the dead-letter queue unhandled",
@@ -172,7 +182,9 @@ func (s *Server) Start(ctx context.Context) error {
 			"queues", len(s.queues),
 			"priority", s.config.Priority.String(),
 			"weight", q.spec.Weight,
-			"max_concurrency", q.lane.slots.limit,
+			"min_slots", q.lane.slots.reserve,
+			"max_slots", q.lane.slots.limit,
+			"max_wait", q.spec.MaxWait,
 			"rate_per_second", q.spec.Limit.RatePerSecond,
 			"receivers", q.config.Receivers,
 			"wait_time", q.config.WaitTime,
@@ -192,11 +204,14 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) wire(queues []*queueRuntime, base context.Context) {
 	specs := make([]poolSpec, len(queues))
 	for i, q := range queues {
-		specs[i] = poolSpec{weight: q.spec.Weight, maxConcurrency: q.spec.Limit.MaxConcurrency}
+		specs[i] = poolSpec{weight: q.spec.Weight, maxSlots: q.spec.MaxSlots, minSlots: q.spec.MinSlots, maxWait: q.spec.MaxWait}
 	}
 	concurrency := newPool(s.config.Concurrency+s.config.Prefetch, s.config.Priority == Strict, specs...)
 	concurrency.gather = s.config.ReceiveGather
 	concurrency.prefetch = s.config.Prefetch
+	concurrency.aging = func(index int, maxWait, waited time.Duration) {
+		queues[index].logger.Info(fmt.Sprintf("poller: priority: aging %s after %s", path.Base(queues[index].info.URL), maxWait), "max_wait", maxWait, "waited", waited)
+	}
 	jobTypes := make(map[string]*limiter, len(s.config.JobTypeLimits))
 	for jobType, limit := range s.config.JobTypeLimits {
 		jobTypes[jobType] = newLimiter(limit)
@@ -301,7 +316,18 @@ func (s *Server) HealthCheckAddress() string {
 
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() Stats {
-	return s.stats.snapshot()
+	stats := s.stats.snapshot()
+	s.mu.Lock()
+	queues, dispatcher := s.queues, s.dispatcher
+	s.mu.Unlock()
+	if dispatcher != nil {
+		urls := make([]string, len(queues))
+		for i, q := range queues {
+			urls[i] = q.info.URL
+		}
+		stats.Slots = dispatcher.pool.slots(urls)
+	}
+	return stats
 }
 
 // healthStatus is the health endpoint's answer: healthy while the server is active and

@@ -25,6 +25,26 @@ type Stats struct {
 	// tenant key, or a FIFO group), at most sqsworker.DefaultMaxTenants by name and the
 	// rest under sqsworker.TenantOther; see [sqsworker.TenantCounter].
 	Tenants []sqsworker.TenantStats
+	// Slots holds, once the server has started, one entry per queue (Config.Queues, or
+	// Config.QueueURL), in configuration order: how many Concurrency slots the queue
+	// holds now. Nil before Start.
+	Slots []QueueSlots
+}
+
+// QueueSlots is one queue's share of the Concurrency slots at the time of a [Stats]
+// snapshot.
+type QueueSlots struct {
+	// QueueURL is the queue's URL.
+	QueueURL string
+	// Busy is how many slots the queue's messages hold: running, or waiting for a
+	// handler turn or a job type's limit (received, not yet settled).
+	Busy int
+	// Receiving is how many slots the queue's ReceiveMessage calls in flight hold
+	// (each asks for as many messages as it holds slots).
+	Receiving int
+	// MinSlots and MaxSlots are the queue's reservation and bound (QueueConfig); MaxSlots
+	// is Concurrency (plus Prefetch) when the queue has no bound of its own.
+	MinSlots, MaxSlots int
 }
 
 // counters holds the live values behind [Stats]: the receive calls here, the messages'

@@ -68,6 +68,46 @@ var storeTests = []storeTest{
 	{"ClaimReplacesExpiredRecordWhole", testClaimReplacesWhole},
 	{"RenewExtendsTheLease", testRenew},
 	{"RenewRejectedForOtherLeaseOrCompleted", testRenewRejected},
+	{"InterruptKeepsTheCountForTheNextClaim", testInterrupt},
+}
+
+// testInterrupt (an [idempotency.InterruptionStore] only): Interrupt with the claim's
+// lease keeps the record, its lease ended and the count set; Interrupt with another
+// lease is refused; PutInProgress then conflicts (the record is not claimable, so the
+// count is not lost); TakeOver with another lease conflicts, and with the record's lease
+// writes the new claim, its count included.
+func testInterrupt(t *testing.T, store idempotency.Store) {
+	interruptions, ok := store.(idempotency.InterruptionStore)
+	if !ok {
+		t.Skip("the store does not keep interruptions (idempotency.InterruptionStore)")
+	}
+	now := base()
+	first := claim(newKey(t), now, 10*time.Second, time.Hour)
+	mustPut(t, store, first, now)
+	other := first
+	other.Lease, other.Interrupted, other.InterruptedMessage = "another-lease", 1, "m-1"
+	if err := interruptions.Interrupt(ctx(t), other); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Errorf("Interrupt with another lease: %v, want ErrLeaseLost", err)
+	}
+	interrupted := first
+	interrupted.Interrupted, interrupted.InterruptedMessage = 2, "m-1"
+	if err := interruptions.Interrupt(ctx(t), interrupted); err != nil {
+		t.Fatalf("Interrupt with the lease: %v", err)
+	}
+	want := interrupted
+	want.InProgressExpiresAt = time.UnixMilli(1)
+	wantRecord(t, store, want)
+	second := claim(first.Key, now, 10*time.Second, time.Hour)
+	wantConflict(t, store, second, now, want)
+	var exists *idempotency.AlreadyExistsError
+	if err := interruptions.TakeOver(ctx(t), second, "another-lease"); !errors.As(err, &exists) {
+		t.Errorf("TakeOver with another lease: %v, want AlreadyExistsError", err)
+	}
+	second.Interrupted, second.InterruptedMessage = 2, "m-1"
+	if err := interruptions.TakeOver(ctx(t), second, first.Lease); err != nil {
+		t.Fatalf("TakeOver with the record's lease: %v", err)
+	}
+	wantRecord(t, store, second)
 }
 
 // base is the suite's "now": a whole second, a day ahead of the wall clock, so records
@@ -486,5 +526,7 @@ func RecordDiff(want, got idempotency.Record) string {
 	field("Lease", want.Lease == got.Lease, want.Lease, got.Lease)
 	field("PayloadHash", want.PayloadHash == got.PayloadHash, want.PayloadHash, got.PayloadHash)
 	field("Result", bytes.Equal(want.Result, got.Result), fmt.Sprintf("%q", want.Result), fmt.Sprintf("%q", got.Result))
+	field("Interrupted", want.Interrupted == got.Interrupted, want.Interrupted, got.Interrupted)
+	field("InterruptedMessage", want.InterruptedMessage == got.InterruptedMessage, want.InterruptedMessage, got.InterruptedMessage)
 	return diff.String()
 }

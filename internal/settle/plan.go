@@ -71,12 +71,21 @@ func SinceReceive(message *sqsworker.Message, receivedAt, now time.Time) time.Du
 // retry, retry-after or deferral) into a dead-letter send when the attempt was the
 // message's last: its receive count has reached maxReceiveCount, the queue's redrive
 // policy (0: no policy, or unknown), so SQS would move it to the dead-letter queue at
-// its next receive, without a reason. The copy then carries reason
-// sqsworker.ReasonRetriesExhausted and the attempt's error (Action.DeadLetterOutcome).
-// The visibility is kept: it applies if the send fails, and the redrive policy moves the
-// message as before. Without deadLetterSend the action is unchanged.
+// its next receive, without a reason; or the failure carries its job type's attempt
+// limit (sqsworker.AttemptLimit, from sqsworker.JobMaxAttempts) and the message's
+// Attempt has reached it. The copy then carries reason sqsworker.ReasonRetriesExhausted
+// and the attempt's error (Action.DeadLetterOutcome). The visibility is kept: it applies
+// if the send fails, and the redrive policy moves the message as before. Without
+// deadLetterSend the action is unchanged.
 func Exhaust(action Action, message *sqsworker.Message, maxReceiveCount int, deadLetterSend bool) Action {
-	if !deadLetterSend || maxReceiveCount < 1 || message.ReceiveCount < maxReceiveCount || !Reschedules(action.Outcome) {
+	if !deadLetterSend || !Reschedules(action.Outcome) {
+		return action
+	}
+	last := maxReceiveCount >= 1 && message.ReceiveCount >= maxReceiveCount
+	if limit, ok := sqsworker.AttemptLimit(action.Outcome.Err); ok && message.Attempt() >= limit {
+		last = true
+	}
+	if !last {
 		return action
 	}
 	action.DeadLetter, action.Delete, action.Exhausted = true, true, true

@@ -1,8 +1,11 @@
 package settle_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +180,11 @@ func TestExhaust(t *testing.T) {
 		{name: "send disabled: the redrive policy moves it", err: handlerErr, receiveCount: 3, maxReceiveCount: 3},
 		{name: "success", receiveCount: 3, maxReceiveCount: 3, send: true},
 		{name: "permanent keeps its own reason", err: sqsworker.Permanent("Bad", handlerErr), receiveCount: 3, maxReceiveCount: 3, send: true},
+		{name: "job type's MaxAttempts reached", err: limitedFailure(t, 2, handlerErr), receiveCount: 2, maxReceiveCount: 5, send: true, exhausted: true},
+		{name: "job type's MaxAttempts reached on a RetryAfter", err: limitedFailure(t, 2, sqsworker.RetryAfter(time.Minute, handlerErr)), receiveCount: 2, maxReceiveCount: 5, send: true, exhausted: true},
+		{name: "job type's MaxAttempts without a redrive policy", err: limitedFailure(t, 2, handlerErr), receiveCount: 3, send: true, exhausted: true},
+		{name: "below the job type's MaxAttempts", err: limitedFailure(t, 3, handlerErr), receiveCount: 2, maxReceiveCount: 5, send: true},
+		{name: "job type's MaxAttempts, send disabled", err: limitedFailure(t, 2, handlerErr), receiveCount: 2, maxReceiveCount: 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,5 +244,41 @@ func TestSettleDeadLettersTheLastAttempt(t *testing.T) {
 			require.Len(t, f.rescheduled, 1)
 			assert.Equal(t, 16*time.Second, f.rescheduled[0].Visibility, "the backoff of the third receive")
 		})
+	}
+}
+
+// limitedFailure returns the error a ServeMux returns for a job type registered with
+// JobMaxAttempts(limit) whose handler failed with err.
+func limitedFailure(t *testing.T, limit int, err error) error {
+	t.Helper()
+	mux := sqsworker.NewServeMux()
+	mux.RegisterFunc("job", func(context.Context, *sqsworker.Message) error { return err }, sqsworker.JobMaxAttempts(limit))
+	got := mux.Handle(context.Background(), &sqsworker.Message{ReceiveCount: 1, MessageAttributes: map[string]sqsworker.MessageAttribute{
+		sqsworker.AttributeJobType: {DataType: "String", StringValue: "job"},
+	}})
+	if n, ok := sqsworker.AttemptLimit(got); !ok || n != limit {
+		t.Fatalf("AttemptLimit(%v) = %d, %v; want %d", got, n, ok, limit)
+	}
+	return got
+}
+
+// TestWarnsOnceWhenTheAttemptLimitIsNotBelowMaxReceiveCount: a failure of a job type
+// whose MaxAttempts (5) is not below the queue's maxReceiveCount (5) logs one warning
+// with the numbers, however many such failures follow; a limit below it logs none.
+func TestWarnsOnceWhenTheAttemptLimitIsNotBelowMaxReceiveCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		limit, want int
+	}{{5, 1}, {4, 0}} {
+		var logs bytes.Buffer
+		s := settle.New(settle.Config{Host: "lambda", Backoff: fixed, DeadLetter: &deadLetter{maxReceiveCount: 5}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		for range 3 {
+			d := settle.Delivery{Message: &sqsworker.Message{ID: "m", ReceiveCount: 1}, ReceivedAt: time.Now()}
+			s.Settle(context.Background(), d, limitedFailure(t, tc.limit, errors.New("503")), &finisher{})
+		}
+		got := strings.Count(logs.String(), "MaxAttempts is not below the queue's maxReceiveCount")
+		if got != tc.want || tc.want == 1 && !strings.Contains(logs.String(), "max_attempts=5 max_receive_count=5") {
+			t.Errorf("limit %d: %d warnings, want %d:\n%s", tc.limit, got, tc.want, logs.String())
+		}
 	}
 }

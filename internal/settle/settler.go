@@ -2,7 +2,9 @@ package settle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/sqsworker/sqsworker"
@@ -98,6 +100,9 @@ type Config struct {
 // concurrent use.
 type Settler struct {
 	cfg Config
+	// limitWarned holds the queue URLs whose job-type attempt limit not below their
+	// maxReceiveCount was logged (once per queue and limit; see warnLimit).
+	limitWarned sync.Map
 }
 
 // New returns a Settler with cfg's defaults filled in.
@@ -200,16 +205,34 @@ func (s *Settler) exhaust(ctx context.Context, logger *slog.Logger, d Delivery, 
 	if !s.deadLetterSend() || !Reschedules(action.Outcome) {
 		return action
 	}
-	queue, err := s.cfg.DeadLetter.Queue(ctx, d.Message)
-	if err != nil {
-		logger.Warn(s.cfg.Host+": cannot read the queue's redrive policy to tell a last attempt; the redrive policy will move the message after its last receive, without a failure reason", "error", err)
-		return action
-	}
 	maxReceiveCount := 0
-	if queue != nil && queue.RedrivePolicy != nil {
+	queue, err := s.cfg.DeadLetter.Queue(ctx, d.Message)
+	switch {
+	case err != nil:
+		// The job type's attempt limit, if any, still applies.
+		logger.Warn(s.cfg.Host+": cannot read the queue's redrive policy to tell a last attempt; the redrive policy will move the message after its last receive, without a failure reason", "error", err)
+	case queue != nil && queue.RedrivePolicy != nil:
 		maxReceiveCount = queue.RedrivePolicy.MaxReceiveCount
+		s.warnLimit(ctx, queue.URL, action.Outcome.Err, maxReceiveCount)
 	}
 	return Exhaust(action, d.Message, maxReceiveCount, true)
+}
+
+// warnLimit logs, once per queue and limit, a failure whose job-type attempt limit
+// (sqsworker.JobMaxAttempts) is not below the queue's maxReceiveCount: the redrive
+// policy's last receive comes first, so the limit leaves no receive for interrupted
+// attempts. The poller refuses such a limit at start; a Lambda function learns its
+// queue only from the records, so this is where it can tell.
+func (s *Settler) warnLimit(ctx context.Context, queueURL string, err error, maxReceiveCount int) {
+	limit, ok := sqsworker.AttemptLimit(err)
+	if !ok || limit < maxReceiveCount {
+		return
+	}
+	if _, warned := s.limitWarned.LoadOrStore(fmt.Sprintf("%s %d", queueURL, limit), true); warned {
+		return
+	}
+	s.cfg.Logger.WarnContext(ctx, s.cfg.Host+": a job type's MaxAttempts is not below the queue's maxReceiveCount; the redrive policy's last receive ends its retries first, leaving no receive for interrupted attempts",
+		"queue", queueURL, "max_attempts", limit, "max_receive_count", maxReceiveCount)
 }
 
 // Received reports EventReceived, at d.ReceivedAt (or now, when that is zero).
