@@ -64,7 +64,7 @@ func TestJobIDCountsInTheAttributeBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, prepared.Attributes, 10)
 	_, err = Prepare(standardURL, Job{Type: "t", Body: "x", Attributes: own(9)})
-	assert.ErrorContains(t, err, "11 message attributes")
+	assert.ErrorContains(t, err, "9 user attributes + 2 sqsworker attributes exceed the SQS limit of 10")
 }
 
 // TestSendsCarryTheJobID: Send, SendBatch (whose results name the ids) and SendPrepared

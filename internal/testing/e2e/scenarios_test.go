@@ -310,7 +310,13 @@ func TestDrainReleasesRecordAndMessage(t *testing.T) {
 	assert.Equal(t, 1, effects.of("f1"), "f1 finished within the drain deadline")
 	assert.Equal(t, 0, effects.of("s1"), "s1 was cancelled")
 	assert.Equal(t, "COMPLETED", stringAttribute(record(t, dynamoClient, table, "f1"), "status"))
-	assert.Nil(t, record(t, dynamoClient, table, "s1"), "s1's idempotency record is released, so no one waits for its lease")
+	// s1's record is released with its interrupted receive kept (an interruption is no
+	// attempt): its lease ends in the past, so no one waits for it.
+	s1Record := record(t, dynamoClient, table, "s1")
+	require.NotNil(t, s1Record, "s1's record keeps its interrupted receive")
+	assert.Equal(t, "1", stringAttribute(s1Record, "interrupted"), "s1 was interrupted once")
+	assert.True(t, epochMilliseconds(t, stringAttribute(s1Record, "in_progress_expiry")).Before(shutdownStarted),
+		"s1's lease ended at its release, so no one waits for it")
 
 	var s1At time.Time
 	commit := sqsworker.HandlerFunc(func(_ context.Context, message *sqsworker.Message) error {
