@@ -323,6 +323,16 @@ func TestE2EBurst(t *testing.T) {
 		Env:       []string{"LAMBDATEST_CONCURRENCY=2"},
 		Mapping:   localesm.Config{BatchSize: 10, MaximumConcurrency: 2, ReportBatchItemFailures: true},
 	})
+	// Every job's effect first, then the queue: the emulator's counts alone once read 0
+	// while the last batch was still running.
+	testenv.Eventually(t, 60*time.Second, "an effect of each of the 50 jobs", func() bool {
+		for i := range 50 {
+			if h.Effects(t, fmt.Sprintf("burst-%02d", i)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	drained(t, client, queue.URL, 60*time.Second)
 	for i := range 50 {
 		key := fmt.Sprintf("burst-%02d", i)
