@@ -22,7 +22,7 @@ import (
 
 // RoleARN is the execution role the test state machines name. LocalStack assumes it
 // through its STS without checking any policy; on AWS it needs sqs:SendMessage on the
-// worker queue (infra/terraform/modules/task-token-queue).
+// worker queue (infra/terraform/modules/task-token-state-machine).
 const RoleARN = "arn:aws:iam::000000000000:role/sqsworker-test-state-machine"
 
 // Require skips the test on the ElasticMQ run (testenv.ElasticMQHasNoStepFunctions) and
