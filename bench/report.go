@@ -51,7 +51,7 @@ func machineInfo(ctx context.Context, root, emulator string) info {
 			}
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(root, "localstack", "requirements.txt")); err == nil {
+	if data, err := os.ReadFile(filepath.Join(root, "localstack", "requirements-moto.txt")); err == nil {
 		for line := range strings.Lines(string(data)) {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "moto[server]=="); ok {
 				i.versions["moto (DynamoDB)"] = rest

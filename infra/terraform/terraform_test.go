@@ -39,7 +39,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated inputs/outputs block of each module README")
 
 // moduleNames are the modules under modules/, in the order the READMEs list them.
-var moduleNames = []string{"worker-queue", "alarms", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service", "eventbridge-schedules", "payload-bucket"}
+var moduleNames = []string{"worker-queue", "alarms", "idempotency-table", "worker-permissions", "lambda-consumer", "poller-service", "eventbridge-schedules", "payload-bucket", "task-token-state-machine"}
 
 var exampleNames = []string{"complete", "lambda-only"}
 
@@ -593,6 +593,11 @@ var baseValues = map[string]map[string]any{
 		"max_receive_count":                5,
 	},
 	"worker-permissions": {"queue_arn": queueARN, "dlq_arn": dlqARN},
+	"task-token-state-machine": {
+		"name":              "orders-saga",
+		"worker_queue_arns": []string{queueARN},
+		"definition":        `{"StartAt":"Charge","States":{"Charge":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken","End":true}}}`,
+	},
 	"poller-service": {
 		"name":        "webhook-poller",
 		"cluster_arn": "arn:aws:ecs:us-east-1:123456789012:cluster/webhook",
@@ -612,6 +617,14 @@ type validationCase struct {
 }
 
 var validationCases = map[string][]validationCase{
+	"task-token-state-machine": {
+		{name: "one queue", vars: map[string]any{}},
+		{name: "long name", vars: map[string]any{"name": strings.Repeat("a", 65)}, reject: "name", want: []string{"1-64 characters"}},
+		{name: "not json", vars: map[string]any{"definition": "StartAt: Job (arn:aws:states:::sqs:sendMessage.waitForTaskToken)"}, reject: "definition", want: []string{"must be JSON"}},
+		{name: "no task-token job", vars: map[string]any{"definition": `{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`}, reject: "definition", want: []string{"waitForTaskToken"}},
+		{name: "wildcard queue", vars: map[string]any{"worker_queue_arns": []string{"arn:aws:sqs:*:*:*"}}, reject: "worker_queue_arns", want: []string{"without wildcards"}},
+		{name: "kms alias", vars: map[string]any{"queue_kms_key_arns": []string{"arn:aws:kms:us-east-1:123456789012:alias/orders"}}, reject: "queue_kms_key_arns", want: []string{"without wildcards or aliases"}},
+	},
 	"worker-permissions": {
 		{name: "queue and dlq", vars: map[string]any{}},
 		{name: "table and key", vars: map[string]any{"idempotency_table_arn": tableARN, "kms_key_arns": []string{keyARN}}},
@@ -1214,6 +1227,11 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 			"var.kms_key_arns":          {"kms:Decrypt", "kms:GenerateDataKey"},
 		},
 		"payload-bucket": payloadBucketGrants,
+		"task-token-state-machine": {
+			"var.worker_queue_arns":  {"sqs:SendMessage"},
+			"var.queue_kms_key_arns": {"kms:Decrypt", "kms:GenerateDataKey"},
+			`"*"`:                    {"states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"},
+		},
 		"poller-service": merged(logs, map[string][]string{
 			"var.ecr_repository_arn": {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"},
 			`"*"`:                    {"ecr:GetAuthorizationToken"},
@@ -1256,7 +1274,10 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 				switch {
 				case len(traversals) == 0:
 					value := constant(t, element, nil)
-					if value.AsString() == "*" && slices.Equal(s.actions, []string{"ecr:GetAuthorizationToken"}) {
+					// Actions with no resource type (Service Authorization Reference): ECR's
+					// token, and the task-token answers (a task token is not an ARN).
+					if value.AsString() == "*" && (slices.Equal(s.actions, []string{"ecr:GetAuthorizationToken"}) ||
+						slices.Equal(s.actions, []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"})) {
 						got[`"*"`] = append(got[`"*"`], s.actions...)
 						continue
 					}

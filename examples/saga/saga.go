@@ -1,0 +1,116 @@
+// Package saga is the order saga run on Step Functions with sqsworker jobs: charge,
+// reserve and ship, three job types sent by one state machine with
+// arn:aws:states:::sqs:sendMessage.waitForTaskToken; when a step fails, the state
+// machine's Catch runs the compensations (release, then refund) in reverse order, each a
+// job too. The state machine owns the order, the retries between steps and the
+// compensation; each job owns its effect and its idempotency key (order id and step), so
+// a job run twice (a redelivery after a worker died mid-step) has its effect once.
+package saga
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/tasktoken"
+)
+
+// Job is the body the state machine sends (without the task token, which the middleware
+// takes out).
+type Job struct {
+	// Type is the step: charge, reserve, ship, release or refund.
+	Type string `json:"type"`
+	// Order is the order id.
+	Order string `json:"order"`
+	// Fail names a step that fails permanently (to show the compensations); empty: none.
+	Fail string `json:"fail,omitempty"`
+}
+
+// Ledger records each effect once per idempotency key: the stand-in for the payment,
+// stock and shipping services, which take the key with each call.
+type Ledger struct {
+	mu      sync.Mutex
+	effects []string
+	seen    map[string]bool
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger { return &Ledger{seen: map[string]bool{}} }
+
+// Apply records effect under key unless the key was seen, and reports whether it did.
+func (l *Ledger) Apply(key, effect string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[key] {
+		return false
+	}
+	l.seen[key] = true
+	l.effects = append(l.effects, effect)
+	return true
+}
+
+// Effects returns the effects in the order they happened.
+func (l *Ledger) Effects() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.effects...)
+}
+
+// Handler runs every step of the saga against ledger: its effect under the key
+// "ORDER/STEP", then the step's output for the state machine. A step named by Job.Fail
+// fails permanently with reason "Saga.StepFailed", which the state machine catches.
+func Handler(ledger *Ledger) sqsworker.Handler {
+	return sqsworker.JSONHandler(func(ctx context.Context, job Job) error {
+		switch job.Type {
+		case "charge", "reserve", "ship", "release", "refund":
+		default:
+			return sqsworker.Permanent("Saga.UnknownStep", fmt.Errorf("unknown step %q", job.Type))
+		}
+		if job.Fail == job.Type {
+			return sqsworker.Permanent("Saga.StepFailed", fmt.Errorf("%s failed for order %s", job.Type, job.Order))
+		}
+		ledger.Apply(job.Order+"/"+job.Type, job.Type+" "+job.Order)
+		return tasktoken.SetOutput(ctx, map[string]string{"step": job.Type, "order": job.Order})
+	})
+}
+
+// Definition is the saga's state machine (Amazon States Language) sending every step to
+// queueURL, the token in the body's "taskToken" field. ResultPath keeps the input for
+// the next step; a failed step's Catch runs the compensations of the steps before it,
+// newest first, then fails the execution with "OrderFailed".
+func Definition(queueURL string) map[string]any {
+	step := func(name, next string, catch string) map[string]any {
+		state := map[string]any{
+			"Type":     "Task",
+			"Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+			"Parameters": map[string]any{
+				"QueueUrl":    queueURL,
+				"MessageBody": map[string]any{"type": name, "order.$": "$.order", "fail.$": "$.fail", "taskToken.$": "$$.Task.Token"},
+			},
+			"ResultPath": "$.results." + name,
+		}
+		if next == "" {
+			state["End"] = true
+		} else {
+			state["Next"] = next
+		}
+		if catch != "" {
+			state["Catch"] = []any{map[string]any{"ErrorEquals": []string{"States.ALL"}, "ResultPath": "$.error", "Next": catch}}
+		}
+		return state
+	}
+	return map[string]any{
+		"Comment": "Order saga: charge, reserve, ship; compensate with release and refund.",
+		"StartAt": "Charge",
+		"States": map[string]any{
+			"Charge":      step("charge", "Reserve", "OrderFailed"),
+			"Reserve":     step("reserve", "Ship", "Refund"),
+			"Ship":        step("ship", "Shipped", "Release"),
+			"Shipped":     map[string]any{"Type": "Succeed"},
+			"Release":     step("release", "Refund", ""),
+			"Refund":      step("refund", "OrderFailed", ""),
+			"OrderFailed": map[string]any{"Type": "Fail", "Error": "OrderFailed", "Cause": "a step failed; its predecessors were compensated"},
+		},
+	}
+}
