@@ -194,7 +194,10 @@ func TestEmulatorStrictAging(t *testing.T) {
 		// MaxWait). The pool's aging is proven with a fake clock (TestPoolStrictAging).
 		t.Skip("timing-sensitive: runs on the ElasticMQ lane (SQSWORKER_SQS_EMULATOR=elasticmq)")
 	}
-	const maxWait, highLength, slack = 2 * time.Second, 300 * time.Millisecond, time.Second
+	// slack: a receive's round trip and the scheduling delays of a loaded machine; the
+	// high queue's 200 jobs keep it non-empty for 15 s, so a low job that started within
+	// MaxWait + one job + slack aged, and one that starved would wait the whole 15 s.
+	const maxWait, highLength, slack = 2 * time.Second, 300 * time.Millisecond, 3 * time.Second
 	client := testenv.SQS(t)
 	high := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5}).URL
 	low := testenv.NewQueue(t, client, testenv.QueueOptions{MaxReceiveCount: 5}).URL
@@ -216,7 +219,12 @@ func TestEmulatorStrictAging(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "the low job started", func() bool { return len(lowStarts.snapshot()) == 1 })
 	started := lowStarts.snapshot()[0].at
 	highHandled := len(highStarts.snapshot())
-	t.Logf("low job started %s after it was sent, %d high jobs started by then", started.Sub(began).Round(time.Millisecond), highHandled)
+	// From the first high start: from then every slot is busy with the high queue's jobs
+	// and the low queue's receive waits (the server's start is not what is measured).
+	if first := highStarts.snapshot(); len(first) > 0 && first[0].at.After(began) {
+		began = first[0].at
+	}
+	t.Logf("low job started %s after the slots filled, %d high jobs started by then", started.Sub(began).Round(time.Millisecond), highHandled)
 	if waited := started.Sub(began); waited > maxWait+highLength+slack {
 		t.Errorf("low job started after %s, want within MaxWait %s + one job %s + %s", waited, maxWait, highLength, slack)
 	}
