@@ -16,7 +16,11 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: help up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+
+## help: list these targets, each with what it does
+help:
+	@grep -E '^## [a-z-]+:' $(firstword $(MAKEFILE_LIST)) | sed 's/^## //'
 
 ## up: install (once) and start everything the tests use: the local AWS emulator (SQS on :4566, DynamoDB and S3 on :4567), PostgreSQL (:5433), and Prometheus and Chromium for their tests
 up: up-emulator

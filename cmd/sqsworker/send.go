@@ -41,8 +41,9 @@ type fileMessage struct {
 
 // sentMessage and sendFailure are the JSON output of `send`.
 type sentMessage struct {
-	Line int    `json:"line"`
-	ID   string `json:"id"`
+	Line  int    `json:"line"`
+	ID    string `json:"id"`
+	JobID string `json:"job_id"` // the job-id attribute: what `sqsworker jobs get` takes
 }
 
 type sendFailure struct {
@@ -264,7 +265,7 @@ func (a *app) printSendReport(report *sendReport, total int, sendErr error) erro
 		}
 	} else {
 		if len(report.Sent) == 1 && total == 1 {
-			fmt.Fprintf(a.stdout, "Sent message %s to %s.\n", report.Sent[0].ID, queueName(report.Queue))
+			fmt.Fprintf(a.stdout, "Sent message %s (job %s) to %s.\n", report.Sent[0].ID, report.Sent[0].JobID, queueName(report.Queue))
 		} else {
 			fmt.Fprintf(a.stdout, "Sent %d of %d messages to %s.\n", len(report.Sent), total, queueName(report.Queue))
 		}
@@ -320,7 +321,7 @@ func (a *app) sendMessages(ctx context.Context, client sendAPI, queue *sqsinfo.Q
 		var callErr error
 		for i, result := range results {
 			if result.Err == nil {
-				report.Sent = append(report.Sent, sentMessage{Line: batchLines[i], ID: result.MessageID})
+				report.Sent = append(report.Sent, sentMessage{Line: batchLines[i], ID: result.MessageID, JobID: batch[i].JobID()})
 				continue
 			}
 			report.Failed = append(report.Failed, sendFailure{Line: batchLines[i], Error: result.Err.Error()})

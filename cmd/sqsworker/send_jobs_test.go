@@ -96,6 +96,9 @@ func TestCLISendJobWithLongDelay(t *testing.T) {
 	if got := aws.ToString(message.MessageAttributes[sqsworker.AttributeJobType].StringValue); got != "welcome-email" || aws.ToString(message.MessageId) != sent.Sent[0].ID {
 		t.Errorf("received job type %q id %s, want welcome-email %s", got, aws.ToString(message.MessageId), sent.Sent[0].ID)
 	}
+	if got := aws.ToString(message.MessageAttributes[sqsworker.AttributeJobID].StringValue); got == "" || got != sent.Sent[0].JobID {
+		t.Errorf("received job id %q, the report says %q", got, sent.Sent[0].JobID)
+	}
 
 	r := want(t, exitOK, "send", queueName(queue.URL), "--body", `{"month":"2026-11"}`, "--job-type", "report", "--delay", "40m")
 	if !strings.HasPrefix(r.stdout, "Sent message ") {
