@@ -29,7 +29,10 @@ import (
 const (
 	envHolderTable = "FLEETLIMIT_TEST_HOLDER_TABLE" // set: this process is the holder
 	holderBanner   = "fleetlimit holder: holding"
-	killLease      = 3 * time.Second
+	// killLease is long enough that a loaded, serialized moto (one request at a time
+	// for every parallel test) does not make two renewals in a row time out: the
+	// holder then loses its permits before the kill (a CI run saw that at 3 s).
+	killLease = 6 * time.Second
 )
 
 func TestMain(m *testing.M) {
@@ -70,7 +73,9 @@ func runHolder(tableName string) int {
 		}
 	}
 	fmt.Println(holderBanner)
-	select {} // until SIGKILL
+	err = <-started // a handler returns only when its permit was lost
+	fmt.Fprintln(os.Stderr, "fleetlimit holder: lost a permit before the kill:", err)
+	return 3
 }
 
 // leaseEnds reads the lease ends (epoch ms) of the permits item of "k".
@@ -122,8 +127,9 @@ func TestSIGKILLedHolderPermitsReturnWithinTheLease(t *testing.T) {
 	killed := time.Now()
 	err = cmd.Wait()
 	var exit *exec.ExitError
-	require.True(t, errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL, "killed by SIGKILL: %v", err)
+	require.True(t, errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL, "killed by SIGKILL: %v; stderr: %s", err, stderr.String())
 	ends := leaseEnds(t, client, tableName) // no renewal after the kill
+	require.Len(t, ends, 2, "the killed holder's permits are still in the item; holder's stderr: %s", stderr.String())
 	lastEnd := time.UnixMilli(max(ends[0], ends[1]))
 
 	var taken []*fleetlimit.Permit
