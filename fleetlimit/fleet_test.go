@@ -100,7 +100,7 @@ func maxOverlap(calls []call) map[string]int {
 }
 
 // startWorker runs one poller on queueURL with handler, stopped when the test ends.
-func startWorker(t *testing.T, client *sqs.Client, queueURL string, concurrency int, handler sqsworker.Handler) *poller.Server {
+func startWorker(t testing.TB, client *sqs.Client, queueURL string, concurrency int, handler sqsworker.Handler) *poller.Server {
 	t.Helper()
 	server, err := poller.New(client, poller.Config{QueueURL: queueURL, Concurrency: concurrency, WaitTime: time.Second, Logger: slog.New(slog.DiscardHandler)}, handler)
 	require.NoError(t, err)

@@ -43,7 +43,7 @@ func (c *countingAPI) DeleteItem(ctx context.Context, input *dynamodb.DeleteItem
 	return c.API.DeleteItem(ctx, input, optFns...)
 }
 
-func newLimiter(t *testing.T, api table.API, config fleetlimit.Config) *fleetlimit.Limiter {
+func newLimiter(t testing.TB, api table.API, config fleetlimit.Config) *fleetlimit.Limiter {
 	t.Helper()
 	limiter, err := fleetlimit.New(api, config)
 	require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -19,59 +18,68 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// TestMeasureThroughputAt50Tenants (FLEETLIMIT_MEASURE=1; LocalStack, moto) measures
-// three workers' throughput over 50 tenants with and without a per-tenant limit of 2
-// (each tenant has 4 jobs of 20 ms, so the limit binds only when a tenant's jobs
-// arrive together), and the DynamoDB calls a job. It asserts nothing but completion:
-// the figures go to docs/benchmarks.md.
-func TestMeasureThroughputAt50Tenants(t *testing.T) {
-	if os.Getenv("FLEETLIMIT_MEASURE") == "" {
-		t.Skip("a measurement: set FLEETLIMIT_MEASURE=1")
-	}
-	sqsClient := testenv.SQS(t)
-	dynamo := testenv.DynamoDB(t)
-	tableName := testenv.NewTable(t, dynamo)
+// BenchmarkThroughputAt50Tenants measures three workers' throughput over 50 tenants
+// without a limiter and with a per-tenant limit of 2 (each tenant has 4 jobs of 20 ms
+// in a round of 200, so the limit binds only when a tenant's jobs arrive together),
+// with the DynamoDB calls and deferrals a job, on the emulators:
+//
+//	go test -run '^$' -bench ThroughputAt50Tenants -benchtime 3x ./fleetlimit/
+//
+// Each iteration sends a round of 200 jobs and waits until all are handled. The
+// figures go to docs/benchmarks.md ("Fleet-wide limits").
+func BenchmarkThroughputAt50Tenants(b *testing.B) {
+	sqsClient := testenv.SQS(b)
+	dynamo := testenv.DynamoDB(b)
+	tableName := testenv.NewTable(b, dynamo)
 	for _, limited := range []bool{false, true} {
-		queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{MaxReceiveCount: 5})
-		jobs, err := producer.New(sqsClient, producer.Config{Logger: slog.New(slog.DiscardHandler)})
-		require.NoError(t, err)
-		api := &countingAPI{API: dynamo}
-		var handled atomic.Int64
-		var deferred int64
-		work := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
-			timer := time.NewTimer(20 * time.Millisecond) // the job's work
-			<-timer.C
-			handled.Add(1)
-			return nil
-		})
-		var servers []*poller.Server
-		for worker := range 3 {
-			handler := sqsworker.Handler(work)
-			if limited {
-				limiter := newLimiter(t, api, fleetlimit.Config{
-					Table: tableName, Name: "measure", Concurrency: 2, RetryDelay: time.Second,
-					Key:    func(m *sqsworker.Message) string { return m.GroupID },
-					Hopper: jobs, MaxReceiveCount: 5, Holder: fmt.Sprint("w", worker),
-				})
-				handler = sqsworker.Chain(work, limiter.Middleware())
+		b.Run(map[bool]string{false: "no_limiter", true: "tenant_limit_2"}[limited], func(b *testing.B) {
+			queue := testenv.NewQueue(b, sqsClient, testenv.QueueOptions{MaxReceiveCount: 5})
+			jobs, err := producer.New(sqsClient, producer.Config{Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(b, err)
+			api := &countingAPI{API: dynamo}
+			var handled atomic.Int64
+			work := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+				timer := time.NewTimer(20 * time.Millisecond) // the job's work
+				<-timer.C
+				handled.Add(1)
+				return nil
+			})
+			var servers []*poller.Server
+			for worker := range 3 {
+				handler := sqsworker.Handler(work)
+				if limited {
+					limiter := newLimiter(b, api, fleetlimit.Config{
+						Table: tableName, Name: "measure", Concurrency: 2, RetryDelay: time.Second,
+						Key:    func(m *sqsworker.Message) string { return m.GroupID },
+						Hopper: jobs, MaxReceiveCount: 5, Holder: fmt.Sprint("w", worker),
+					})
+					handler = sqsworker.Chain(work, limiter.Middleware())
+				}
+				servers = append(servers, startWorker(b, sqsClient, queue.URL, 10, handler))
 			}
-			servers = append(servers, startWorker(t, sqsClient, queue.URL, 10, handler))
-		}
-		var batch []producer.Job
-		for i := range 200 {
-			batch = append(batch, producer.Job{Body: fmt.Sprint(i), GroupID: fmt.Sprint("tenant-", i%50)})
-		}
-		start := time.Now()
-		for chunk := range slices.Chunk(batch, 10) {
-			_, err := jobs.SendBatch(context.Background(), queue.URL, chunk)
-			require.NoError(t, err)
-		}
-		testenv.Eventually(t, 120*time.Second, "every job handled", func() bool { return handled.Load() == int64(len(batch)) })
-		elapsed := time.Since(start)
-		for _, server := range servers {
-			deferred += server.Stats().Deferred
-		}
-		t.Logf("limited=%t: %d jobs in %s, %.1f jobs/s, %d deferrals, %.2f DynamoDB calls a job",
-			limited, len(batch), elapsed.Round(time.Millisecond), float64(len(batch))/elapsed.Seconds(), deferred, float64(api.calls.Load())/float64(len(batch)))
+			const round = 200
+			var batch []producer.Job
+			for i := range round {
+				batch = append(batch, producer.Job{Body: fmt.Sprint(i), GroupID: fmt.Sprint("tenant-", i%50)})
+			}
+			sent := int64(0)
+			start := time.Now()
+			for b.Loop() {
+				for chunk := range slices.Chunk(batch, 10) {
+					_, err := jobs.SendBatch(context.Background(), queue.URL, chunk)
+					require.NoError(b, err)
+				}
+				sent += round
+				testenv.Eventually(b, 120*time.Second, "every job handled", func() bool { return handled.Load() == sent })
+			}
+			elapsed := time.Since(start)
+			var deferred int64
+			for _, server := range servers {
+				deferred += server.Stats().Deferred
+			}
+			b.ReportMetric(float64(sent)/elapsed.Seconds(), "jobs/s")
+			b.ReportMetric(float64(api.calls.Load())/float64(sent), "ddb_calls/job")
+			b.ReportMetric(float64(deferred)/float64(sent), "deferrals/job")
+		})
 	}
 }
