@@ -245,6 +245,11 @@ func TestSagaSurvivesAWorkerKilledMidStepOnEmulator(t *testing.T) {
 
 			logs := &lockedWriter{}
 			logger := slog.New(slog.NewTextHandler(logs, nil))
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("second worker's log:\n%s", logs.String())
+				}
+			})
 			calls := &deliveries{}
 			handler, err := sagaWorker(states, queues, tables, effectsTable, recordsTable, logger)
 			require.NoError(t, err)
@@ -312,9 +317,6 @@ func TestSagaSurvivesAWorkerKilledMidStepOnEmulator(t *testing.T) {
 			assert.Equal(t, int64(0), stats.Failed+stats.Deferred+stats.DeadLettered, "no failure, deferral or dead letter: %+v", stats.Stats)
 			visible, inFlight := testenv.Counts(t, queues, queue.DeadLetterQueueURL)
 			assert.Equal(t, [2]int{0, 0}, [2]int{visible, inFlight}, "nothing in the dead-letter queue")
-			if t.Failed() {
-				t.Logf("second worker's log:\n%s", logs.String())
-			}
 		})
 	}
 }
