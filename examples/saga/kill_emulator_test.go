@@ -241,6 +241,12 @@ func TestSagaSurvivesAWorkerKilledMidStepOnEmulator(t *testing.T) {
 				visible, inFlight := testenv.Counts(t, queues, queue.URL)
 				return visible == 0 && inFlight == 1
 			})
+			records := idempotency.NewDynamoDBStore(tables, recordsTable)
+			recordKey, err := idempotency.StoredKey("saga", killedID)
+			require.NoError(t, err)
+			record, err := records.Get(context.Background(), recordKey)
+			require.NoError(t, err)
+			require.Equal(t, idempotency.StatusInProgress, record.Status, "the doomed worker holds the step's idempotency lease")
 			doomed.kill(t)
 
 			logs := &lockedWriter{}
@@ -313,6 +319,9 @@ func TestSagaSurvivesAWorkerKilledMidStepOnEmulator(t *testing.T) {
 			}
 			assert.Len(t, calls.all(), taken, "the second worker's handler calls")
 			assert.Equal(t, []delivery{{tc.kill, killedID, 2, nil}}, killedDeliveries, "the killed step's message, once more, on its second receive")
+			record, err = records.Get(context.Background(), recordKey)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusCompleted, record.Status, "the second worker took the dead worker's record over and completed it")
 			stats := server.Stats()
 			assert.Equal(t, int64(0), stats.Failed+stats.Deferred+stats.DeadLettered, "no failure, deferral or dead letter: %+v", stats.Stats)
 			visible, inFlight := testenv.Counts(t, queues, queue.DeadLetterQueueURL)
