@@ -10,7 +10,6 @@ package saga
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/tasktoken"
@@ -27,50 +26,43 @@ type Job struct {
 	Fail string `json:"fail,omitempty"`
 }
 
-// Ledger records each effect once per idempotency key: the stand-in for the payment,
-// stock and shipping services, which take the key with each call.
-type Ledger struct {
-	mu      sync.Mutex
-	effects []string
-	seen    map[string]bool
+// Effects applies each step's effect once per idempotency key: the stand-in for the
+// payment, stock and shipping services, which take the key with each call. [Ledger]
+// keeps them in memory (one process); [DynamoDBLedger] in a DynamoDB table, so workers
+// in different processes (one killed mid-step, one that runs the step again) share them.
+type Effects interface {
+	// Apply records effect under key unless the key was seen, and reports whether it
+	// did. An error means it is unknown whether the effect was recorded; the step is
+	// retried, and the key keeps the retry from applying it twice.
+	Apply(ctx context.Context, key, effect string) (applied bool, err error)
 }
 
-// NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{seen: map[string]bool{}} }
+// MaxOrderBytes is the longest order id a job may carry, in bytes: its idempotency key
+// ("ORDER/STEP") must stay far below DynamoDB's 2,048-byte partition key limit.
+const MaxOrderBytes = 256
 
-// Apply records effect under key unless the key was seen, and reports whether it did.
-func (l *Ledger) Apply(key, effect string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.seen[key] {
-		return false
-	}
-	l.seen[key] = true
-	l.effects = append(l.effects, effect)
-	return true
-}
-
-// Effects returns the effects in the order they happened.
-func (l *Ledger) Effects() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.effects...)
-}
-
-// Handler runs every step of the saga against ledger: its effect under the key
+// Handler runs every step of the saga against effects: its effect under the key
 // "ORDER/STEP", then the step's output for the state machine. A step named by Job.Fail
-// fails permanently with reason "Saga.StepFailed", which the state machine catches.
-func Handler(ledger *Ledger) sqsworker.Handler {
+// fails permanently with reason "Saga.StepFailed", which the state machine catches; an
+// unknown step with "Saga.UnknownStep"; an empty order id, or one over MaxOrderBytes, with
+// "Saga.InvalidOrder" (nothing applied). An error from effects is returned as it is (the
+// message is retried).
+func Handler(effects Effects) sqsworker.Handler {
 	return sqsworker.JSONHandler(func(ctx context.Context, job Job) error {
 		switch job.Type {
 		case "charge", "reserve", "ship", "release", "refund":
 		default:
 			return sqsworker.Permanent("Saga.UnknownStep", fmt.Errorf("unknown step %q", job.Type))
 		}
+		if job.Order == "" || len(job.Order) > MaxOrderBytes {
+			return sqsworker.Permanent("Saga.InvalidOrder", fmt.Errorf("order id of %d bytes; want 1 to %d", len(job.Order), MaxOrderBytes))
+		}
 		if job.Fail == job.Type {
 			return sqsworker.Permanent("Saga.StepFailed", fmt.Errorf("%s failed for order %s", job.Type, job.Order))
 		}
-		ledger.Apply(job.Order+"/"+job.Type, job.Type+" "+job.Order)
+		if _, err := effects.Apply(ctx, job.Order+"/"+job.Type, job.Type+" "+job.Order); err != nil {
+			return fmt.Errorf("saga: %s for order %s: %w", job.Type, job.Order, err)
+		}
 		return tasktoken.SetOutput(ctx, map[string]string{"step": job.Type, "order": job.Order})
 	})
 }
