@@ -142,7 +142,7 @@ func pollerWorker(idempotent bool) func(ctx context.Context, env runEnv) (func()
 		server, err := poller.New(env.sqs, poller.Config{
 			QueueURL:              env.queueURL,
 			Concurrency:           env.concurrency,
-			Prefetch:              pollerPrefetch(env.mode),
+			Prefetch:              pollerPrefetch(env.mode, idempotent),
 			AllowUnboundedRetries: true,
 			Logger:                slog.New(slog.NewTextHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}, handler)
@@ -319,12 +319,14 @@ func freeAddress() string {
 var errTimeout = errors.New("timed out")
 
 // pollerPrefetch is the poller's Config.Prefetch in mode, as its docs advise a user:
-// 10 for slow handlers, off otherwise; BENCH_POLLER_PREFETCH overrides it.
-func pollerPrefetch(mode string) int {
+// 10 for slow handlers and for handlers behind the idempotency middleware (two
+// DynamoDB writes a job make even a no-op handler slow), off otherwise;
+// BENCH_POLLER_PREFETCH overrides it.
+func pollerPrefetch(mode string, idempotent bool) int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_POLLER_PREFETCH")); err == nil {
 		return n
 	}
-	if mode == "slow" {
+	if mode == "slow" || idempotent {
 		return 10
 	}
 	return 0

@@ -175,7 +175,11 @@ type Config struct {
 	// 5 free slots, so the last held message has started before the receive returns);
 	// Prefetch 10 181 to 183 at 0.21 (two runs). Use 10 (one full batch) when it is on;
 	// 15 and 20, tried with the bound raised, made 182 and 183 at 0.21, no better, so
-	// the bound is one batch.
+	// the bound is one batch. Behind the idempotency middleware (two DynamoDB writes a
+	// job) the same holds for a no-op handler: 0.510 calls per message at 116 msg/s off,
+	// 0.201 at 130 with 10 (LocalStack, 10 ms per SQS call, 2026-12-04). It is off by
+	// default because held messages wait while another replica may be idle, which
+	// handlers of minutes make costly.
 	Prefetch int
 
 	// WaitTime specifies the long-poll wait (WaitTimeSeconds), whole seconds from 1 s to
