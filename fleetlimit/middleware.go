@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,10 @@ import (
 // ([PermitFromContext]) for downstreams that can refuse stale holders.
 //
 // A message that finds no permit free, or no rate start within Config.MaxWait, is
-// deferred ([sqsworker.Defer], reason [ReasonBusy]): the host makes it visible again
-// after the delay, and counts it as deferred, not failed. Each such receive counts
+// deferred ([sqsworker.Defer], reason [ReasonBusy]) after a random wait of up to one
+// second in the worker (holding its host's slot, no permit): the host makes it visible
+// again after the delay, and counts it as deferred, not failed. The wait spreads
+// deferred messages over the second, since SQS counts their delays in whole seconds. Each such receive counts
 // toward the queue's maxReceiveCount, so with Config.Hopper a message at its last
 // receive but one is re-sent with the delay instead (see Config.Hopper) and the
 // original deleted: waiting for a limit never dead-letters a healthy job. A DynamoDB
@@ -88,14 +91,27 @@ func (l *Limiter) startAt(ctx context.Context, message *sqsworker.Message, start
 	return next.Handle(ctx, message)
 }
 
+// deferSpread bounds the random wait before a deferral or a hop. SQS sets a message's
+// visibility timeout and delay in whole seconds, so messages deferred together come back
+// together, in waves a whole number of seconds apart, and a saturated key would serve
+// one wave of its Concurrency jobs each RetryDelay whatever their length (limit 1 and
+// jobs of 200 ms: one job every 3 s, measured). A random wait of up to one second before
+// each deferral spreads their returns over the second, so a freed permit is taken
+// again within a fraction of it (TestSaturationDeadLettersNoHealthyJob).
+const deferSpread = time.Second
+
 // busy turns a BusyError into a deferral, or a hop when deferring would spend the
-// message's redrive budget; other errors are returned as they are.
+// message's redrive budget, each after a random wait of up to deferSpread; other errors
+// are returned as they are.
 func (l *Limiter) busy(ctx context.Context, message *sqsworker.Message, err error) error {
 	busy, ok := errors.AsType[*BusyError](err)
 	if !ok {
 		return err
 	}
 	delay := max(busy.RetryAfter, time.Second) // visibility is set in whole seconds
+	if err := l.waitUntil(ctx, l.config.Now().Add(rand.N(deferSpread))); err != nil {
+		return err
+	}
 	if l.config.Hopper == nil || message.ReceiveCount+1 < l.config.MaxReceiveCount || strings.HasSuffix(message.QueueURL, ".fifo") {
 		return sqsworker.Defer(delay, ReasonBusy)
 	}
