@@ -38,8 +38,8 @@ func BenchmarkRelay(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	outboxtest.BenchmarkRelay(b, false, write, func(p *producer.Producer) *outbox.Relay {
-		r, err := outboxdynamo.NewRelay(client, o, p, outbox.RelayConfig{BatchSize: 100, ReportInterval: -1})
+	outboxtest.BenchmarkRelay(b, false, write, func(p *producer.Producer, config outbox.RelayConfig) *outbox.Relay {
+		r, err := outboxdynamo.NewRelay(client, o, p, config)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -159,8 +159,8 @@ func BenchmarkRelay(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			outboxtest.BenchmarkRelay(b, strings.HasSuffix(name, "-fifo"), write, func(p *producer.Producer) *outbox.Relay {
-				r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: outbox.RelayConfig{BatchSize: 100, ReportInterval: -1}})
+			outboxtest.BenchmarkRelay(b, strings.HasSuffix(name, "-fifo"), write, func(p *producer.Producer, config outbox.RelayConfig) *outbox.Relay {
+				r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: config})
 				if err != nil {
 					b.Fatal(err)
 				}
