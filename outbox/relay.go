@@ -32,8 +32,9 @@ const (
 	// DefaultClaimLease is how long a leased claim on an entry lasts (outboxdynamo).
 	DefaultClaimLease = time.Minute
 	// DefaultInFlight is how many SendMessageBatch calls a relay cycle (or a
-	// [Publish]) keeps in flight at once.
-	DefaultInFlight = 4
+	// [Publish]) keeps in flight at once: a cycle of DefaultBatchSize entries (10
+	// calls) goes out in one round trip.
+	DefaultInFlight = 10
 	// MaxInFlight is the largest RelayConfig.InFlight: a cycle of 1,000 entries makes
 	// at most 100 calls.
 	MaxInFlight = 100
@@ -46,13 +47,16 @@ type RelayConfig struct {
 	// claimed rows stay locked for the cycle, so keep cycles short.
 	BatchSize int
 	// InFlight is how many SendMessageBatch calls of a cycle are in flight at once, from
-	// 1 to MaxInFlight (100); if zero, DefaultInFlight (4). With 10 ms per call, one call
-	// at a time caps a relay near 1,000 entries/s whatever the store does; see
-	// docs/benchmarks.md. A FIFO message group never has two calls in flight (its calls
-	// go one after the other, each after the previous returned), so a group with many
-	// entries in a cycle gains nothing from it; nor does a cycle of at most 10 entries.
-	// Entries are settled (removed or marked) only after every call of the cycle
-	// returned, each by its own call's result.
+	// 1 to MaxInFlight (100); if zero, DefaultInFlight (10). With 10 ms per call, one
+	// call at a time caps a relay near 1,000 entries/s whatever the store does (measured
+	// in docs/benchmarks.md, "Outbox relay with calls in flight"). A FIFO message group
+	// never has two calls in flight (its calls go one after the other, each after the
+	// previous returned), so a group with many entries in a cycle gains nothing from
+	// it; nor does a cycle of at most 10 entries. Entries are settled (removed or
+	// marked) only after every call of the cycle returned, each by its own call's
+	// result. A FIFO queue without high throughput takes 300 SendMessageBatch calls a
+	// second (Amazon SQS Developer Guide, "Troubleshoot FIFO throttling issues"); a
+	// throttled call's entries are retried with their backoff.
 	InFlight int
 	// PollInterval is how long an idle relay waits before it looks again; if zero,
 	// DefaultPollInterval (1 s). It is also the wait after a failed cycle.
