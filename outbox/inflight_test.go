@@ -209,3 +209,24 @@ func (nopStore) Claim(context.Context, int, time.Duration) (Claim, error) {
 func (nopStore) Summary(context.Context) (Summary, error)  { return Summary{}, nil }
 func (nopStore) Wait(ctx context.Context, d time.Duration) {}
 func (nopStore) Close()                                    {}
+
+// Two entries with one unique key on a standard queue, in different calls: the second
+// call waits for the first (the repeat must find the first send's key confirmed, not
+// pending); an unrelated call waits for nothing.
+func TestPlanCallsOrdersCallsOfOneUniqueKey(t *testing.T) {
+	var entries []Entry
+	for i := range 21 {
+		job := producer.Job{Body: strconv.Itoa(i)}
+		if i == 0 || i == 20 {
+			job.UniqueKey = "order-7"
+		}
+		e, err := NewEntry("https://sqs.example/1/q", job, time.Now())
+		require.NoError(t, err)
+		entries = append(entries, e)
+	}
+	calls := planCalls(entries, make([]Outcome, len(entries)))
+	require.Len(t, calls, 3)
+	assert.Empty(t, calls[0].after)
+	assert.Empty(t, calls[1].after, "no key of call 0")
+	assert.Equal(t, []*call{calls[0]}, calls[2].after, "the key's second entry waits for its first")
+}
