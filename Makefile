@@ -194,7 +194,7 @@ bench-go:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
 
 OUTBOX_BENCH_N ?= 2000
-## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry
+## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry (OUTBOX_BENCH_LATENCY=10ms per SQS call, OUTBOX_BENCH_INFLIGHT, OUTBOX_BENCH_BATCH)
 bench-outbox: up-emulator
 	localstack/postgres-up
 	$(EMULATOR_ENV) && $(GO) test -run '^$$' -bench BenchmarkRelay -benchtime $(OUTBOX_BENCH_N)x ./outbox/outboxdynamo ./outbox/outboxpg

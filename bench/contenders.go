@@ -34,7 +34,8 @@ type runEnv struct {
 	queueURL    string
 	table       string
 	concurrency int
-	mode        string           // "noop" or "slow"
+	mode        string           // "noop", "slow" or "arrival" (the latency runs: no-op handlers)
+	starts      *startLog        // a Go worker notes its handler starts here (mode "arrival")
 	sqs         *sqs.Client      // through the counting proxy
 	ddb         *dynamodb.Client // through the counting proxy
 	sqsEndpoint string           // the proxy's URL, for processes
@@ -118,7 +119,12 @@ func runCeiling(ctx context.Context, env runEnv) (func(), error) {
 				var batch sync.WaitGroup
 				for i, message := range output.Messages {
 					handles[i] = aws.ToString(message.ReceiptHandle)
-					batch.Go(func() { _ = job(ctx, aws.ToString(message.Body)) })
+					batch.Go(func() {
+						if env.starts != nil {
+							env.starts.record(aws.ToString(message.Body))
+						}
+						_ = job(ctx, aws.ToString(message.Body))
+					})
 				}
 				batch.Wait()
 				deletes.Go(func() { _ = sqsx.DeleteMessages(ctx, env.sqs, env.queueURL, handles) })
@@ -133,6 +139,9 @@ func runCeiling(ctx context.Context, env runEnv) (func(), error) {
 func pollerWorker(idempotent bool) func(ctx context.Context, env runEnv) (func(), error) {
 	return func(ctx context.Context, env runEnv) (func(), error) {
 		var handler sqsworker.Handler = sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
+			if env.starts != nil {
+				env.starts.record(m.Body)
+			}
 			return job(ctx, m.Body)
 		})
 		if idempotent {

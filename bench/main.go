@@ -81,6 +81,10 @@ type options struct {
 	emulator       string
 	maxMessages    int
 	worker         string
+	// arrivalRate (jobs/s) switches to the latency runs (arrival.go) for
+	// arrivalDuration after the warm-up; 0: the throughput runs.
+	arrivalRate     float64
+	arrivalDuration time.Duration
 }
 
 func parseOptions() options {
@@ -116,6 +120,8 @@ func parseOptions() options {
 	flag.StringVar(&opts.logFile, "log", "", "append the contenders' logs here (default: a temporary file)")
 	flag.DurationVar(&opts.runTimeout, "run-timeout", 5*time.Minute, "give up on one run after this long")
 	flag.StringVar(&opts.worker, "worker", "", "internal: run this Go contender in this process (the bench starts it)")
+	flag.Float64Var(&opts.arrivalRate, "arrival-rate", float64(envInt("BENCH_ARRIVAL_RATE", 0)), "instead of the throughput runs, the latency runs: jobs sent at this Poisson rate (jobs/s) to an empty queue, enqueue-to-handler-start P50/P99 (env BENCH_ARRIVAL_RATE, for example 200)")
+	flag.DurationVar(&opts.arrivalDuration, "arrival-duration", envDuration("BENCH_ARRIVAL_DURATION", 20*time.Second), "how long the latency runs send after the warm-up (env BENCH_ARRIVAL_DURATION)")
 	flag.Parse()
 	opts.emulator = envString("SQSWORKER_SQS_EMULATOR", "localstack")
 	opts.seed = uint64(seed)
@@ -209,6 +215,7 @@ type session struct {
 	ddbClient          *dynamodb.Client
 	sqsProxy, ddbProxy *countingProxy
 	processEnv         []string
+	lambdaLog          string // the lambdatest bootstrap's LAMBDATEST_LOG (latency runs)
 	cleanups           []func()
 }
 
@@ -240,8 +247,21 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	info := machineInfo(ctx, root, opts.emulator)
+	if opts.arrivalRate > 0 {
+		dir, err := os.MkdirTemp("", "sqsworker-bench-lambda-log-")
+		if err != nil {
+			return err
+		}
+		s.cleanups = append(s.cleanups, func() { os.RemoveAll(dir) })
+		s.lambdaLog = filepath.Join(dir, "starts.jsonl")
+		opts.maxConcurrency = nil
+	}
 	all, notes, err := s.contenders(opts, root, info)
 	if err != nil {
+		return err
+	}
+	if opts.arrivalRate > 0 {
+		_, err := s.runArrivals(ctx, opts, all, s.lambdaLog)
 		return err
 	}
 	began := time.Now()
@@ -337,7 +357,11 @@ func (s *session) contenders(opts options, root string, info info) ([]contender,
 				return nil, nil, err
 			}
 			s.cleanups = append(s.cleanups, func() { os.RemoveAll(binDir) })
-			path, err := buildLambdaPath(root, binDir, opts.concurrency, s.processEnv, s.logWriter)
+			lambdaEnv := s.processEnv
+			if s.lambdaLog != "" {
+				lambdaEnv = append(slices.Clone(lambdaEnv), "LAMBDATEST_LOG="+s.lambdaLog)
+			}
+			path, err := buildLambdaPath(root, binDir, opts.concurrency, lambdaEnv, s.logWriter)
 			if err != nil {
 				notes = append(notes, fmt.Sprintf("Lambda path not run: %v", err))
 				fmt.Println("bench: Lambda path not run:", err)

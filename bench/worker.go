@@ -61,7 +61,12 @@ func runWorker(name string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var starts *startLog
+	if os.Getenv(envMode) == "arrival" {
+		starts = &startLog{}
+	}
 	env := runEnv{
+		starts:      starts,
 		queueURL:    os.Getenv(envQueueURL),
 		table:       os.Getenv(envTable),
 		concurrency: concurrency,
@@ -77,5 +82,8 @@ func runWorker(name string) error {
 	}
 	<-ctx.Done()
 	stopContender()
+	if starts != nil {
+		return starts.write(os.Getenv(envStartsFile))
+	}
 	return nil
 }

@@ -5,7 +5,8 @@
 // (outboxdynamo.Outbox.TransactItems for a TransactWriteItems call, outboxpg.Outbox.Enqueue
 // inside a pgx.Tx). A relay publishes committed entries to SQS afterwards, through a
 // [producer.Producer] (SendMessageBatch, size checks, claim check), and removes or marks
-// them once SQS confirmed the send:
+// them once SQS confirmed the send, with several SendMessageBatch calls of a cycle in
+// flight ([RelayConfig.InFlight]), never two of one FIFO message group:
 //
 //   - [Relay], a container loop with the poller's lifecycle (New, Start, Shutdown, Run),
 //     over a PostgreSQL table (outboxpg.NewRelay: FOR UPDATE SKIP LOCKED claims,

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/producer"
-	"github.com/sqsworker/sqsworker/sqsinfo"
 )
 
 // Outcome is what became of one entry handed to [Publish]. At most one of Refused, Retry
@@ -33,29 +32,38 @@ type Outcome struct {
 func (o Outcome) Published() bool { return o.Refused == nil && o.Retry == nil && o.Held == nil }
 
 // Publish sends entries (in the store's order) through p and returns one outcome per
-// entry: what a relay cycle does between its claim and its settlement, and what a
-// stream relay (outboxdynamo.StreamRelay) does with a stream batch. outcomes, if not
-// nil, holds preset outcomes, one per entry (an entry refused before the send, say a
-// damaged one; one held because its group is parked): those entries are not sent, and
-// count as not sent for their groups; it is filled in and returned. Entries go to their queues in SendMessageBatch calls of up to 10; for FIFO
-// queues a call carries at most one entry of a message group, and once an entry of a
-// group is not sent (failed, refused or held), the group's later entries are held, so
-// a group is published in order even when single entries of a call fail.
+// entry, with up to [DefaultInFlight] SendMessageBatch calls in flight: see
+// [PublishInFlight].
 func Publish(ctx context.Context, p *producer.Producer, entries []Entry, outcomes []Outcome) []Outcome {
+	return PublishInFlight(ctx, p, DefaultInFlight, entries, outcomes)
+}
+
+// PublishInFlight sends entries (in the store's order) through p and returns one
+// outcome per entry: what a relay cycle does between its claim and its settlement, and
+// what a stream relay (outboxdynamo.StreamRelay) does with a stream batch. outcomes, if
+// not nil, holds preset outcomes, one per entry (an entry refused before the send, say
+// a damaged one; one held because its group is parked): those entries are not sent,
+// and count as not sent for their groups; it is filled in and returned.
+//
+// Entries go to their queues in SendMessageBatch calls of up to 10, up to inFlight
+// calls at once (less than 1 counts as 1). For FIFO queues a call carries at most one
+// entry of a message group, and a call that carries a group's entry starts only after
+// the call with the group's previous entry returned, so a group never has two calls in
+// flight; once an entry of a group is not sent (failed, refused or held), the group's
+// later entries are held, so a group is published in order even when single entries of
+// a call fail. Entries with one unique key (producer.Job.UniqueKey) are sent one call
+// after the other in the same way, so the repeat finds the first send's key confirmed.
+// A call of which every entry failed on SQS's, the network's or the queue's side (a
+// queue that does not exist, denied access) ends the queue's sends: the entries of its
+// calls not yet started fail with the same error, an attempt each, without more calls.
+// It returns when every call returned.
+func PublishInFlight(ctx context.Context, p *producer.Producer, inFlight int, entries []Entry, outcomes []Outcome) []Outcome {
 	if outcomes == nil {
 		outcomes = make([]Outcome, len(entries))
 	}
-	byQueue := map[string][]int{}
-	var queues []string
-	for i, e := range entries {
-		if _, ok := byQueue[e.QueueURL]; !ok {
-			queues = append(queues, e.QueueURL)
-		}
-		byQueue[e.QueueURL] = append(byQueue[e.QueueURL], i)
-	}
-	for _, queue := range queues {
-		publishQueue(ctx, p, queue, entries, byQueue[queue], outcomes)
-	}
+	calls := planCalls(entries, outcomes)
+	send := func(queue string, call []int) { sendCall(ctx, p, queue, entries, call, outcomes) }
+	runCalls(send, entries, outcomes, calls, inFlight)
 	return outcomes
 }
 
@@ -68,66 +76,6 @@ func (o Outcome) notSent() error {
 		return o.Retry
 	}
 	return o.Held
-}
-
-// publishQueue sends the entries at indexes (all for queue, in order). A call of which
-// every entry failed on SQS's, the network's or the queue's side (a queue that does not
-// exist, denied access) ends the queue's sends for this cycle: its later entries fail
-// with the same error, an attempt each, without more calls.
-func publishQueue(ctx context.Context, p *producer.Producer, queue string, entries []Entry, indexes []int, outcomes []Outcome) {
-	blocked := map[string]error{} // FIFO group → why its earlier entry was not sent
-	var down error                // why the queue takes no more sends this cycle
-	var call []int
-	inCall := map[string]bool{}
-	flush := func() {
-		if len(call) == 0 {
-			return
-		}
-		sendCall(ctx, p, queue, entries, call, outcomes)
-		down = outcomes[call[0]].Retry
-		for _, i := range call {
-			if e := entries[i]; e.Ordered() && !outcomes[i].Published() {
-				blocked[e.GroupID] = outcomes[i].notSent()
-			}
-			if outcomes[i].Retry == nil {
-				down = nil
-			}
-		}
-		call, inCall = call[:0], map[string]bool{}
-	}
-	for _, i := range indexes {
-		e := entries[i]
-		if down != nil && outcomes[i].Published() && !(e.Ordered() && blocked[e.GroupID] != nil) {
-			outcomes[i] = Outcome{Retry: fmt.Errorf("outbox: not sent: an earlier call to %s failed in this cycle: %w", queue, down)}
-			if e.Ordered() {
-				blocked[e.GroupID] = outcomes[i].Retry
-			}
-			continue
-		}
-		if e.Ordered() {
-			if inCall[e.GroupID] {
-				flush()
-			}
-			if why, ok := blocked[e.GroupID]; ok {
-				outcomes[i] = Outcome{Held: fmt.Errorf("outbox: an earlier entry of message group %q was not sent: %w", e.GroupID, why)}
-				continue
-			}
-		}
-		if preset := outcomes[i]; !preset.Published() {
-			if e.Ordered() {
-				blocked[e.GroupID] = preset.notSent()
-			}
-			continue
-		}
-		if e.Ordered() {
-			inCall[e.GroupID] = true
-		}
-		call = append(call, i)
-		if len(call) == sqsinfo.MaxBatchEntries {
-			flush()
-		}
-	}
-	flush()
 }
 
 // sendCall sends the entries at call (at most 10) with one SendBatch. When the whole

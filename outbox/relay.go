@@ -31,6 +31,13 @@ const (
 	DefaultMaxAttempts = 20
 	// DefaultClaimLease is how long a leased claim on an entry lasts (outboxdynamo).
 	DefaultClaimLease = time.Minute
+	// DefaultInFlight is how many SendMessageBatch calls a relay cycle (or a
+	// [Publish]) keeps in flight at once: a cycle of DefaultBatchSize entries (10
+	// calls) goes out in one round trip.
+	DefaultInFlight = 10
+	// MaxInFlight is the largest RelayConfig.InFlight: a cycle of 1,000 entries makes
+	// at most 100 calls.
+	MaxInFlight = 100
 )
 
 // RelayConfig configures a [Relay]. The zero value takes the defaults.
@@ -39,6 +46,18 @@ type RelayConfig struct {
 	// calls of 10), from 1 to 1000; if zero, DefaultBatchSize (100). On PostgreSQL the
 	// claimed rows stay locked for the cycle, so keep cycles short.
 	BatchSize int
+	// InFlight is how many SendMessageBatch calls of a cycle are in flight at once, from
+	// 1 to MaxInFlight (100); if zero, DefaultInFlight (10). With 10 ms per call, one
+	// call at a time caps a relay near 1,000 entries/s whatever the store does (measured
+	// in docs/benchmarks.md, "Outbox relay with calls in flight"). A FIFO message group
+	// never has two calls in flight (its calls go one after the other, each after the
+	// previous returned), so a group with many entries in a cycle gains nothing from
+	// it; nor does a cycle of at most 10 entries. Entries are settled (removed or
+	// marked) only after every call of the cycle returned, each by its own call's
+	// result. A FIFO queue without high throughput takes 300 SendMessageBatch calls a
+	// second (Amazon SQS Developer Guide, "Troubleshoot FIFO throttling issues"); a
+	// throttled call's entries are retried with their backoff.
+	InFlight int
 	// PollInterval is how long an idle relay waits before it looks again; if zero,
 	// DefaultPollInterval (1 s). It is also the wait after a failed cycle.
 	PollInterval time.Duration
@@ -175,7 +194,8 @@ type Verdict struct {
 // confirmed, marking refused entries failed. Make one with outboxpg.NewRelay,
 // outboxdynamo.NewRelay or, for another store, [NewRelay]. Its lifecycle is the poller's:
 // [Relay.Start], [Relay.Shutdown], or [Relay.Run] for both around a signal. It owns one
-// goroutine, which Shutdown ends.
+// goroutine, which Shutdown ends, and, during a cycle's send, up to RelayConfig.InFlight
+// goroutines of SendMessageBatch calls, which the cycle waits for.
 type Relay struct {
 	store    Store
 	producer *producer.Producer
@@ -206,6 +226,9 @@ func NewRelay(s Store, p *producer.Producer, config RelayConfig) (*Relay, error)
 	if config.BatchSize < 0 || config.BatchSize > 1000 {
 		errs = append(errs, fmt.Errorf("outbox: RelayConfig.BatchSize %d is outside 1 to 1000", config.BatchSize))
 	}
+	if config.InFlight < 0 || config.InFlight > MaxInFlight {
+		errs = append(errs, fmt.Errorf("outbox: RelayConfig.InFlight %d is outside 1 to %d", config.InFlight, MaxInFlight))
+	}
 	if config.PollInterval < 0 || config.DrainTimeout < 0 || config.ClaimLease < 0 || config.MinAge < 0 {
 		errs = append(errs, errors.New("outbox: RelayConfig.PollInterval, DrainTimeout, ClaimLease and MinAge must not be negative"))
 	}
@@ -214,6 +237,9 @@ func NewRelay(s Store, p *producer.Producer, config RelayConfig) (*Relay, error)
 	}
 	if config.BatchSize == 0 {
 		config.BatchSize = DefaultBatchSize
+	}
+	if config.InFlight == 0 {
+		config.InFlight = DefaultInFlight
 	}
 	if config.PollInterval == 0 {
 		config.PollInterval = DefaultPollInterval

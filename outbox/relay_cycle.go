@@ -29,7 +29,7 @@ func (r *Relay) cycle(ctx context.Context) (full bool, err error) {
 			preset[i] = Outcome{Refused: e.Damage}
 		}
 	}
-	outcomes := Publish(ctx, r.producer, entries, preset)
+	outcomes := PublishInFlight(ctx, r.producer, r.config.InFlight, entries, preset)
 	now := time.Now()
 	verdicts := make([]Verdict, len(entries))
 	for i, o := range outcomes {

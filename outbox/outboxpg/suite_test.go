@@ -159,8 +159,8 @@ func BenchmarkRelay(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			outboxtest.BenchmarkRelay(b, strings.HasSuffix(name, "-fifo"), write, func(p *producer.Producer) *outbox.Relay {
-				r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: outbox.RelayConfig{BatchSize: 100, ReportInterval: -1}})
+			outboxtest.BenchmarkRelay(b, strings.HasSuffix(name, "-fifo"), write, func(p *producer.Producer, config outbox.RelayConfig) *outbox.Relay {
+				r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: config})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -168,4 +168,37 @@ func BenchmarkRelay(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkCommitToHandler measures commit to handler start through the PostgreSQL
+// outbox (see outboxtest.BenchmarkCommitToHandler):
+//
+//	eval "$(localstack/env)" && cd outbox/outboxpg && OUTBOX_BENCH_LATENCY=10ms go test -run '^$' -bench BenchmarkCommitToHandler -benchtime 4000x .
+func BenchmarkCommitToHandler(b *testing.B) {
+	h := newPostgresSuite(b)
+	commit := func(queueURL string, job producer.Job) outbox.Entry {
+		ctx := context.Background()
+		tx, err := h.pool.Begin(ctx)
+		if err != nil {
+			b.Error(err)
+			return outbox.Entry{}
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		entries, err := h.outbox.Enqueue(ctx, tx, queueURL, job)
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		if err != nil {
+			b.Error(err)
+			return outbox.Entry{}
+		}
+		return entries[0]
+	}
+	outboxtest.BenchmarkCommitToHandler(b, commit, func(p *producer.Producer, config outbox.RelayConfig) *outbox.Relay {
+		r, err := NewRelay(h.pool, h.outbox, p, RelayConfig{RelayConfig: config})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	})
 }

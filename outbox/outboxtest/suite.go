@@ -22,7 +22,8 @@
 // the same deduplication id and idempotency key); an entry SQS refuses, or one that
 // cannot be decoded, is marked failed apart and the relay goes on; a send that keeps
 // failing is retried with its backoff, then failed; due order and FIFO message group
-// order, a group taken only from its earliest unpublished entry and by one relay at a
+// order (also with several SendMessageBatch calls of a cycle in flight: a group never in
+// two at once), a group taken only from its earliest unpublished entry and by one relay at a
 // time; a failed group entry parks its group until it is retried or skipped; the
 // counts, listings and actions of the store's [outbox.Operator].
 package outboxtest
@@ -100,6 +101,7 @@ var cases = []suiteCase{
 	{"BacklogAndLagAreReported", testBacklogAndLag},
 	{"DueOrder", testDueOrder},
 	{"FIFOGroupOrderKept", testFIFOGroupOrderKept},
+	{"FIFOGroupOrderKeptWithCallsInFlight", testFIFOGroupOrderWithCallsInFlight},
 	{"UniqueKeysAndDeduplicationIDs", testUniqueKeysAndDeduplicationIDs},
 	{"HeldGroupHeadStopsOnlyItsGroup", testHeldGroupHeadStopsOnlyItsGroup},
 	{"CrashMidGroupResendsWithTheSameDeduplicationID", testCrashMidGroup},
