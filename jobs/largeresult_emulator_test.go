@@ -104,6 +104,8 @@ func TestEmulatorLargeResult(t *testing.T) {
 			puts, gets := setup.s3.counts()
 			assert.Equal(t, 1, puts, "one PutObject per large result")
 			assert.Equal(t, 1, gets, "one GetObject per read")
+			assert.Equal(t, 2, setup.db.writes(), "the record's writes are the start's and the end's, as for a small result: %v", setup.db.snapshot())
+			t.Logf("%d-byte result: PutObject %d, GetObject %d per read, DynamoDB writes %d, record item about %d bytes", len(want), puts, gets, setup.db.writes(), itemBytes(item))
 			testenv.WaitQueueEmpty(t, client, queue.URL, 30*time.Second)
 		})
 	}
