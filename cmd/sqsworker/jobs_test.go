@@ -54,6 +54,9 @@ func TestCLIJobs(t *testing.T) {
 			t.Fatalf("jobs get: no %q in\n%s", line, r.stdout)
 		}
 	}
+	if r := want(t, exitOK, "jobs", "get", done, "--table", table, "--result"); r.stdout != `{"file":"s3://exports/e-1.csv"}`+"\n" {
+		t.Fatalf("jobs get --result: %q", r.stdout)
+	}
 	r = want(t, exitError, "jobs", "cancel", done, "--table", table)
 	if !strings.Contains(r.stderr, "has already finished (succeeded); nothing to cancel") {
 		t.Fatalf("cancel a finished job: %s", r.stderr)
@@ -66,6 +69,9 @@ func TestCLIJobs(t *testing.T) {
 	}
 	if got := decode[jobView](t, want(t, exitOK, "jobs", "get", queued, "--table", table, "-o", "json")); got.State != jobs.StateCancelled || !got.CancelRequested {
 		t.Fatalf("after cancel: %+v", got)
+	}
+	if r := want(t, exitError, "jobs", "get", queued, "--table", table, "--result"); !strings.Contains(r.stderr, "the job has no result") {
+		t.Fatalf("--result of a job without one: %s", r.stderr)
 	}
 	r = want(t, exitError, "jobs", "get", producer.NewJobID(), "--table", table)
 	if !strings.Contains(r.stderr, "no record of job") {
