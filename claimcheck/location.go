@@ -33,6 +33,26 @@ func (l Location) contains(p Pointer) bool {
 	return p.Bucket == l.Bucket && strings.HasPrefix(p.Key, l.KeyPrefix)
 }
 
+// Validate checks l as configuration: a bucket, and a key prefix made of S3's safe key
+// characters (letters, digits, ! - _ . * ' ( ) /) without an empty, "." or ".." path
+// segment. Other packages that keep objects in a Location (package jobs' large results)
+// check theirs with it.
+func (l Location) Validate() error { return l.validate() }
+
+// Check returns nil when the object bucket/key lies in l, and otherwise an error saying
+// why not: another bucket, a key that is not a plain S3 key (at most 1,024 bytes of the
+// safe characters, no empty, "." or ".." segment, no trailing "/"), or a key outside the
+// prefix. It is the test [Resolver] applies to a pointer before any read.
+func (l Location) Check(bucket, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if !l.contains(Pointer{Bucket: bucket, Key: key}) {
+		return fmt.Errorf("s3://%s/%s is outside %s", bucket, key, l)
+	}
+	return nil
+}
+
 // validate checks l as configuration.
 func (l Location) validate() error {
 	if l.Bucket == "" {

@@ -10,7 +10,9 @@
 // ("job#" + the job id), with the table's TTL attribute: [Config.TTL] after its last
 // write (7 days by default). Its size is bounded: the last error is cut at
 // [MaxErrorBytes], progress is refused past [MaxProgressBytes] and the result past
-// [MaxResultBytes], so the item stays far below DynamoDB's 400 KB item limit.
+// [MaxResultBytes], so the item stays far below DynamoDB's 400 KB item limit. A larger
+// result, up to [MaxLargeResultBytes], is kept in S3 when [Config.LargeResults] is set
+// (see [LargeResults]): the record holds its [ResultRef], and [Store.Result] reads it.
 //
 // Records are opt-in: a worker writes them when its handler is wrapped in
 // [Store.Middleware]. What they cost, per attempt, in DynamoDB writes (see
@@ -20,7 +22,7 @@
 //     conditioned on no cancellation request, so it is also the check that a job
 //     cancelled before it started does not run: no read is added;
 //   - the end: one UpdateItem (the final state, the last error, the result, and the
-//     progress not yet written);
+//     progress not yet written); a result kept in S3 adds one PutObject, in [SetResult];
 //   - progress: at most one UpdateItem per [MiddlewareConfig.ProgressInterval] (5 s by
 //     default), however often the handler calls [Progress];
 //   - cancellation while running: one eventually consistent GetItem (a read) per

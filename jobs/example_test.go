@@ -7,8 +7,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/claimcheck"
 	"github.com/sqsworker/sqsworker/jobs"
 )
 
@@ -65,4 +67,42 @@ func ExampleStore_Cancel() {
 	if _, err := records.Cancel(ctx, id); err != nil {
 		log.Print(err) // a *jobs.FinishedError when it has finished
 	}
+}
+
+type reportJob struct{ Month string }
+
+func report(ctx context.Context, month string) []map[string]any { return nil }
+
+// Results over 256 KiB (up to 16 MiB) kept in S3: the record holds their reference, and
+// Store.Result reads them back.
+func ExampleLargeResults() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	records, err := jobs.NewStore(dynamodb.NewFromConfig(cfg), jobs.Config{
+		Table: "sqsworker",
+		LargeResults: &jobs.LargeResults{
+			Client:   s3.NewFromConfig(cfg),
+			Location: claimcheck.Location{Bucket: "acme-jobs", KeyPrefix: "job-results/"},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := sqsworker.NewServeMux()
+	sqsworker.RegisterJSON(mux, "report", func(ctx context.Context, job reportJob) error {
+		// 600 KB of JSON: one PutObject to job-results/<job id>/<sha256>, the record keeps the reference
+		return jobs.SetResult(ctx, report(ctx, job.Month))
+	})
+	handler := sqsworker.Chain(mux, records.Middleware(jobs.MiddlewareConfig{}))
+	_ = handler // run it on a poller or in a Lambda function
+
+	// Elsewhere: the whole document, one GetObject, read only inside the location.
+	result, err := records.Result(ctx, "01KBQ2ZP5E8Y9V0D2X4M6N8R1T")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(result))
 }

@@ -55,8 +55,10 @@ func merge(id string, own Record, found bool, r idempotency.Record) Record {
 			own.State = StateSucceeded
 		}
 	}
-	if len(r.Result) > 0 && json.Valid(r.Result) {
-		own.Result = append(json.RawMessage(nil), r.Result...)
+	if ref, ok := ParseResultRef(r.Result); ok {
+		own.Result, own.ResultRef = nil, &ref
+	} else if len(r.Result) > 0 && json.Valid(r.Result) {
+		own.Result, own.ResultRef = append(json.RawMessage(nil), r.Result...), nil
 	}
 	if own.ExpiresAt.IsZero() || r.ExpiresAt.After(own.ExpiresAt) {
 		own.ExpiresAt = r.ExpiresAt

@@ -24,6 +24,7 @@ const (
 	attrUpdated    = "updated_at"
 	attrLastError  = "last_error"
 	attrResult     = "result"
+	attrResultRef  = "result_ref"
 	attrProgress   = "progress"
 	attrCancel     = "cancel_requested"
 )
@@ -94,6 +95,13 @@ func record(item map[string]types.AttributeValue) (Record, error) {
 	if result := text(attrResult); result != "" {
 		r.Result = []byte(result)
 	}
+	if value, ok := item[attrResultRef]; ok {
+		ref, err := resultRef(value)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		r.ResultRef = ref
+	}
 	if progress := text(attrProgress); progress != "" {
 		r.Progress = []byte(progress)
 	}
@@ -110,4 +118,31 @@ func record(item map[string]types.AttributeValue) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %w", ErrMalformedRecord, errors.Join(errs...))
 	}
 	return r, nil
+}
+
+// resultRef decodes the result_ref attribute: a map of bucket, key, size and sha256.
+func resultRef(value types.AttributeValue) (*ResultRef, error) {
+	m, ok := value.(*types.AttributeValueMemberM)
+	if !ok {
+		return nil, fmt.Errorf("attribute %s is not a map", attrResultRef)
+	}
+	field := func(name string) string {
+		if s, ok := m.Value[name].(*types.AttributeValueMemberS); ok {
+			return s.Value
+		}
+		return ""
+	}
+	size, ok := m.Value["size"].(*types.AttributeValueMemberN)
+	if !ok {
+		return nil, fmt.Errorf("attribute %s has no size", attrResultRef)
+	}
+	n, err := strconv.ParseInt(size.Value, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("attribute %s: size: %w", attrResultRef, err)
+	}
+	ref := &ResultRef{Bucket: field("bucket"), Key: field("key"), Size: n, SHA256: field("sha256")}
+	if ref.Bucket == "" || ref.Key == "" {
+		return nil, fmt.Errorf("attribute %s has no bucket or key", attrResultRef)
+	}
+	return ref, nil
 }

@@ -104,18 +104,18 @@ func (s *Store) handle(ctx context.Context, config MiddlewareConfig, next sqswor
 	}
 	if !started {
 		if !r.State.Finished() { // cancelled while an earlier attempt ran, which then crashed
-			s.end(ctx, logger, id, StateCancelled, "", nil, nil)
+			s.end(ctx, logger, id, StateCancelled, "", nil, nil, nil)
 		}
 		return sqsworker.Cancelled(fmt.Errorf("job %s was cancelled before it started", id))
 	}
 	a, cancelled, handlerErr := s.call(ctx, config, next, message, logger)
-	result, progress := a.outcome()
+	result, ref, progress := a.outcome()
 	if cancelled {
-		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, progress)
+		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, nil, progress)
 		return sqsworker.Cancelled(fmt.Errorf("job %s cancelled while running: %w", id, errOrCanceled(handlerErr)))
 	}
 	state := s.state(ctx, config, message, handlerErr)
-	s.end(ctx, logger, id, state, errorText(handlerErr), result, progress)
+	s.end(ctx, logger, id, state, errorText(handlerErr), result, ref, progress)
 	return handlerErr
 }
 
@@ -132,10 +132,10 @@ func (s *Store) handleIdempotent(ctx context.Context, config MiddlewareConfig, n
 		return sqsworker.Cancelled(fmt.Errorf("job %s was cancelled before it started", id))
 	}
 	a, cancelled, handlerErr := s.call(ctx, config, next, message, logger)
-	_, progress := a.outcome()
+	_, _, progress := a.outcome()
 	switch {
 	case cancelled:
-		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, progress)
+		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, nil, progress)
 		return sqsworker.Cancelled(fmt.Errorf("job %s cancelled while running: %w", id, errOrCanceled(handlerErr)))
 	case len(progress) > 0: // the last progress the rate limit held back
 		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultStoreTimeout)
@@ -183,10 +183,10 @@ func (s *Store) state(ctx context.Context, config MiddlewareConfig, message *sqs
 }
 
 // end writes the attempt's end, logging a failure.
-func (s *Store) end(ctx context.Context, logger *slog.Logger, id string, state State, errorText string, result, progress []byte) {
+func (s *Store) end(ctx context.Context, logger *slog.Logger, id string, state State, errorText string, result []byte, ref *ResultRef, progress []byte) {
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultStoreTimeout)
 	defer cancel()
-	if err := s.finish(storeCtx, id, state, errorText, result, progress); err != nil {
+	if err := s.finish(storeCtx, id, state, errorText, result, ref, progress); err != nil {
 		logger.WarnContext(ctx, "jobs: recording the end failed; the record shows the job running", slog.String("state", string(state)), slog.Any("error", err))
 	}
 }

@@ -13,7 +13,8 @@ import (
 
 var (
 	// ErrResultTooLarge matches the error of [SetResult] for a result over
-	// MaxResultBytes. Store a larger result elsewhere (S3) and set its location.
+	// MaxResultBytes when the Store has no Config.LargeResults, or over
+	// MaxLargeResultBytes.
 	ErrResultTooLarge = errors.New("jobs: result too large for the job record")
 	// ErrProgressTooLarge matches the error of [Progress] for a document over
 	// MaxProgressBytes.
@@ -35,6 +36,7 @@ type attempt struct {
 	lastWrite time.Time // of progress; zero before the first
 	pending   []byte    // progress not written yet (the rate limit held it back)
 	result    []byte
+	ref       *ResultRef // of a result kept in S3 (then result is nil)
 }
 
 type attemptKey struct{}
@@ -79,35 +81,66 @@ func Progress(ctx context.Context, v any) error {
 // SetResult keeps v, encoded as JSON, as the job's result, written with the job's end
 // (no write of its own), and hands it to [idempotency.SetResult] too, so a job under the
 // idempotency middleware keeps it in its completed idempotency record. The last call
-// wins. Errors: [ErrNoRecord] outside both a recorded job and the idempotency
-// middleware, v's encoding error, [ErrResultTooLarge] past MaxResultBytes (nothing is
-// kept). A larger result is not stored by reference: store it in S3 (or anywhere) and
-// set its key as the result.
+// wins.
+//
+// A document over MaxResultBytes (up to MaxLargeResultBytes) is kept in S3 when the
+// job's Store has Config.LargeResults: SetResult writes it at once (one PutObject,
+// under the handler's ctx) to the location's prefix + job id + "/" + its SHA-256, and
+// the record, and the idempotency record, keep only its [ResultRef] (the idempotency
+// record as the document [ParseResultRef] reads, so duplicates receive the
+// reference). Read it with [Store.Result]. This needs the job middleware
+// ([Store.Middleware]): under the idempotency middleware alone a large result is
+// refused.
+//
+// Errors: [ErrNoRecord] outside both a recorded job and the idempotency middleware, v's
+// encoding error, [ErrResultTooLarge] past MaxResultBytes without Config.LargeResults
+// (or outside [Store.Middleware]) or past MaxLargeResultBytes, [ErrResultJobID] for a
+// job id that cannot name an S3 object, [ErrReservedResult], PutObject's error. On an
+// error nothing is kept and an earlier result stands.
 func SetResult(ctx context.Context, v any) error {
 	document, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("jobs: encoding the result: %w", err)
 	}
+	if _, reserved := ParseResultRef(document); reserved {
+		return ErrReservedResult
+	}
+	a, attemptErr := attemptOf(ctx)
+	var ref *ResultRef
 	if len(document) > MaxResultBytes {
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrResultTooLarge, len(document), MaxResultBytes)
+		switch {
+		case len(document) > MaxLargeResultBytes:
+			return fmt.Errorf("%w: %d bytes, at most %d even in S3", ErrResultTooLarge, len(document), MaxLargeResultBytes)
+		case attemptErr != nil || a.store.config.LargeResults == nil:
+			return fmt.Errorf("%w: %d bytes, at most %d (set jobs.Config.LargeResults to keep larger ones in S3)", ErrResultTooLarge, len(document), MaxResultBytes)
+		}
+		stored, err := a.store.putResult(ctx, a.id, document)
+		if err != nil {
+			return err
+		}
+		ref, document = &stored, stored.refDocument()
 	}
 	kept := idempotency.SetResult(ctx, document) // the idempotency record keeps it too, when there is one
-	a, err := attemptOf(ctx)
-	if err != nil {
+	if attemptErr != nil {
 		if kept {
 			return nil
 		}
-		return err
+		return attemptErr
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.result = document
+	if ref != nil {
+		a.result, a.ref = nil, ref
+	} else {
+		a.result, a.ref = document, nil
+	}
 	return nil
 }
 
-// outcome returns the result and the progress not yet written, for the end's write.
-func (a *attempt) outcome() (result, progress []byte) {
+// outcome returns the result (a document, or a reference to one in S3) and the
+// progress not yet written, for the end's write.
+func (a *attempt) outcome() (result []byte, ref *ResultRef, progress []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.result, a.pending
+	return a.result, a.ref, a.pending
 }

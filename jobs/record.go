@@ -37,8 +37,9 @@ const (
 	MaxErrorBytes = 1024
 	// MaxProgressBytes bounds one progress document ([Progress] refuses a larger one).
 	MaxProgressBytes = 4 * 1024
-	// MaxResultBytes bounds the result ([SetResult] refuses a larger one). Larger
-	// results belong in S3 (the handler stores them and returns their key).
+	// MaxResultBytes bounds the result kept in the record. [SetResult] keeps a larger
+	// one (up to MaxLargeResultBytes) in S3 with Config.LargeResults, and refuses it
+	// without.
 	MaxResultBytes = 256 * 1024
 )
 
@@ -62,8 +63,12 @@ type Record struct {
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// LastError is the error of the latest failed attempt (at most MaxErrorBytes).
 	LastError string `json:"last_error,omitempty"`
-	// Result is the JSON document the handler stored with [SetResult].
+	// Result is the JSON document the handler stored with [SetResult], when it is at
+	// most MaxResultBytes.
 	Result json.RawMessage `json:"result,omitempty"`
+	// ResultRef refers to the result kept in S3 instead ([LargeResults]): the record
+	// holds only this reference. Read the document with [Store.Result].
+	ResultRef *ResultRef `json:"result_ref,omitempty"`
 	// Progress is the latest JSON document the handler reported with [Progress].
 	Progress json.RawMessage `json:"progress,omitempty"`
 	// CancelRequested reports that [Store.Cancel] asked for the job to stop.

@@ -56,6 +56,10 @@ type Config struct {
 	// IdempotencyKeyPrefix (the middleware's Config.KeyPrefix).
 	Idempotency          idempotency.Store
 	IdempotencyKeyPrefix string
+	// LargeResults, when set, keeps results over MaxResultBytes in S3 and lets
+	// [Store.Result] read them (see [LargeResults]); when nil, [SetResult] refuses them
+	// with [ErrResultTooLarge].
+	LargeResults *LargeResults
 }
 
 // Store reads and writes job records in the shared table. It is safe for concurrent use.
@@ -65,7 +69,8 @@ type Store struct {
 }
 
 // NewStore returns a Store on config.Table through api. Errors: a nil api, an empty
-// table name, a negative TTL.
+// table name, a negative TTL, a Config.LargeResults without a client or with a
+// location claimcheck.Location.Validate refuses or a key prefix too long.
 func NewStore(api table.API, config Config) (*Store, error) {
 	switch {
 	case api == nil:
@@ -74,6 +79,11 @@ func NewStore(api table.API, config Config) (*Store, error) {
 		return nil, errors.New("jobs: Config.Table is empty")
 	case config.TTL < 0:
 		return nil, fmt.Errorf("jobs: Config.TTL %s is negative", config.TTL)
+	}
+	if config.LargeResults != nil {
+		if err := config.LargeResults.validate(); err != nil {
+			return nil, err
+		}
 	}
 	if config.TTL == 0 {
 		config.TTL = DefaultTTL
@@ -134,6 +144,9 @@ func (s *Store) get(ctx context.Context, id string) (Record, error) {
 	r, err := record(out.Item)
 	if err != nil {
 		return Record{}, fmt.Errorf("jobs: job %s: %w", id, err)
+	}
+	if r.ID != id { // the result's S3 key is checked against the id: the item must be the job's
+		return Record{}, fmt.Errorf("jobs: job %s: %w: its job_id is %q", id, ErrMalformedRecord, r.ID)
 	}
 	if !r.ExpiresAt.IsZero() && r.ExpiresAt.Before(s.config.Now()) {
 		return Record{}, fmt.Errorf("%w %s (expired %s)", ErrNotFound, id, r.ExpiresAt.Format(time.RFC3339))

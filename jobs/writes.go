@@ -17,6 +17,7 @@ import (
 // update is one UpdateItem of a record: SET clauses with their names and values.
 type update struct {
 	sets      []string
+	removes   []string
 	names     []string
 	values    map[string]types.AttributeValue
 	condition string
@@ -38,6 +39,12 @@ func (u *update) set(name string, value types.AttributeValue, expression ...stri
 	}
 }
 
+// remove adds "REMOVE #name" for attribute name.
+func (u *update) remove(name string) {
+	u.removes = append(u.removes, "#"+name)
+	u.names = append(u.names, name)
+}
+
 // run sends the update of job id's record; the new record is returned, or on a failed
 // condition the old one (nil when there was none) with conflict true.
 func (s *Store) run(ctx context.Context, id string, u *update) (item map[string]types.AttributeValue, conflict bool, err error) {
@@ -49,9 +56,13 @@ func (s *Store) run(ctx context.Context, id string, u *update) (item map[string]
 	u.set(attrJobID, str(id))
 	u.set(attrUpdated, millis(now))
 	u.set(table.TTLAttribute, s.expiration(now))
+	expression := "SET " + strings.Join(u.sets, ", ")
+	if len(u.removes) > 0 {
+		expression += " REMOVE " + strings.Join(u.removes, ", ")
+	}
 	input := &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.config.Table), Key: k,
-		UpdateExpression:          aws.String("SET " + strings.Join(u.sets, ", ")),
+		UpdateExpression:          aws.String(expression),
 		ExpressionAttributeNames:  names(u.names...),
 		ExpressionAttributeValues: u.values,
 		ReturnValues:              types.ReturnValueAllNew,
@@ -106,16 +117,24 @@ func (s *Store) start(ctx context.Context, id, jobType, queueURL string) (Record
 	return r, !conflict, nil
 }
 
-// finish records an attempt's end: state, and the error text, result and progress when
-// given.
-func (s *Store) finish(ctx context.Context, id string, state State, errorText string, result, progress []byte) error {
+// finish records an attempt's end: state, and the error text, result (a document or a
+// reference to one in S3, replacing an earlier attempt's of either kind) and progress
+// when given.
+func (s *Store) finish(ctx context.Context, id string, state State, errorText string, result []byte, ref *ResultRef, progress []byte) error {
 	u := &update{}
 	u.set(attrState, str(string(state)))
 	if errorText != "" {
 		u.set(attrLastError, str(settle.TruncateUTF8(errorText, MaxErrorBytes)))
 	}
-	if len(result) > 0 {
+	switch {
+	case ref != nil:
+		u.set(attrResultRef, &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"bucket": str(ref.Bucket), "key": str(ref.Key), "size": num(ref.Size), "sha256": str(ref.SHA256),
+		}})
+		u.remove(attrResult)
+	case len(result) > 0:
 		u.set(attrResult, str(string(result)))
+		u.remove(attrResultRef)
 	}
 	if len(progress) > 0 {
 		u.set(attrProgress, str(string(progress)))

@@ -1,11 +1,13 @@
 package opspage
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/redrive"
 )
 
@@ -51,5 +53,43 @@ func TestJobLink(t *testing.T) {
 	}
 	if page := get("/ops/dlq/message?queue=orders&id=m-3"); strings.Contains(page, "job-link") {
 		t.Errorf("a job link on m-3's page, for which JobLink returned none")
+	}
+}
+
+// fakeJobs is a JobRecords holding fixed records.
+type fakeJobs map[string]jobs.Record
+
+func (f fakeJobs) Get(_ context.Context, id string) (jobs.Record, error) {
+	r, ok := f[id]
+	if !ok {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	return r, nil
+}
+
+// A job whose result is kept in S3 shows its reference, not a document; a small result
+// shows as the document.
+func TestJobViewResultRef(t *testing.T) {
+	t.Parallel()
+	ref := &jobs.ResultRef{Bucket: "acme-jobs", Key: "job-results/j-1/" + strings.Repeat("a", 64), Size: 614400, SHA256: strings.Repeat("a", 64)}
+	s := testServerWith(t, Config{Jobs: fakeJobs{
+		"j-1": {ID: "j-1", State: jobs.StateSucceeded, ResultRef: ref},
+		"j-2": {ID: "j-2", State: jobs.StateSucceeded, Result: []byte(`{"ok":true}`)},
+	}})
+	get := func(target string) string {
+		r := request(http.MethodGet, target, nil)
+		r.Header.Set("Authorization", "Bearer "+s.AccessToken())
+		w := serveOnce(s, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", target, w.Code, w.Body.String())
+		}
+		return w.Body.String()
+	}
+	want := `<td id="job-result">in S3: s3://acme-jobs/job-results/j-1/` + strings.Repeat("a", 64) + ` (614400 bytes; <code>sqsworker jobs get j-1 --result</code> prints it)</td>`
+	if page := get("/jobs?id=j-1"); !strings.Contains(page, want) {
+		t.Errorf("no reference in the job view:\n%s", page)
+	}
+	if page := get("/jobs?id=j-2"); !strings.Contains(page, `<td id="job-result">{&#34;ok&#34;:true}</td>`) {
+		t.Errorf("no document in the job view:\n%s", page)
 	}
 }

@@ -15,6 +15,11 @@ const (
 	// records, unique jobs, the scheduler's lease) for --table of idempotency get/delete,
 	// schedules and ui.
 	tableVariable = "SQSWORKER_TABLE"
+	// resultsBucketVariable and resultsPrefixVariable name where the workers keep large
+	// job results (jobs.Config.LargeResults.Location), for --results-bucket and
+	// --results-prefix of jobs get.
+	resultsBucketVariable = "SQSWORKER_RESULTS_BUCKET"
+	resultsPrefixVariable = "SQSWORKER_RESULTS_PREFIX"
 )
 
 // flagEnvAnnotation is the flag annotation that names a flag's environment variable.

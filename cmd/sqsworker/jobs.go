@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/claimcheck"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/opspage/humantime"
@@ -35,9 +37,16 @@ failed, retrying, dead-lettered, cancelled, interrupted), attempts, first and la
 last error, result and progress. A worker records jobs when its handler is wrapped in
 jobs.Store.Middleware. With --idempotency, the job's idempotency record (under the job
 id, with --prefix) completes it: the state and result of a job recorded there
-(MiddlewareConfig.InIdempotencyRecord).`,
+(MiddlewareConfig.InIdempotencyRecord).
+
+A result over 256 KiB that the worker kept in S3 (jobs.Config.LargeResults) shows as its
+reference (result_ref under -o json). --result prints the whole result document alone
+(under -o json: the record with the document as "result"), reading such a result from
+S3 (one GetObject) only inside --results-bucket and --results-prefix, the worker's
+LargeResults.Location: a reference elsewhere is refused.`,
 		Example: `  sqsworker jobs get 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs
-  sqsworker jobs get 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs -o json`,
+  sqsworker jobs get 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs -o json
+  sqsworker jobs get 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs --result --results-bucket acme-jobs --results-prefix job-results/ > result.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			store, err := flags.store(cmd.Context(), a)
@@ -51,7 +60,23 @@ id, with --prefix) completes it: the state and result of a job recorded there
 			if err != nil {
 				return fmt.Errorf("sqsworker: %w", err)
 			}
-			return a.printJob(jobView{Table: flags.table, Record: record}, time.Now())
+			view := jobView{Table: flags.table, Record: record}
+			if !flags.result {
+				return a.printJob(view, time.Now())
+			}
+			if record.ResultRef != nil && flags.resultsBucket == "" {
+				return fmt.Errorf("sqsworker: job %s's result is in S3 (%s): give --results-bucket and --results-prefix, the worker's jobs.Config.LargeResults.Location", record.ID, record.ResultRef)
+			}
+			document, err := store.ResolveResult(cmd.Context(), record)
+			if err != nil {
+				return fmt.Errorf("sqsworker: %w", err)
+			}
+			if a.json() {
+				view.Result = document
+				return a.printJSON(view)
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s\n", document)
+			return err
 		},
 	}
 	cancel := &cobra.Command{
@@ -100,6 +125,11 @@ dead-lettered. A finished job is left as it is, and the command says so (exit 1)
 		_ = cmd.MarkFlagRequired("table")
 		envFlag(cmd, "table", tableVariable)
 	}
+	get.Flags().BoolVar(&flags.result, "result", false, "print the whole result document (read from S3 for a result kept there)")
+	get.Flags().StringVar(&flags.resultsBucket, "results-bucket", "", "with --result: the S3 bucket of large results (jobs.Config.LargeResults.Location.Bucket)")
+	get.Flags().StringVar(&flags.resultsPrefix, "results-prefix", "", "with --result: their key prefix (Location.KeyPrefix)")
+	envFlag(get, "results-bucket", resultsBucketVariable)
+	envFlag(get, "results-prefix", resultsPrefixVariable)
 	return newGroup("jobs", "Look up or cancel a job by its id (get, cancel)", get, cancel)
 }
 
@@ -107,11 +137,19 @@ type jobsFlags struct {
 	table       string
 	idempotency bool
 	prefix      string
+	// result, resultsBucket and resultsPrefix are get's: print the whole result, read
+	// from S3 only inside that location.
+	result        bool
+	resultsBucket string
+	resultsPrefix string
 }
 
 func (f *jobsFlags) store(ctx context.Context, a *app) (*jobs.Store, error) {
 	if f.prefix != "" && !f.idempotency {
 		return nil, usageError(errors.New("--prefix needs --idempotency"))
+	}
+	if f.resultsPrefix != "" && f.resultsBucket == "" {
+		return nil, usageError(errors.New("--results-prefix needs --results-bucket"))
 	}
 	cfg, err := a.awsConfig(ctx)
 	if err != nil {
@@ -121,6 +159,14 @@ func (f *jobsFlags) store(ctx context.Context, a *app) (*jobs.Store, error) {
 	config := jobs.Config{Table: f.table}
 	if f.idempotency {
 		config.Idempotency, config.IdempotencyKeyPrefix = idempotency.NewDynamoDBStore(client, f.table), f.prefix
+	}
+	if f.resultsBucket != "" {
+		config.LargeResults = &jobs.LargeResults{
+			// The SDK notes on stderr each GetObject answer without a checksum it can validate
+			// (seen on moto); the digest of the reference is checked anyway, so keep stderr for errors.
+			Client:   s3.NewFromConfig(cfg, func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }),
+			Location: claimcheck.Location{Bucket: f.resultsBucket, KeyPrefix: f.resultsPrefix},
+		}
 	}
 	store, err := jobs.NewStore(client, config)
 	if err != nil {
@@ -154,7 +200,11 @@ func (a *app) printJob(view jobView, now time.Time) error {
 	}
 	fmt.Fprintf(out, "Last error:  %s\n", orDash(r.LastError, "-"))
 	fmt.Fprintf(out, "Progress:    %s\n", orDash(string(r.Progress), "-"))
-	fmt.Fprintf(out, "Result:      %s\n", orDash(string(r.Result), "-"))
+	if ref := r.ResultRef; ref != nil {
+		fmt.Fprintf(out, "Result:      in S3: %s (%d bytes, SHA-256 %s); --result prints it\n", ref, ref.Size, ref.SHA256)
+	} else {
+		fmt.Fprintf(out, "Result:      %s\n", orDash(string(r.Result), "-"))
+	}
 	if !r.ExpiresAt.IsZero() {
 		fmt.Fprintf(out, "Expires:     %s (%s)\n", humantime.Timestamp(r.ExpiresAt), humantime.Until(r.ExpiresAt, now))
 	}
