@@ -1,0 +1,172 @@
+package encrypt
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Format constants of the envelope header (see the package documentation).
+const (
+	// Version is the envelope format version, the header's first byte.
+	Version byte = 1
+	// AlgorithmAES256GCM is the only body algorithm of version 1: AES-256-GCM with a
+	// 96-bit random nonce and a 128-bit tag.
+	AlgorithmAES256GCM byte = 1
+
+	nonceSize = 12
+	// maxFieldBytes bounds each length-prefixed header field (a key ARN is at most
+	// 2,048 bytes, a KMS ciphertext blob of a 256-bit data key about 200).
+	maxFieldBytes = 4096
+	aadLabel      = "sqsworker/encrypt/v1\x00"
+)
+
+// Header is the decoded envelope header: what travels in the
+// [sqsworker.AttributeEncryption] message attribute.
+type Header struct {
+	// KeyARN is the ARN of the KMS key that encrypted the data key (GenerateDataKey's
+	// KeyId, always a key ARN).
+	KeyARN string
+	// KeyMaterialID is the key material the data key was encrypted under
+	// (GenerateDataKey's KeyMaterialId), which changes when KMS rotates the key; empty
+	// when KMS returned none (moto returns none).
+	KeyMaterialID string
+	// EncryptedDataKey is KMS's CiphertextBlob of the data key.
+	EncryptedDataKey []byte
+	// Nonce is the AES-GCM nonce of this body (12 bytes, random per message).
+	Nonce []byte
+}
+
+// MalformedError is a header or body that is not of this format. It is never
+// retried: [Decrypter.Middleware] fails such a message with [ReasonMalformed].
+type MalformedError struct{ Reason string }
+
+// Error says what is malformed.
+func (e *MalformedError) Error() string { return "encrypt: malformed envelope: " + e.Reason }
+
+// marshal encodes the header: version, algorithm, nonce, then the key ARN, the key
+// material id and the encrypted data key, each with a big-endian uint16 length.
+func (h Header) marshal() []byte {
+	out := make([]byte, 0, 2+nonceSize+6+len(h.KeyARN)+len(h.KeyMaterialID)+len(h.EncryptedDataKey))
+	out = append(out, Version, AlgorithmAES256GCM)
+	out = append(out, h.Nonce...)
+	for _, field := range [][]byte{[]byte(h.KeyARN), []byte(h.KeyMaterialID), h.EncryptedDataKey} {
+		out = binary.BigEndian.AppendUint16(out, uint16(len(field)))
+		out = append(out, field...)
+	}
+	return out
+}
+
+// String returns the header as the attribute's value: base64 (standard, padded) of its
+// bytes.
+func (h Header) String() string { return base64.StdEncoding.EncodeToString(h.marshal()) }
+
+// ParseHeader decodes the value of the [sqsworker.AttributeEncryption] attribute. Its
+// error is a [*MalformedError]: not base64, an unknown version or algorithm, a field
+// past the end or longer than 4,096 bytes, a key ARN that is not UTF-8, an empty
+// encrypted data key, or bytes after the last field.
+func ParseHeader(value string) (Header, error) {
+	raw, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		return Header{}, &MalformedError{Reason: "the header is not base64"}
+	}
+	if len(raw) < 2+nonceSize {
+		return Header{}, &MalformedError{Reason: fmt.Sprintf("the header has %d bytes, fewer than %d", len(raw), 2+nonceSize)}
+	}
+	if raw[0] != Version {
+		return Header{}, &MalformedError{Reason: fmt.Sprintf("unknown format version %d (this worker reads version %d)", raw[0], Version)}
+	}
+	if raw[1] != AlgorithmAES256GCM {
+		return Header{}, &MalformedError{Reason: fmt.Sprintf("unknown algorithm %d", raw[1])}
+	}
+	h := Header{Nonce: raw[2 : 2+nonceSize]}
+	rest := raw[2+nonceSize:]
+	var fields [3][]byte
+	for i := range fields {
+		if len(rest) < 2 {
+			return Header{}, &MalformedError{Reason: "the header ends inside a field length"}
+		}
+		n := int(binary.BigEndian.Uint16(rest))
+		if n > maxFieldBytes || len(rest) < 2+n {
+			return Header{}, &MalformedError{Reason: fmt.Sprintf("header field %d of %d bytes does not fit", i+1, n)}
+		}
+		fields[i], rest = rest[2:2+n], rest[2+n:]
+	}
+	if len(rest) != 0 {
+		return Header{}, &MalformedError{Reason: fmt.Sprintf("%d bytes after the header's last field", len(rest))}
+	}
+	if !utf8.Valid(fields[0]) || !utf8.Valid(fields[1]) {
+		return Header{}, &MalformedError{Reason: "the key ARN or key material id is not UTF-8"}
+	}
+	if len(fields[2]) == 0 {
+		return Header{}, &MalformedError{Reason: "the encrypted data key is empty"}
+	}
+	h.KeyARN, h.KeyMaterialID, h.EncryptedDataKey = string(fields[0]), string(fields[1]), fields[2]
+	return h, nil
+}
+
+// aad is the additional authenticated data of a body: a label, the header bytes, the
+// job type and the job id, so a body moved under another header, job type or job id
+// does not open.
+func aad(header []byte, binding Binding) []byte {
+	out := append([]byte(aadLabel), header...)
+	for _, field := range []string{binding.JobType, binding.JobID} {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(field)))
+		out = append(out, field...)
+	}
+	return out
+}
+
+// Binding is what a ciphertext is bound to besides its header: the job type (also in
+// the KMS encryption context of the data key) and the job id (in the AES-GCM
+// additional data). Both come from the message's attributes.
+type Binding struct {
+	JobType string
+	JobID   string
+}
+
+// seal encrypts plaintext under dataKey (32 bytes) with header h and returns the body:
+// base64 of ciphertext and tag.
+func seal(dataKey []byte, h Header, binding Binding, plaintext []byte) (string, error) {
+	aead, err := newGCM(dataKey)
+	if err != nil {
+		return "", err
+	}
+	sealed := aead.Seal(nil, h.Nonce, plaintext, aad(h.marshal(), binding))
+	return base64.StdEncoding.EncodeToString(sealed), nil
+}
+
+// errTampered is the error of a body that does not authenticate.
+var errTampered = errors.New("encrypt: the body does not authenticate under its header, job type and job id (tampered, or moved from another job)")
+
+// open decrypts a body made by seal.
+func open(dataKey []byte, h Header, binding Binding, body string) ([]byte, error) {
+	sealed, err := base64.StdEncoding.DecodeString(body)
+	if err != nil {
+		return nil, &MalformedError{Reason: "the body is not base64"}
+	}
+	aead, err := newGCM(dataKey)
+	if err != nil {
+		return nil, err
+	}
+	plaintext, err := aead.Open(nil, h.Nonce, sealed, aad(h.marshal(), binding))
+	if err != nil {
+		return nil, errTampered
+	}
+	return plaintext, nil
+}
+
+func newGCM(dataKey []byte) (cipher.AEAD, error) {
+	if len(dataKey) != 32 {
+		return nil, fmt.Errorf("encrypt: the data key has %d bytes, AES-256 needs 32", len(dataKey))
+	}
+	block, err := aes.NewCipher(dataKey)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
