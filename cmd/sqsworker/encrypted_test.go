@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sqsworker/sqsworker/encrypt"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/producer"
+)
+
+// peekedLetters is the part of `dlq peek -o json` these tests read.
+type peekedLetters struct {
+	Messages []struct {
+		Body          string `json:"body"`
+		Encrypted     bool   `json:"encrypted"`
+		EncryptionKey string `json:"encryption_key"`
+		Decrypted     bool   `json:"decrypted"`
+	} `json:"messages"`
+}
+
+// byKey returns the peeked messages by the key they name.
+func (p peekedLetters) byKey(t *testing.T) map[string]struct {
+	Body      string
+	Decrypted bool
+} {
+	t.Helper()
+	out := map[string]struct {
+		Body      string
+		Decrypted bool
+	}{}
+	for _, m := range p.Messages {
+		if !m.Encrypted {
+			t.Fatalf("a message is not marked encrypted: %+v", m)
+		}
+		out[m.EncryptionKey] = struct {
+			Body      string
+			Decrypted bool
+		}{m.Body, m.Decrypted}
+	}
+	return out
+}
+
+// TestCLIPeekShowsEncryptedPayloadsOnlyWhenAsked: dlq peek shows "encrypted (key ...)"
+// in place of a package encrypt payload, and the plaintext only with --decrypt and the
+// keys named by --kms-key (or SQSWORKER_KMS_KEYS), each decrypted by KMS (moto).
+func TestCLIPeekShowsEncryptedPayloadsOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	client, keys := testenv.SQS(t), testenv.KMS(t)
+	keyA, _ := testenv.NewKMSKey(t, keys)
+	keyB, _ := testenv.NewKMSKey(t, keys)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	for key, body := range map[string]string{keyA: `{"card":"4111-A"}`, keyB: `{"card":"4111-B"}`} {
+		encrypter, err := encrypt.NewEncrypter(keys, encrypt.EncrypterConfig{KeyID: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := producer.New(client, producer.Config{Encrypter: encrypter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jobs.Send(context.Background(), queue.DeadLetterQueueURL, producer.Job{Type: "charge", Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dlq := queueName(queue.DeadLetterQueueURL)
+
+	r := want(t, exitOK, "dlq", "peek", dlq)
+	if strings.Contains(r.stdout, "4111") || !strings.Contains(r.stdout, "body:            encrypted (key "+keyA+"; --decrypt --kms-key ARN shows it)") ||
+		!strings.Contains(r.stdout, "encrypted (key "+keyB) || strings.Contains(r.stdout, "payload-encryption=") {
+		t.Fatalf("peek without --decrypt printed:\n%s", r.stdout)
+	}
+	plain := decode[peekedLetters](t, want(t, exitOK, "dlq", "peek", dlq, "-o", "json")).byKey(t)
+	if len(plain) != 2 || strings.Contains(plain[keyA].Body, "4111") || plain[keyA].Decrypted || strings.Contains(plain[keyB].Body, "4111") {
+		t.Fatalf("peek -o json without --decrypt = %+v", plain)
+	}
+
+	r = want(t, exitUsage, "dlq", "peek", dlq, "--decrypt")
+	if !strings.Contains(r.stderr, "--decrypt needs --kms-key") {
+		t.Fatalf("--decrypt without keys: stderr %q", r.stderr)
+	}
+	r = want(t, exitUsage, "dlq", "peek", dlq, "--decrypt", "--kms-key", "alias/jobs")
+	if !strings.Contains(r.stderr, "not a KMS key ARN") {
+		t.Fatalf("--kms-key alias: stderr %q", r.stderr)
+	}
+
+	// Only key A named: A's payload in clear, B's stays encrypted, exit 1 with the reason.
+	r = want(t, exitError, "dlq", "peek", dlq, "--decrypt", "--kms-key", keyA, "-o", "json")
+	one := decode[peekedLetters](t, r).byKey(t)
+	if one[keyA].Body != `{"card":"4111-A"}` || !one[keyA].Decrypted || one[keyB].Decrypted || strings.Contains(one[keyB].Body, "4111") {
+		t.Fatalf("peek --decrypt --kms-key A = %+v", one)
+	}
+	if !strings.Contains(r.stderr, "stays encrypted") || !strings.Contains(r.stderr, encrypt.ReasonKeyNotAllowed) || !strings.Contains(r.stderr, "1 encrypted message not decrypted") {
+		t.Fatalf("peek --decrypt --kms-key A: stderr %q", r.stderr)
+	}
+
+	// Both keys from the environment: both in clear, in the text form too.
+	r = cli(t, []string{kmsKeysVariable + "=" + keyA + "," + keyB}, "dlq", "peek", dlq, "--decrypt")
+	if r.code != exitOK || !strings.Contains(r.stdout, `body:            {"card":"4111-A"}`) || !strings.Contains(r.stdout, `body:            {"card":"4111-B"}`) ||
+		!strings.Contains(r.stdout, "encryption:      decrypted (key "+keyB+")") {
+		t.Fatalf("peek --decrypt with %s: exit %d\n%s%s", kmsKeysVariable, r.code, r.stdout, r.stderr)
+	}
+}
