@@ -5,8 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/encrypt"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
+	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -100,5 +105,54 @@ func TestCLIPeekShowsEncryptedPayloadsOnlyWhenAsked(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, `body:            {"card":"4111-A"}`) || !strings.Contains(r.stdout, `body:            {"card":"4111-B"}`) ||
 		!strings.Contains(r.stdout, "encryption:      decrypted (key "+keyB+")") {
 		t.Fatalf("peek --decrypt with %s: exit %d\n%s%s", kmsKeysVariable, r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestCLIJobsGetSaysAPayloadIsEncrypted: the record of an encrypted job names its key
+// and holds no payload; jobs get says so.
+func TestCLIJobsGetSaysAPayloadIsEncrypted(t *testing.T) {
+	t.Parallel()
+	db, keys := testenv.DynamoDB(t), testenv.KMS(t)
+	table := testenv.NewTable(t, db)
+	store, err := jobs.NewStore(db, jobs.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyARN, _ := testenv.NewKMSKey(t, keys)
+	encrypter, err := encrypt.NewEncrypter(keys, encrypt.EncrypterConfig{KeyID: keyARN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := producer.NewJobID()
+	sent := map[string]sqstypes.MessageAttributeValue{
+		sqsworker.AttributeJobID:   {DataType: aws.String("String"), StringValue: aws.String(id)},
+		sqsworker.AttributeJobType: {DataType: aws.String("String"), StringValue: aws.String("charge")},
+	}
+	body, envelope, err := encrypter.Encrypt(context.Background(), `{"card":"4111"}`, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent[sqsworker.AttributeEncryption] = envelope
+	attributes := map[string]sqsworker.MessageAttribute{}
+	for name, value := range sent {
+		attributes[name] = sqsworker.MessageAttribute{DataType: "String", StringValue: aws.ToString(value.StringValue)}
+	}
+	decrypter, err := encrypt.NewDecrypter(keys, encrypt.DecrypterConfig{AllowedKeys: []string{keyARN}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }),
+		store.Middleware(jobs.MiddlewareConfig{}), decrypter.Middleware())
+	if err := handler.Handle(context.Background(), &sqsworker.Message{ID: "m-1", Body: body, ReceiveCount: 1, MessageAttributes: attributes}); err != nil {
+		t.Fatal(err)
+	}
+
+	got := decode[jobView](t, want(t, exitOK, "jobs", "get", id, "--table", table, "-o", "json"))
+	if got.PayloadKey != keyARN || got.State != jobs.StateSucceeded {
+		t.Fatalf("jobs get -o json = %+v", got)
+	}
+	r := want(t, exitOK, "jobs", "get", id, "--table", table)
+	if !strings.Contains(r.stdout, "Payload:     encrypted (key "+keyARN+"; the record holds no payload") || strings.Contains(r.stdout, "4111") {
+		t.Fatalf("jobs get:\n%s", r.stdout)
 	}
 }
