@@ -437,3 +437,27 @@ func TestClaimCheckPayloadIsStoredEncryptedOnEmulator(t *testing.T) {
 	testenv.Eventually(t, patience, "the job handled", func() bool { return server.Stats().Deleted == 1 })
 	assert.True(t, seen.all()[prepared.JobID()] == plaintext, "the handler got the plaintext")
 }
+
+func TestEncryptedBatchRoundTripsOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, keys := testenv.SQS(t), testenv.KMS(t)
+	keyARN, _ := testenv.NewKMSKey(t, keys)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	jobs := encryptingProducer(t, client, keys, keyARN, producer.Config{})
+	batch := []producer.Job{
+		{ID: "01JC0000000000000000000001", Type: "charge", Body: "secret 1"},
+		{ID: "01JC0000000000000000000002", Type: "refund", Body: "secret 2"},
+		{ID: "01JC0000000000000000000003", Type: "charge", Body: "secret 3"},
+	}
+	_, err := jobs.SendBatch(context.Background(), queue.URL, batch)
+	require.NoError(t, err)
+
+	var seen bodies
+	server := startWorker(t, client, queue.URL, seen.handler(), newDecrypter(t, keys, keyARN).Middleware())
+	testenv.Eventually(t, patience, "the three jobs handled", func() bool { return server.Stats().Deleted == 3 })
+	assert.Equal(t, map[string]string{
+		"01JC0000000000000000000001": "secret 1",
+		"01JC0000000000000000000002": "secret 2",
+		"01JC0000000000000000000003": "secret 3",
+	}, seen.all())
+}
