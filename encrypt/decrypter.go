@@ -198,7 +198,12 @@ func (d *Decrypter) Decrypt(ctx context.Context, body string, attributes map[str
 	if err != nil {
 		return "", err
 	}
-	plaintext, err := open(dataKey, header, binding, body)
+	var plaintext []byte
+	if len(header.Fields) > 0 {
+		plaintext, err = openFields(dataKey, header, binding, body)
+	} else {
+		plaintext, err = open(dataKey, header, binding, body)
+	}
 	var malformed *MalformedError
 	switch {
 	case errors.As(err, &malformed):

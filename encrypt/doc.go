@@ -16,15 +16,21 @@
 // String): the base64 (standard, padded) of the header
 //
 //	byte 0       version, 1
-//	byte 1       algorithm, 1 = AES-256-GCM (96-bit nonce, 128-bit tag)
+//	byte 1       algorithm: 1 = the whole body, 2 = named fields (AES-256-GCM,
+//	             96-bit nonce, 128-bit tag)
 //	bytes 2-13   the nonce, random per message
 //	uint16 + n   the KMS key ARN (GenerateDataKey's KeyId), UTF-8
 //	uint16 + n   the key material id (GenerateDataKey's KeyMaterialId), empty if none
 //	uint16 + n   the encrypted data key (GenerateDataKey's CiphertextBlob)
+//	uint16 + n   algorithm 2 only: the encrypted field names, newline-separated
 //
-// (each uint16 a big-endian length, each field at most 4,096 bytes). The body is the
-// base64 (standard, padded) of the AES-GCM ciphertext and tag, about 4/3 of the
-// plaintext's size. The attribute adds about 300 bytes and is one of the 10 that SQS
+// (each uint16 a big-endian length, each field at most 4,096 bytes). With algorithm 1
+// the body is the base64 (standard, padded) of the AES-GCM ciphertext and tag, about
+// 4/3 of the plaintext's size. With algorithm 2 (EncrypterConfig.Fields, the
+// field-level form modelled on Sidekiq Enterprise's secret bag) the body is a JSON
+// object whose named top-level fields each hold a JSON string, the base64 of that
+// value's ciphertext and tag, under the nonce with the field's index (from 1) XORed
+// into its last 4 bytes; the other fields stay in clear and are not authenticated. The attribute adds about 300 bytes and is one of the 10 that SQS
 // allows, counted by the producer's attribute budget.
 //
 // # Bindings
@@ -35,7 +41,8 @@
 // (kms:EncryptionContext:sqsworker:job-type) see each job type, and a ciphertext whose
 // job-type attribute was changed does not decrypt. The AES-GCM additional data is the
 // header with the job type and the job id (the [sqsworker.AttributeJobID] attribute),
-// so a body moved to another job or under another header does not open either. The
+// and for a field its name, so a body or field moved to another job, field or header
+// does not open either. The
 // queue is not bound: a job keeps its ciphertext through the dead-letter queue and a
 // redrive to another queue.
 //

@@ -461,3 +461,31 @@ func TestEncryptedBatchRoundTripsOnEmulator(t *testing.T) {
 		"01JC0000000000000000000003": "secret 3",
 	}, seen.all())
 }
+
+func TestFieldLevelEncryptionRoundTripsOnEmulator(t *testing.T) {
+	t.Parallel()
+	client, keys := testenv.SQS(t), testenv.KMS(t)
+	keyARN, _ := testenv.NewKMSKey(t, keys)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	encrypter, err := encrypt.NewEncrypter(keys, encrypt.EncrypterConfig{KeyID: keyARN, Fields: []string{"card"}})
+	require.NoError(t, err)
+	jobs, err := producer.New(client, producer.Config{Encrypter: encrypter})
+	require.NoError(t, err)
+	_, err = jobs.Send(context.Background(), queue.URL, producer.Job{Type: "charge", Payload: order{Customer: "c-1", Card: "4111-1111-1111-1111"}})
+	require.NoError(t, err)
+
+	message := receiveOne(t, client, queue.URL)
+	assert.Contains(t, aws.ToString(message.Body), `"customer":"c-1"`, "the other fields stay readable in SQS")
+	assert.NotContains(t, aws.ToString(message.Body), "4111")
+	_, err = client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queue.URL), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0})
+	require.NoError(t, err)
+
+	got := make(chan order, 1)
+	mux := sqsworker.NewServeMux()
+	sqsworker.RegisterJSON(mux, "charge", func(_ context.Context, job order) error {
+		got <- job
+		return nil
+	})
+	startWorker(t, client, queue.URL, mux, newDecrypter(t, keys, keyARN).Middleware())
+	assert.Equal(t, order{Customer: "c-1", Card: "4111-1111-1111-1111"}, testenv.Recv(t, got, patience, "the decoded job"))
+}

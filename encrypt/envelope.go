@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -14,9 +15,13 @@ import (
 const (
 	// Version is the envelope format version, the header's first byte.
 	Version byte = 1
-	// AlgorithmAES256GCM is the only body algorithm of version 1: AES-256-GCM with a
-	// 96-bit random nonce and a 128-bit tag.
+	// AlgorithmAES256GCM encrypts the whole body: AES-256-GCM with a 96-bit random nonce
+	// and a 128-bit tag.
 	AlgorithmAES256GCM byte = 1
+	// AlgorithmAES256GCMFields encrypts named top-level fields of a JSON object body,
+	// each with AES-256-GCM under the header's nonce with the field's index (from 1)
+	// XORed into its last 4 bytes; the header lists the fields.
+	AlgorithmAES256GCMFields byte = 2
 
 	nonceSize = 12
 	// maxFieldBytes bounds each length-prefixed header field (a key ARN is at most
@@ -39,6 +44,17 @@ type Header struct {
 	EncryptedDataKey []byte
 	// Nonce is the AES-GCM nonce of this body (12 bytes, random per message).
 	Nonce []byte
+	// Fields are the encrypted top-level fields of a JSON object body, in order
+	// (AlgorithmAES256GCMFields); empty when the whole body is encrypted.
+	Fields []string
+}
+
+// algorithm returns the header's algorithm byte.
+func (h Header) algorithm() byte {
+	if len(h.Fields) > 0 {
+		return AlgorithmAES256GCMFields
+	}
+	return AlgorithmAES256GCM
 }
 
 // MalformedError is a header or body that is not of this format. It is never
@@ -52,9 +68,13 @@ func (e *MalformedError) Error() string { return "encrypt: malformed envelope: "
 // material id and the encrypted data key, each with a big-endian uint16 length.
 func (h Header) marshal() []byte {
 	out := make([]byte, 0, 2+nonceSize+6+len(h.KeyARN)+len(h.KeyMaterialID)+len(h.EncryptedDataKey))
-	out = append(out, Version, AlgorithmAES256GCM)
+	out = append(out, Version, h.algorithm())
 	out = append(out, h.Nonce...)
-	for _, field := range [][]byte{[]byte(h.KeyARN), []byte(h.KeyMaterialID), h.EncryptedDataKey} {
+	fields := [][]byte{[]byte(h.KeyARN), []byte(h.KeyMaterialID), h.EncryptedDataKey}
+	if len(h.Fields) > 0 {
+		fields = append(fields, []byte(strings.Join(h.Fields, "\n")))
+	}
+	for _, field := range fields {
 		out = binary.BigEndian.AppendUint16(out, uint16(len(field)))
 		out = append(out, field...)
 	}
@@ -80,12 +100,15 @@ func ParseHeader(value string) (Header, error) {
 	if raw[0] != Version {
 		return Header{}, &MalformedError{Reason: fmt.Sprintf("unknown format version %d (this worker reads version %d)", raw[0], Version)}
 	}
-	if raw[1] != AlgorithmAES256GCM {
+	if raw[1] != AlgorithmAES256GCM && raw[1] != AlgorithmAES256GCMFields {
 		return Header{}, &MalformedError{Reason: fmt.Sprintf("unknown algorithm %d", raw[1])}
 	}
 	h := Header{Nonce: raw[2 : 2+nonceSize]}
 	rest := raw[2+nonceSize:]
-	var fields [3][]byte
+	fields := make([][]byte, 3, 4)
+	if raw[1] == AlgorithmAES256GCMFields {
+		fields = fields[:4]
+	}
 	for i := range fields {
 		if len(rest) < 2 {
 			return Header{}, &MalformedError{Reason: "the header ends inside a field length"}
@@ -106,6 +129,12 @@ func ParseHeader(value string) (Header, error) {
 		return Header{}, &MalformedError{Reason: "the encrypted data key is empty"}
 	}
 	h.KeyARN, h.KeyMaterialID, h.EncryptedDataKey = string(fields[0]), string(fields[1]), fields[2]
+	if len(fields) == 4 {
+		if !utf8.Valid(fields[3]) || len(fields[3]) == 0 {
+			return Header{}, &MalformedError{Reason: "the encrypted field names are empty or not UTF-8"}
+		}
+		h.Fields = strings.Split(string(fields[3]), "\n")
+	}
 	return h, nil
 }
 

@@ -3,6 +3,7 @@ package encrypt
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -230,4 +231,51 @@ func TestMiddlewareRefusesWhatConfigDoesNotAllow(t *testing.T) {
 	}})
 	assertReason(t, err, ReasonKeyNotAllowed)
 	assert.Zero(t, fake.decrypts, "KMS was not called")
+}
+
+func TestFieldLevelFormEncryptsOnlyTheNamedFields(t *testing.T) {
+	fake := &fakeKMS{}
+	e, err := NewEncrypter(fake, EncrypterConfig{KeyID: testKey, Fields: []string{"card", "ssn", "absent"}})
+	require.NoError(t, err)
+	d, err := NewDecrypter(fake, DecrypterConfig{AllowedKeys: []string{testKey}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	sent := attrs("charge", "01J0")
+	body, envelope, err := e.Encrypt(ctx, `{"order":"o-1","card":"4111","ssn":{"n":"078-05-1120"}}`, sent)
+	require.NoError(t, err)
+	assert.Contains(t, body, `"order":"o-1"`, "the other fields stay readable")
+	assert.NotContains(t, body, "4111")
+	assert.NotContains(t, body, "078-05")
+	header, err := ParseHeader(aws.ToString(envelope.StringValue))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"card", "ssn"}, header.Fields)
+	plaintext, err := d.Decrypt(ctx, body, received(body, sent, envelope))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"order":"o-1","card":"4111","ssn":{"n":"078-05-1120"}}`, plaintext)
+
+	// Swapping two encrypted values, or replacing one with clear text, is caught.
+	var object map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &object))
+	object["card"], object["ssn"] = object["ssn"], object["card"]
+	swapped, err := json.Marshal(object)
+	require.NoError(t, err)
+	_, err = d.Decrypt(ctx, string(swapped), received(string(swapped), sent, envelope))
+	assertReason(t, err, ReasonTampered)
+	object["card"] = "4111-1111"
+	clear, err := json.Marshal(object)
+	require.NoError(t, err)
+	_, err = d.Decrypt(ctx, string(clear), received(string(clear), sent, envelope))
+	assertReason(t, err, ReasonMalformed)
+
+	// A body with none of the fields is encrypted whole; one not an object is refused.
+	body, envelope, err = e.Encrypt(ctx, `{"order":"o-2"}`, sent)
+	require.NoError(t, err)
+	assert.NotContains(t, body, "o-2")
+	plaintext, err = d.Decrypt(ctx, body, received(body, sent, envelope))
+	require.NoError(t, err)
+	assert.Equal(t, `{"order":"o-2"}`, plaintext)
+	_, _, err = e.Encrypt(ctx, `["card"]`, sent)
+	assert.ErrorContains(t, err, "not a JSON object")
+	_, err = NewEncrypter(fake, EncrypterConfig{KeyID: testKey, Fields: []string{""}})
+	assert.ErrorContains(t, err, "not a field name")
 }

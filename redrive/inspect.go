@@ -120,8 +120,11 @@ type DeadLetter struct {
 	// Encrypted reports that the body is a package encrypt ciphertext (the message has
 	// the [sqsworker.AttributeEncryption] attribute), and EncryptionKey the ARN of the
 	// KMS key its envelope names ("" when the envelope is malformed).
-	Encrypted     bool   `json:"encrypted,omitempty"`
-	EncryptionKey string `json:"encryption_key,omitempty"`
+	// EncryptedFields are the encrypted fields of a field-level envelope (the rest of
+	// the JSON body is in clear); empty when the whole body is encrypted.
+	Encrypted       bool     `json:"encrypted,omitempty"`
+	EncryptionKey   string   `json:"encryption_key,omitempty"`
+	EncryptedFields []string `json:"encrypted_fields,omitempty"`
 	// Decrypted reports that a tool replaced Body with its plaintext (`sqsworker dlq
 	// peek --decrypt`); Peek never does.
 	Decrypted bool `json:"decrypted,omitempty"`
@@ -311,7 +314,7 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 	if envelope, ok := message.StringAttribute(sqsworker.AttributeEncryption); ok {
 		letter.Encrypted = true
 		if header, err := encrypt.ParseHeader(envelope); err == nil {
-			letter.EncryptionKey = header.KeyARN
+			letter.EncryptionKey, letter.EncryptedFields = header.KeyARN, header.Fields
 		}
 	}
 	letter.FailureReason, _ = message.StringAttribute(sqsworker.AttributeFailureReason)

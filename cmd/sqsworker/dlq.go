@@ -175,6 +175,8 @@ func (a *app) printDeadLetters(result *redrive.PeekResult, now time.Time) {
 		fmt.Fprintf(out, "  size:            %d bytes\n", letter.Size)
 		body := letter.Body
 		switch {
+		case letter.Encrypted && !letter.Decrypted && len(letter.EncryptedFields) > 0:
+			fmt.Fprintf(out, "  encryption:      fields %s encrypted (key %s; --decrypt --kms-key ARN shows them)\n", strings.Join(letter.EncryptedFields, ", "), letter.EncryptionKey)
 		case letter.Encrypted && !letter.Decrypted:
 			body = encryptedText(letter.EncryptionKey)
 		case letter.Decrypted:

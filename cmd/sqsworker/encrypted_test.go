@@ -156,3 +156,33 @@ func TestCLIJobsGetSaysAPayloadIsEncrypted(t *testing.T) {
 		t.Fatalf("jobs get:\n%s", r.stdout)
 	}
 }
+
+// TestCLIPeekShowsAFieldEncryptedBody: with the field-level form, the clear fields are
+// shown and the encrypted ones stay ciphertext until --decrypt.
+func TestCLIPeekShowsAFieldEncryptedBody(t *testing.T) {
+	t.Parallel()
+	client, keys := testenv.SQS(t), testenv.KMS(t)
+	keyARN, _ := testenv.NewKMSKey(t, keys)
+	queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+	encrypter, err := encrypt.NewEncrypter(keys, encrypt.EncrypterConfig{KeyID: keyARN, Fields: []string{"card"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := producer.New(client, producer.Config{Encrypter: encrypter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Send(context.Background(), queue.DeadLetterQueueURL, producer.Job{Type: "charge", Body: `{"card":"4111-F","order":"o-7"}`}); err != nil {
+		t.Fatal(err)
+	}
+	dlq := queueName(queue.DeadLetterQueueURL)
+	r := want(t, exitOK, "dlq", "peek", dlq)
+	if strings.Contains(r.stdout, "4111") || !strings.Contains(r.stdout, `"order":"o-7"`) ||
+		!strings.Contains(r.stdout, "encryption:      fields card encrypted (key "+keyARN) {
+		t.Fatalf("peek of a field-encrypted body:\n%s", r.stdout)
+	}
+	r = want(t, exitOK, "dlq", "peek", dlq, "--decrypt", "--kms-key", keyARN)
+	if !strings.Contains(r.stdout, `body:            {"card":"4111-F","order":"o-7"}`) {
+		t.Fatalf("peek --decrypt of a field-encrypted body:\n%s", r.stdout)
+	}
+}
