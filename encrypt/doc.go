@@ -30,8 +30,14 @@
 // field-level form modelled on Sidekiq Enterprise's secret bag) the body is a JSON
 // object whose named top-level fields each hold a JSON string, the base64 of that
 // value's ciphertext and tag, under the nonce with the field's index (from 1) XORed
-// into its last 4 bytes; the other fields stay in clear and are not authenticated. The attribute adds about 300 bytes and is one of the 10 that SQS
-// allows, counted by the producer's attribute budget.
+// into its last 4 bytes; the other fields stay in clear and are not authenticated.
+//
+// The attribute is one of the 10 that SQS allows, counted by the producer's attribute
+// budget. Its value was 256 bytes on moto (a 75-byte key ARN, a 96-byte encrypted data
+// key, no key material id); KMS's encrypted data keys and key material ids are longer,
+// so count on about 500 bytes on AWS, all of which SQS counts toward the message size.
+// Encryption costs about 7 µs of CPU per 1 KiB body on each side with the data key
+// cached (BenchmarkEncrypt1KiB, BenchmarkDecrypt1KiB on a 2-core AMD EPYC).
 //
 // # Bindings
 //
