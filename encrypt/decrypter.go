@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/sqsworker/sqsworker"
 )
@@ -89,8 +90,9 @@ type Decrypter struct {
 	client  DecryptAPI
 	config  DecrypterConfig
 	keys    *cache[[]byte]
+	flight  singleflight.Group // one Decrypt per data key at a time
 	kmsCall atomic.Int64
-	hits    atomic.Int64
+	lookups atomic.Int64
 }
 
 // NewDecrypter returns a Decrypter calling client. Errors: nil client, no AllowedKeys,
@@ -134,7 +136,8 @@ func isKeyARN(s string) bool {
 }
 
 // Stats counts a Decrypter's data keys: KMSCalls Decrypt requests made, CacheHits data
-// keys found in the cache.
+// keys served without a Decrypt of their own (from the cache, or shared with a
+// concurrent delivery's Decrypt of the same data key).
 type Stats struct {
 	KMSCalls  int64
 	CacheHits int64
@@ -142,7 +145,8 @@ type Stats struct {
 
 // Stats returns the counts so far.
 func (d *Decrypter) Stats() Stats {
-	return Stats{KMSCalls: d.kmsCall.Load(), CacheHits: d.hits.Load()}
+	calls := d.kmsCall.Load()
+	return Stats{KMSCalls: calls, CacheHits: d.lookups.Load() - calls}
 }
 
 // Middleware decrypts the body of a message that has the [sqsworker.AttributeEncryption]
@@ -218,24 +222,35 @@ func (d *Decrypter) Decrypt(ctx context.Context, body string, attributes map[str
 // dataKey returns the plaintext data key of header for jobType, from the cache or KMS.
 func (d *Decrypter) dataKey(ctx context.Context, header Header, jobType string) ([]byte, string, error) {
 	cacheKey := header.KeyARN + "\x00" + jobType + "\x00" + string(header.EncryptedDataKey)
+	d.lookups.Add(1)
 	if key, ok := d.keys.get(cacheKey); ok {
-		d.hits.Add(1)
 		return key, cacheKey, nil
 	}
-	d.kmsCall.Add(1)
-	output, err := d.client.Decrypt(ctx, &kms.DecryptInput{
-		CiphertextBlob:    header.EncryptedDataKey,
-		KeyId:             aws.String(header.KeyARN), // KMS uses this key only, whatever the blob says
-		EncryptionContext: encryptionContext(jobType),
+	// Concurrent deliveries under one new data key (a batch) share one Decrypt; the
+	// first caller's context bounds it.
+	key, err, _ := d.flight.Do(cacheKey, func() (any, error) {
+		if key, ok := d.keys.get(cacheKey); ok {
+			return key, nil
+		}
+		d.kmsCall.Add(1)
+		output, err := d.client.Decrypt(ctx, &kms.DecryptInput{
+			CiphertextBlob:    header.EncryptedDataKey,
+			KeyId:             aws.String(header.KeyARN), // KMS uses this key only, whatever the blob says
+			EncryptionContext: encryptionContext(jobType),
+		})
+		if err != nil {
+			return nil, classify(header.KeyARN, err)
+		}
+		if len(output.Plaintext) != 32 {
+			return nil, sqsworker.Permanent(ReasonMalformed, fmt.Errorf("encrypt: the data key under %s has %d bytes, want 32", header.KeyARN, len(output.Plaintext)))
+		}
+		d.keys.put(cacheKey, output.Plaintext)
+		return output.Plaintext, nil
 	})
 	if err != nil {
-		return nil, "", classify(header.KeyARN, err)
+		return nil, "", err
 	}
-	if len(output.Plaintext) != 32 {
-		return nil, "", sqsworker.Permanent(ReasonMalformed, fmt.Errorf("encrypt: the data key under %s has %d bytes, want 32", header.KeyARN, len(output.Plaintext)))
-	}
-	d.keys.put(cacheKey, output.Plaintext)
-	return output.Plaintext, cacheKey, nil
+	return key.([]byte), cacheKey, nil
 }
 
 // classify turns a KMS Decrypt error into a permanent failure when a retry cannot

@@ -279,3 +279,45 @@ func TestFieldLevelFormEncryptsOnlyTheNamedFields(t *testing.T) {
 	_, err = NewEncrypter(fake, EncrypterConfig{KeyID: testKey, Fields: []string{""}})
 	assert.ErrorContains(t, err, "not a field name")
 }
+
+// slowKMS answers Decrypt after release is closed.
+type slowKMS struct {
+	fakeKMS
+	release chan struct{}
+}
+
+func (s *slowKMS) Decrypt(ctx context.Context, input *kms.DecryptInput, optFns ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	<-s.release
+	return s.fakeKMS.Decrypt(ctx, input, optFns...)
+}
+
+// A batch of deliveries under one new data key makes one Decrypt, not one each.
+func TestConcurrentDeliveriesShareOneDecrypt(t *testing.T) {
+	fake := &slowKMS{release: make(chan struct{})}
+	e, err := NewEncrypter(fake, EncrypterConfig{KeyID: testKey})
+	require.NoError(t, err)
+	d, err := NewDecrypter(fake, DecrypterConfig{AllowedKeys: []string{testKey}})
+	require.NoError(t, err)
+	sent := attrs("t", "1")
+	body, envelope, err := e.Encrypt(context.Background(), "x", sent)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for range 10 {
+		wg.Go(func() {
+			_, err := d.Decrypt(context.Background(), body, received(body, sent, envelope))
+			errs <- err
+		})
+	}
+	for d.lookups.Load() < 10 { // all ten are past the cache and waiting on the one Decrypt
+		time.Sleep(time.Millisecond)
+	}
+	close(fake.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, fake.decrypts)
+	assert.Equal(t, Stats{KMSCalls: 1, CacheHits: 9}, d.Stats())
+}
