@@ -180,4 +180,3 @@ func TestTamperedJobsDeadLetterOnEmulator(t *testing.T) {
 		})
 	}
 }
-
