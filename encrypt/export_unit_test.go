@@ -2,9 +2,9 @@ package encrypt
 
 import "encoding/base64"
 
-// versioned returns the header's attribute value with another version byte.
-func (h Header) versioned(version byte) string {
-	raw := h.marshal()
+// versioned returns h's attribute value with another version byte.
+func versioned(h Header, version byte) string {
+	raw := h.Marshal()
 	raw[0] = version
 	return encode(raw)
 }

@@ -55,7 +55,7 @@ func sealFields(dataKey []byte, h Header, binding Binding, object map[string]jso
 	if err != nil {
 		return "", err
 	}
-	header := h.marshal()
+	header := h.Marshal()
 	for i, name := range h.Fields {
 		sealed := aead.Seal(nil, fieldNonce(h.Nonce, i), object[name], fieldAAD(header, binding, name))
 		object[name], err = json.Marshal(base64.StdEncoding.EncodeToString(sealed))
@@ -77,7 +77,7 @@ func openFields(dataKey []byte, h Header, binding Binding, body string) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	header := h.marshal()
+	header := h.Marshal()
 	for i, name := range h.Fields {
 		var text string
 		if err := json.Unmarshal(object[name], &text); err != nil {

@@ -144,8 +144,10 @@ func TestTamperedJobsDeadLetterOnEmulator(t *testing.T) {
 	}{
 		{"body", func(m *sqstypes.Message) {
 			body := []byte(aws.ToString(m.Body))
-			body[0] ^= 'A' ^ 'B' // base64 stays base64
-			if body[0] == aws.ToString(m.Body)[0] {
+			// Another base64 letter in the first place: still base64, other bits.
+			if body[0] == 'A' {
+				body[0] = 'B'
+			} else {
 				body[0] = 'A'
 			}
 			m.Body = aws.String(string(body))

@@ -72,11 +72,11 @@ func TestHeaderRoundTripsAndRefusesMalformedInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, h, parsed)
 
-	raw := h.marshal()
+	raw := h.Marshal()
 	for name, value := range map[string]string{
 		"not base64":        "%%%",
 		"short":             "AQE=",
-		"unknown version":   Header{KeyARN: "k", EncryptedDataKey: []byte{1}, Nonce: make([]byte, 12)}.versioned(2),
+		"unknown version":   versioned(Header{KeyARN: "k", EncryptedDataKey: []byte{1}, Nonce: make([]byte, 12)}, 2),
 		"truncated":         encode(raw[:len(raw)-1]),
 		"trailing bytes":    encode(append(append([]byte(nil), raw...), 0)),
 		"empty data key":    Header{KeyARN: testKey, Nonce: make([]byte, 12)}.String(),

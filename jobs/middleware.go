@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/encrypt"
+	"github.com/sqsworker/sqsworker/internal/envelope"
 )
 
 // Defaults of [MiddlewareConfig].
@@ -245,11 +245,11 @@ func errOrCanceled(err error) error {
 // payloadKey returns the KMS key ARN an encrypted job's envelope names (package
 // encrypt), "malformed" for an envelope that does not parse, or "" for a job in clear.
 func payloadKey(message *sqsworker.Message) string {
-	envelope, ok := message.StringAttribute(sqsworker.AttributeEncryption)
+	value, ok := message.StringAttribute(sqsworker.AttributeEncryption)
 	if !ok {
 		return ""
 	}
-	header, err := encrypt.ParseHeader(envelope)
+	header, err := envelope.ParseHeader(value)
 	if err != nil {
 		return PayloadKeyMalformed
 	}

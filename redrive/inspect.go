@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/encrypt"
+	"github.com/sqsworker/sqsworker/internal/envelope"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
@@ -311,9 +311,9 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 		DeduplicationID:   message.DeduplicationID,
 		MessageAttributes: message.MessageAttributes,
 	}
-	if envelope, ok := message.StringAttribute(sqsworker.AttributeEncryption); ok {
+	if value, ok := message.StringAttribute(sqsworker.AttributeEncryption); ok {
 		letter.Encrypted = true
-		if header, err := encrypt.ParseHeader(envelope); err == nil {
+		if header, err := envelope.ParseHeader(value); err == nil {
 			letter.EncryptionKey, letter.EncryptedFields = header.KeyARN, header.Fields
 		}
 	}
