@@ -26,6 +26,11 @@ const (
 	// redrives (each copies the message's attributes), while the SQS message id changes
 	// with every new message; job records and cancellation are keyed by it.
 	AttributeJobID = "job-id"
+	// AttributeEncryption marks an encrypted body (String): it holds the envelope header
+	// of package encrypt (format version, the KMS key ARN, the encrypted data key and
+	// the nonce, base64-encoded), and the body is the base64 AES-256-GCM ciphertext. It
+	// is one of the 10 SQS attributes; tools show such a body as "encrypted (key ...)".
+	AttributeEncryption = "payload-encryption"
 )
 
 // JobType returns the job type of the message: its [AttributeJobType] attribute, or ""

@@ -27,6 +27,7 @@ const (
 	attrResultRef  = "result_ref"
 	attrProgress   = "progress"
 	attrCancel     = "cancel_requested"
+	attrPayloadKey = "payload_key"
 )
 
 // names maps the expression placeholders to the attribute names, for every expression
@@ -89,6 +90,7 @@ func record(item map[string]types.AttributeValue) (Record, error) {
 	r.ID = text(attrJobID)
 	r.State = State(text(attrState))
 	r.Type, r.Queue = text(attrType), text(attrQueue)
+	r.PayloadKey = text(attrPayloadKey)
 	r.Attempts = int(number(attrAttempts))
 	r.EnqueuedAt, r.FirstStartedAt, r.LastStartedAt, r.UpdatedAt = when(attrEnqueued), when(attrFirstStart), when(attrLastStart), when(attrUpdated)
 	r.LastError = text(attrLastError)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/envelope"
 )
 
 // Defaults of [MiddlewareConfig].
@@ -97,7 +98,7 @@ func (s *Store) handle(ctx context.Context, config MiddlewareConfig, next sqswor
 	if config.InIdempotencyRecord {
 		return s.handleIdempotent(ctx, config, next, message, logger)
 	}
-	r, started, err := s.start(ctx, id, message.JobType(), message.QueueURL)
+	r, started, err := s.start(ctx, id, message.JobType(), message.QueueURL, payloadKey(message))
 	if err != nil {
 		logger.WarnContext(ctx, "jobs: recording the start failed; the job is retried", slog.Any("error", err))
 		return err
@@ -239,4 +240,18 @@ func errOrCanceled(err error) error {
 		return context.Canceled
 	}
 	return err
+}
+
+// payloadKey returns the KMS key ARN an encrypted job's envelope names (package
+// encrypt), "malformed" for an envelope that does not parse, or "" for a job in clear.
+func payloadKey(message *sqsworker.Message) string {
+	value, ok := message.StringAttribute(sqsworker.AttributeEncryption)
+	if !ok {
+		return ""
+	}
+	header, err := envelope.ParseHeader(value)
+	if err != nil {
+		return PayloadKeyMalformed
+	}
+	return header.KeyARN
 }

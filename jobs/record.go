@@ -52,6 +52,11 @@ type Record struct {
 	// Type and Queue are the job type and the URL of the queue of its last start.
 	Type  string `json:"type,omitempty"`
 	Queue string `json:"queue,omitempty"`
+	// PayloadKey is, for a job whose payload is encrypted (package encrypt), the ARN of
+	// the KMS key its envelope names ([PayloadKeyMalformed] when the envelope does not
+	// parse), recorded at each start; "" for a job in clear. The record never holds the
+	// payload.
+	PayloadKey string `json:"payload_key,omitempty"`
 	// Attempts counts the starts of the handler.
 	Attempts int `json:"attempts"`
 	// EnqueuedAt is when [Store.Enqueue] recorded the job; zero if it did not.
@@ -76,3 +81,7 @@ type Record struct {
 	// ExpiresAt is when the record expires (the table's TTL attribute).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
+
+// PayloadKeyMalformed is Record.PayloadKey of a job whose encryption envelope does not
+// parse.
+const PayloadKeyMalformed = "malformed"

@@ -90,7 +90,7 @@ func (s *Store) run(ctx context.Context, id string, u *update) (item map[string]
 
 // start records an attempt's start, conditioned on no cancellation request. It returns
 // the record and started false when the job was cancelled (then nothing was written).
-func (s *Store) start(ctx context.Context, id, jobType, queueURL string) (Record, bool, error) {
+func (s *Store) start(ctx context.Context, id, jobType, queueURL, payloadKey string) (Record, bool, error) {
 	u := &update{condition: "attribute_not_exists(#" + attrCancel + ") OR #" + attrCancel + " = :no"}
 	now := s.config.Now()
 	u.set(attrState, str(string(StateRunning)))
@@ -105,6 +105,9 @@ func (s *Store) start(ctx context.Context, id, jobType, queueURL string) (Record
 	}
 	if queueURL != "" {
 		u.set(attrQueue, str(queueURL))
+	}
+	if payloadKey != "" {
+		u.set(attrPayloadKey, str(payloadKey))
 	}
 	item, conflict, err := s.run(ctx, id, u)
 	if err != nil {

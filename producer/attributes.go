@@ -71,7 +71,7 @@ func addTraceContext(message *outMessage, attributes map[string]types.MessageAtt
 }
 
 // ownAttributes are the message attributes sqsworker adds to a job's own.
-var ownAttributes = []string{sqsworker.AttributeJobType, sqsworker.AttributeJobID, sqsworker.AttributeIdempotencyKey, sqsworker.AttributeDueAt, AttributeUniqueRelease}
+var ownAttributes = []string{sqsworker.AttributeJobType, sqsworker.AttributeJobID, sqsworker.AttributeIdempotencyKey, sqsworker.AttributeDueAt, AttributeUniqueRelease, sqsworker.AttributeEncryption}
 
 // checkAttributeCount returns a [*TooManyAttributesError] when attributes are more than
 // SQS takes, counting the job's own apart from sqsworker's.

@@ -57,7 +57,8 @@ type Job struct {
 	UniqueMode UniqueMode
 	// Attributes are further message attributes. The producer's own (job id, job
 	// type, idempotency key, due time, trace context) take precedence; SQS allows 10 in
-	// all, so a job has room for 8 of its own with a type (9 without).
+	// all, so a job has room for 8 of its own with a type (9 without), one fewer with
+	// Config.Encrypter.
 	Attributes map[string]types.MessageAttributeValue
 }
 

@@ -23,3 +23,14 @@ import (
 type PayloadStore interface {
 	Offload(ctx context.Context, queueURL string, body string, attrs map[string]types.MessageAttributeValue) (newBody string, newAttrs map[string]types.MessageAttributeValue, err error)
 }
+
+// Encrypter encrypts a job's body before it is sent (package encrypt implements it with
+// KMS envelope encryption). The producer calls Encrypt once per send, after the job's
+// attributes are complete (job id, type, due time) and before the size check and the
+// claim check, so an offloaded payload is stored encrypted; it sends the returned body
+// with the returned attribute as [sqsworker.AttributeEncryption], which counts toward
+// SQS's 10 attributes. An error fails that one job; the producer returns it wrapped and
+// sends nothing. Encrypt may be called concurrently.
+type Encrypter interface {
+	Encrypt(ctx context.Context, body string, attrs map[string]types.MessageAttributeValue) (newBody string, envelope types.MessageAttributeValue, err error)
+}

@@ -42,6 +42,11 @@ type Config struct {
 	// PayloadStore, if not nil, takes the body of a message above OffloadThreshold out of
 	// the message (claim check). Without it such a job fails with [*TooLargeError].
 	PayloadStore PayloadStore
+	// Encrypter, if not nil, encrypts every job's body (see [Encrypter]); the
+	// encryption attribute is one of the job's 10. Jobs that [Producer.Hop] re-sends
+	// keep the body they were received with. A [Prepared] stored in an outbox holds the
+	// body in clear until its send.
+	Encrypter Encrypter
 	// OffloadThreshold is the size in bytes (body plus message attributes, as SQS counts
 	// them) above which a message goes to PayloadStore; if zero, the queue's
 	// MaximumMessageSize (at most 1 MiB). Negative values are rejected by New.

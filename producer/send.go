@@ -179,8 +179,18 @@ func (p *Producer) build(ctx context.Context, m Prepared, r *reservation) (*outM
 	default:
 		message.delaySeconds = sqsx.DelaySeconds(m.Delay)
 	}
+	if p.config.Encrypter != nil {
+		attributes[sqsworker.AttributeEncryption] = types.MessageAttributeValue{} // counted below
+	}
 	if err := checkAttributeCount(attributes); err != nil {
 		return nil, err
+	}
+	if p.config.Encrypter != nil {
+		body, envelope, err := p.config.Encrypter.Encrypt(ctx, message.body, attributes)
+		if err != nil {
+			return nil, fmt.Errorf("producer: encrypting a job for %s: %w", m.QueueURL, err)
+		}
+		message.body, attributes[sqsworker.AttributeEncryption] = body, envelope
 	}
 	addTraceContext(message, attributes, p.traceContext(ctx))
 	message.attributes = attributes

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/envelope"
 	"github.com/sqsworker/sqsworker/internal/sqsx"
 	"github.com/sqsworker/sqsworker/sqsinfo"
 )
@@ -116,6 +117,17 @@ type DeadLetter struct {
 	DeduplicationID string `json:"deduplication_id,omitempty"`
 	// MessageAttributes are the message's attributes, failure attributes included.
 	MessageAttributes map[string]sqsworker.MessageAttribute `json:"message_attributes,omitempty"`
+	// Encrypted reports that the body is a package encrypt ciphertext (the message has
+	// the [sqsworker.AttributeEncryption] attribute), and EncryptionKey the ARN of the
+	// KMS key its envelope names ("" when the envelope is malformed).
+	// EncryptedFields are the encrypted fields of a field-level envelope (the rest of
+	// the JSON body is in clear); empty when the whole body is encrypted.
+	Encrypted       bool     `json:"encrypted,omitempty"`
+	EncryptionKey   string   `json:"encryption_key,omitempty"`
+	EncryptedFields []string `json:"encrypted_fields,omitempty"`
+	// Decrypted reports that a tool replaced Body with its plaintext (`sqsworker dlq
+	// peek --decrypt`); Peek never does.
+	Decrypted bool `json:"decrypted,omitempty"`
 }
 
 // PeekResult is what [Peek] saw.
@@ -298,6 +310,12 @@ func deadLetterOf(message *sqsworker.Message, fifo bool, retention time.Duration
 		GroupID:           message.GroupID,
 		DeduplicationID:   message.DeduplicationID,
 		MessageAttributes: message.MessageAttributes,
+	}
+	if value, ok := message.StringAttribute(sqsworker.AttributeEncryption); ok {
+		letter.Encrypted = true
+		if header, err := envelope.ParseHeader(value); err == nil {
+			letter.EncryptionKey, letter.EncryptedFields = header.KeyARN, header.Fields
+		}
 	}
 	letter.FailureReason, _ = message.StringAttribute(sqsworker.AttributeFailureReason)
 	letter.FailureError, _ = message.StringAttribute(sqsworker.AttributeFailureError)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/opspage/humantime"
 	"github.com/sqsworker/sqsworker/redrive"
 )
@@ -24,6 +25,7 @@ func newDLQCommand(a *app) *cobra.Command {
 // per message); both receive and release, as redrive.Peek does.
 func newDLQPeekCommand(a *app, name string, defaultMax int) *cobra.Command {
 	var options redrive.PeekOptions
+	var decryption decryptFlags
 	short := "Show dead letters in full: failure reason, error, source queue, receives, sent and expiry, attributes, body"
 	if name == "list" {
 		short = "List dead letters, one line each: id, failure reason, source queue, receives, sent, expiry, error"
@@ -48,14 +50,26 @@ moves it to the DLQ, so it expires at sent time + the DLQ's retention. A FIFO DL
 the enqueue time on that move, a time SQS does not report, so only the earliest possible
 expiry is known ("after"). Messages a host dead-lettered itself (with a failure-reason)
 are new messages: exact. peek names the basis of each expiry; -o json has it as
-expiry_basis, and retention_seconds in seconds.`,
+expiry_basis, and retention_seconds in seconds.
+
+An encrypted payload (package encrypt) is shown as "encrypted (key ARN)", never in clear,
+unless you pass --decrypt with the key ARNs you mean to use (--kms-key, or
+SQSWORKER_KMS_KEYS): each is then decrypted with KMS Decrypt under your credentials
+(kms:Decrypt on the key), and -o json has the plaintext body with "decrypted": true. A
+payload under a key you did not name, or that KMS refuses, stays encrypted, with the
+reason on stderr (exit 1).`,
 		Example: fmt.Sprintf(`  sqsworker dlq %s orders-dlq
-  sqsworker dlq %s orders-dlq --max 500 -o json`, name, name),
+  sqsworker dlq %s orders-dlq --max 500 -o json
+  sqsworker dlq %s orders-dlq --decrypt --kms-key arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab`, name, name, name),
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := options.Validate(); err != nil {
 				return usageError(err)
+			}
+			decrypter, err := decryption.decrypter(ctx, a)
+			if err != nil {
+				return err
 			}
 			client, err := a.sqs(ctx)
 			if err != nil {
@@ -71,6 +85,9 @@ expiry_basis, and retention_seconds in seconds.`,
 			}
 			if result == nil {
 				return err
+			}
+			if decrypter != nil {
+				err = errors.Join(err, a.decryptLetters(ctx, decrypter, result.Messages))
 			}
 			if result.ReceivesUsed > 0 {
 				a.warn("looking used %s on %s (SQS has no read-only peek): each added one to that message's ApproximateReceiveCount, "+
@@ -93,6 +110,7 @@ expiry_basis, and retention_seconds in seconds.`,
 	}
 	cmd.Flags().IntVar(&options.MaxMessages, "max", defaultMax, "look at this many messages at most")
 	cmd.Flags().BoolVar(&options.Force, "force", false, "peek a queue that has a redrive policy (receives count toward its maxReceiveCount)")
+	decryption.add(cmd)
 	cmd.Flags().DurationVar(&options.VisibilityTimeout, "visibility", 30*time.Second, "how long each message stays hidden during the peek (released at the end): 1s to 15m")
 	return cmd
 }
@@ -156,6 +174,14 @@ func (a *app) printDeadLetters(result *redrive.PeekResult, now time.Time) {
 		}
 		fmt.Fprintf(out, "  size:            %d bytes\n", letter.Size)
 		body := letter.Body
+		switch {
+		case letter.Encrypted && !letter.Decrypted && len(letter.EncryptedFields) > 0:
+			fmt.Fprintf(out, "  encryption:      fields %s encrypted (key %s; --decrypt --kms-key ARN shows them)\n", strings.Join(letter.EncryptedFields, ", "), letter.EncryptionKey)
+		case letter.Encrypted && !letter.Decrypted:
+			body = encryptedText(letter.EncryptionKey)
+		case letter.Decrypted:
+			fmt.Fprintf(out, "  encryption:      decrypted (key %s)\n", letter.EncryptionKey)
+		}
 		if len(body) > 2000 {
 			body = body[:2000] + fmt.Sprintf("… (%d bytes; -o json for all)", len(letter.Body))
 		}
@@ -185,7 +211,7 @@ func (a *app) printDeadLetterList(result *redrive.PeekResult, now time.Time) {
 func otherAttributes(letter redrive.DeadLetter) string {
 	var parts []string
 	for name, value := range letter.MessageAttributes {
-		if strings.HasPrefix(name, "failure-") {
+		if strings.HasPrefix(name, "failure-") || name == sqsworker.AttributeEncryption {
 			continue
 		}
 		text := value.StringValue

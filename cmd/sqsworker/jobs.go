@@ -34,7 +34,8 @@ func newJobsCommand(a *app) *cobra.Command {
 		Long: `Show the record of job ID (the job-id attribute package producer gives every job) in the
 DynamoDB table TABLE, as package jobs keeps it: state (enqueued, running, succeeded,
 failed, retrying, dead-lettered, cancelled, interrupted), attempts, first and last start,
-last error, result and progress. A worker records jobs when its handler is wrapped in
+last error, result and progress, and for an encrypted job (package encrypt) the KMS key
+its payload is encrypted under (the record never holds the payload). A worker records jobs when its handler is wrapped in
 jobs.Store.Middleware. With --idempotency, the job's idempotency record (under the job
 id, with --prefix) completes it: the state and result of a job recorded there
 (MiddlewareConfig.InIdempotencyRecord).
@@ -189,6 +190,9 @@ func (a *app) printJob(view jobView, now time.Time) error {
 	fmt.Fprintf(out, "State:       %s\n", state)
 	fmt.Fprintf(out, "Type:        %s\n", orDash(r.Type, "-"))
 	fmt.Fprintf(out, "Queue:       %s\n", orDash(r.Queue, "-"))
+	if r.PayloadKey != "" {
+		fmt.Fprintf(out, "Payload:     encrypted (key %s; the record holds no payload: sqsworker dlq peek --decrypt shows a dead-lettered one)\n", r.PayloadKey)
+	}
 	fmt.Fprintf(out, "Attempts:    %d\n", r.Attempts)
 	for _, line := range []struct {
 		name string
