@@ -41,18 +41,21 @@ func TestLayouts(t *testing.T) {
 		return key
 	}
 	for got, want := range map[string]string{
-		must(table.IdempotencyKey("webhook", "d-1")):           "idempotency#webhook#d-1",
-		must(table.IdempotencyKey("", "unique#order-42")):      "idempotency##unique#order-42",
-		must(table.UniqueKey("order-42")):                      "unique#order-42",
-		must(table.JobRecordKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")): "job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
-		must(table.SchedulerLeaseKey("default")):               "scheduler#lease#default",
-		must(table.SchedulerScheduleKey("nightly#report")):     "scheduler#schedule#nightly#report",
-		must(table.Key(table.Limits, "tenant-1", "api")):       "limit#tenant-1#api",
-		must(table.LimitPermitsKey("api", 3, "tenant#1")):      "limit#permits#api#3#tenant#1",
-		must(table.LimitRateKey("api", 0, "tenant#1")):         "limit#rate#api#0#tenant#1",
-		must(table.Key(table.Cancellation, "job#1")):           "cancel#job#1",
-		must(table.Key(table.JobRecords, "", "", "01HX")):      "job###01HX",
-		must(table.Key(table.Batches, strings.Repeat("b", 8))): "batch#bbbbbbbb",
+		must(table.IdempotencyKey("webhook", "d-1")):                 "idempotency#webhook#d-1",
+		must(table.IdempotencyKey("", "unique#order-42")):            "idempotency##unique#order-42",
+		must(table.UniqueKey("order-42")):                            "unique#order-42",
+		must(table.JobRecordKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")):       "job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
+		must(table.SchedulerLeaseKey("default")):                     "scheduler#lease#default",
+		must(table.SchedulerScheduleKey("nightly#report")):           "scheduler#schedule#nightly#report",
+		must(table.Key(table.Limits, "tenant-1", "api")):             "limit#tenant-1#api",
+		must(table.LimitPermitsKey("api", 3, "tenant#1")):            "limit#permits#api#3#tenant#1",
+		must(table.LimitRateKey("api", 0, "tenant#1")):               "limit#rate#api#0#tenant#1",
+		must(table.BatchKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")):           "batch#meta#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
+		must(table.BatchShardKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T", 3)):   "batch#shard#01KBQ2ZP5E8Y9V0D2X4M6N8R1T#3",
+		must(table.BatchJobKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T", "j#1")): "batch#job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T#j#1",
+		must(table.Key(table.Cancellation, "job#1")):                 "cancel#job#1",
+		must(table.Key(table.JobRecords, "", "", "01HX")):            "job###01HX",
+		must(table.Key(table.Batches, strings.Repeat("b", 8))):       "batch#bbbbbbbb",
 	} {
 		if got != want {
 			t.Errorf("key %q; want %q", got, want)
