@@ -19,6 +19,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/poller"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/redrive"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -229,4 +230,26 @@ func toSQS(message *sqsworker.Message) map[string]sqstypes.MessageAttributeValue
 		out[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
 	}
 	return out
+}
+
+func sqsReceive(url string) sqs.ReceiveMessageInput {
+	return sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: 20, MessageAttributeNames: []string{"All"}}
+}
+
+// redriveAll moves want messages from the job queue's dead-letter queue back to it.
+func redriveAll(t *testing.T, e *env, want int) {
+	t.Helper()
+	testenv.Eventually(t, wait, "the dead letters arrived", func() bool {
+		visible, _ := testenv.Counts(t, e.sqs, e.queue.DeadLetterQueueURL)
+		return visible >= want
+	})
+	mover, err := redrive.NewMover(e.sqs, redrive.Config{Source: e.queue.DeadLetterQueueURL, Destination: e.queue.URL})
+	require.NoError(t, err)
+	moved := 0
+	for moved < want {
+		result, err := mover.Run(context.Background())
+		require.NoError(t, err)
+		moved += result.Moved
+	}
+	require.Equal(t, want, moved)
 }
