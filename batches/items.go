@@ -40,41 +40,45 @@ var ErrNotFound = errors.New("batches: batch not found")
 // Counts are a batch's job counts, or one shard's.
 type Counts struct {
 	// Added is how many jobs [Batch.Add] counted (withdrawn ones included).
-	Added int64
+	Added int64 `json:"added"`
 	// Pending is how many of them have not finished: added, not yet succeeded, dead-lettered
 	// or withdrawn.
-	Pending int64
+	Pending int64 `json:"pending"`
 	// Succeeded is how many succeeded, each once however often it was delivered.
-	Succeeded int64
+	Succeeded int64 `json:"succeeded"`
 	// DeadLettered is how many ended without success (dead-lettered, retries exhausted or
 	// cancelled) and have not succeeded since (a redriven job that succeeds moves from
 	// here to Succeeded).
-	DeadLettered int64
+	DeadLettered int64 `json:"dead_lettered"`
 }
 
 // Callback describes one of a batch's callbacks.
 type Callback struct {
 	// QueueURL, JobType and JobID are the callback job's queue, type and id (derived from
 	// the batch id, the same for every send).
-	QueueURL, JobType, JobID string
+	QueueURL string `json:"queue_url"`
+	JobType  string `json:"job_type,omitempty"`
+	JobID    string `json:"job_id"`
 	// FiredAt is when it was sent; zero while it has not been.
-	FiredAt time.Time
+	FiredAt time.Time `json:"fired_at,omitzero"`
 }
 
 // Status is a batch as [Batches.Get] reads it.
 type Status struct {
 	// ID is the batch id.
-	ID string
+	ID string `json:"id"`
 	// CreatedAt is when it was opened; ExpiresAt ends its Config.Retention.
-	CreatedAt, ExpiresAt time.Time
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// Sealed says [Batch.Seal] was called: the callbacks may fire.
-	Sealed bool
+	Sealed bool `json:"sealed"`
 	// Counts are the sums over the shards.
 	Counts
 	// Shards holds each counter shard's counts, in shard order.
-	Shards []Counts
+	Shards []Counts `json:"shards"`
 	// Success and Complete are the callbacks; nil when the batch has none of that kind.
-	Success, Complete *Callback
+	Success  *Callback `json:"success,omitempty"`
+	Complete *Callback `json:"complete,omitempty"`
 }
 
 // meta is the batch item.
