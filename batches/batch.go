@@ -95,7 +95,11 @@ func (b *Batches) Open(ctx context.Context, callbacks Callbacks) (*Batch, error)
 			table.TTLAttribute: n(expires.Unix()),
 		}, ConditionExpression: notExists, ExpressionAttributeNames: idName}})
 	}
-	if _, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions}); err != nil {
+	err = retryConflicts(ctx, func() error {
+		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("batches: opening batch %s: %w", r.id, err)
 	}
 	return &Batch{batches: b, ref: r}, nil
@@ -103,6 +107,9 @@ func (b *Batches) Open(ctx context.Context, callbacks Callbacks) (*Batch, error)
 
 func (b *Batches) prepareCallback(id, kind string, now time.Time, cb CallbackJob) (producer.Prepared, error) {
 	job := cb.Job
+	if job.ID != "" || job.UniqueKey != "" {
+		return producer.Prepared{}, fmt.Errorf("batches: the %s callback sets Job.ID or Job.UniqueKey, which Open derives from the batch id", kind)
+	}
 	name := "batch:" + id + ":" + kind
 	job.ID = producer.DerivedJobID(now, name)
 	job.UniqueKey, job.UniqueFor, job.UniqueMode = name, b.config.Retention, producer.UniqueUntilWindowEnds
@@ -206,19 +213,22 @@ func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job)
 	}
 	addErr := &AddError{Failed: map[int]error{}}
 	errs := []error{sendErr}
-	for i, result := range results {
-		if result.Err == nil {
+	for i := range prepared {
+		var failed error
+		switch {
+		case i >= len(results): // no result: not known to be sent
+			failed = sendErr
+		case results[i].Err != nil:
+			failed = results[i].Err
+		default:
 			continue
 		}
-		addErr.Failed[i] = result.Err
+		addErr.Failed[i] = failed
 		if _, err := bt.batches.count(context.WithoutCancel(ctx), bt.ref, ids[i], endWithdrawn); err != nil {
 			errs = append(errs, fmt.Errorf("withdrawing job %s: %w", ids[i], err))
 			continue
 		}
 		addErr.Withdrawn++
-	}
-	if len(addErr.Failed) == 0 { // no per-job result: none is known to be sent
-		return nil, fmt.Errorf("batches: sending the jobs of batch %s (counted as pending): %w", bt.ref.id, sendErr)
 	}
 	if err := bt.batches.check(context.WithoutCancel(ctx), bt.ref.id); err != nil {
 		errs = append(errs, err)
@@ -246,18 +256,20 @@ func (b *Batches) raise(ctx context.Context, r ref, perShard map[int]int64) erro
 			},
 		})
 	}
-	var err error
-	if len(updates) == 1 {
-		u := updates[0]
-		_, err = b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
-			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues})
-	} else {
+	err := retryConflicts(ctx, func() error {
+		if len(updates) == 1 {
+			u := updates[0]
+			_, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+				ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues})
+			return err
+		}
 		actions := make([]types.TransactWriteItem, len(updates))
 		for i, u := range updates {
 			actions[i] = types.TransactWriteItem{Update: u}
 		}
-		_, err = b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
-	}
+		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		return err
+	})
 	if conditionFailed(err) {
 		return fmt.Errorf("%w: batch %s (expired, or the token does not match)", ErrNotFound, r.id)
 	}
@@ -277,12 +289,16 @@ func (bt *Batch) Seal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = bt.batches.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	seal := &dynamodb.UpdateItemInput{
 		TableName: aws.String(bt.batches.config.Table), Key: table.KeyAttribute(key),
 		UpdateExpression:          aws.String("SET #sealed = :true"),
 		ConditionExpression:       aws.String("#token = :token AND #exp > :now"),
 		ExpressionAttributeNames:  map[string]string{"#sealed": attrSealed, "#token": attrToken, "#exp": table.TTLAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":token": s(bt.ref.token), ":now": n(bt.batches.config.Now().Unix())},
+	}
+	err = retryConflicts(ctx, func() error {
+		_, err := bt.batches.api.UpdateItem(ctx, seal)
+		return err
 	})
 	if conditionFailed(err) {
 		return fmt.Errorf("%w: batch %s (expired, or the token does not match)", ErrNotFound, bt.ref.id)

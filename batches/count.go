@@ -115,8 +115,10 @@ func (b *Batches) transact(ctx context.Context, put *types.Put, marker *types.Up
 		first = types.TransactWriteItem{Update: marker}
 	}
 	shard.ExpressionAttributeNames, shard.ExpressionAttributeValues = used(shard)
-	_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{first, {Update: shard}}})
-	return err
+	return retryConflicts(ctx, func() error {
+		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{first, {Update: shard}}})
+		return err
+	})
 }
 
 // failedConditions says which of a count's two actions failed its condition.

@@ -77,12 +77,16 @@ func (b *Batches) fire(ctx context.Context, m meta, callback *producer.Prepared,
 	if err != nil {
 		return err
 	}
-	_, err = b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	mark := &dynamodb.UpdateItemInput{
 		TableName: aws.String(b.config.Table), Key: table.KeyAttribute(key),
 		UpdateExpression:          aws.String("SET #fired = :now"),
 		ConditionExpression:       aws.String("attribute_exists(#id) AND attribute_not_exists(#fired)"),
 		ExpressionAttributeNames:  map[string]string{"#fired": firedAttribute, "#id": table.PartitionKey},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(b.config.Now().UnixMilli())},
+	}
+	err = retryConflicts(ctx, func() error {
+		_, err := b.api.UpdateItem(ctx, mark)
+		return err
 	})
 	if err != nil && !conditionFailed(err) {
 		return fmt.Errorf("batches: marking the callback of batch %s fired: %w", m.id, err)
