@@ -201,3 +201,53 @@ func TestLimitLayoutsNeverMeet(t *testing.T) {
 		t.Errorf("a limit name with %q: %v; want ErrInvalidKey", table.Separator, err)
 	}
 }
+
+// TestBatchLayoutsNeverMeet: a batch's item, its shards and its job markers start with
+// different fixed parts ("meta", "shard", "job"), so no job id (chosen by the sender, the
+// marker's last part) makes a marker's key equal a batch item's or a shard's; every such
+// key is in the batches namespace, and a batch id holding "#" is refused.
+func TestBatchLayoutsNeverMeet(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	record := func(kind, k string) {
+		if ns, _ := table.NamespaceOf(k); ns != table.Batches {
+			t.Errorf("%q is in namespace %q", k, ns)
+		}
+		if other, ok := seen[k]; ok && other != kind {
+			t.Errorf("%s and %s share the key %q", other, kind, k)
+		}
+		seen[k] = kind
+	}
+	for _, batch := range []string{"01KBQ2ZP5E8Y9V0D2X4M6N8R1T", "meta", "shard", "job", "0"} {
+		k, err := table.BatchKey(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		record("meta "+batch, k)
+		for shard := range 3 {
+			k, err := table.BatchShardKey(batch, shard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			record("shard "+batch+" "+strconv.Itoa(shard), k)
+		}
+		for _, job := range hostile {
+			if job == "" {
+				continue
+			}
+			for _, forged := range []string{job, "x#meta#" + batch, batch + "#0", "#" + batch} {
+				k, err := table.BatchJobKey(batch, forged)
+				if err != nil {
+					t.Fatal(err)
+				}
+				record("job "+batch+" "+forged, k)
+			}
+		}
+	}
+	if _, err := table.BatchShardKey("a#b", 0); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("a batch id with # makes a shard key: %v", err)
+	}
+	if _, err := table.BatchJobKey("a#b", "j"); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("a batch id with # makes a marker key: %v", err)
+	}
+}
