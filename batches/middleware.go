@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -24,8 +25,8 @@ type MiddlewareConfig struct {
 
 // Middleware returns a [sqsworker.Middleware] that counts the end of each batch job (a
 // message with [AttributeBatch]; others pass through): success, or an end without
-// success (a permanent failure, its last attempt failed, or cancelled); retries and
-// deferrals are not ends. The handler's context carries the batch ([FromContext]).
+// success (a permanent failure, its last attempt failed or deferred, or cancelled);
+// other retries and deferrals are not ends. The handler's context carries the batch ([FromContext]).
 //
 // Order: inside sqsworker.DelayMiddleware (a delay hop is no end) and outside the
 // idempotency middleware (a duplicate the idempotency record answers is counted as a
@@ -77,20 +78,17 @@ func (b *Batches) Middleware(config MiddlewareConfig) sqsworker.Middleware {
 	}
 }
 
-// ending says whether the handler's outcome ends the job, and how.
+// ending says whether the handler's outcome ends the job, and how: the hosts' own
+// rule (settle.Exhaust) decides whether a failed or deferred attempt was the last.
 func ending(config MiddlewareConfig, message *sqsworker.Message, handlerErr error) (end, bool) {
-	switch sqsworker.Classify(handlerErr).Kind {
+	outcome := sqsworker.Classify(handlerErr)
+	switch outcome.Kind {
 	case sqsworker.OutcomeDelete:
 		return endSucceeded, true
 	case sqsworker.OutcomeDeadLetter, sqsworker.OutcomeCancelled:
 		return endDead, true
-	case sqsworker.OutcomeDefer:
-		return "", false
 	}
-	if limit, ok := sqsworker.AttemptLimit(handlerErr); ok && message.Attempt() >= limit {
-		return endDead, true
-	}
-	if config.MaxReceiveCount > 0 && message.ReceiveCount >= config.MaxReceiveCount {
+	if settle.Exhaust(settle.Action{Outcome: outcome}, message, config.MaxReceiveCount, true).Exhausted {
 		return endDead, true
 	}
 	return "", false
