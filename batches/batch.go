@@ -172,12 +172,17 @@ func (e *AddError) Unwrap() error { return e.Err }
 // one shard, else one TransactWriteItems over the shards they fall on. So a job of the
 // batch that adds children before it returns keeps the batch from finishing until they
 // have finished too. Add may be called from a batch job's handler (see [FromContext])
-// or from anywhere else before [Batch.Seal], and after it as long as a job of the
-// batch is still pending.
+// or from anywhere else before [Batch.Seal].
+//
+// Before counting, Add reads the batch item (one consistent GetItem) and refuses a
+// batch whose success callback was sent ([ErrFinished]); the check and the count are two
+// calls, so an Add from outside the batch that races its last job's end may still count
+// jobs no callback waits for: add from outside only before [Batch.Seal].
 //
 // Errors: an invalid job (those of [producer.Prepare]) or one that sets AttributeBatch
 // itself fails Add before anything is counted; a batch that is gone (past its
-// retention) matches [ErrNotFound]; jobs not sent give an [*AddError].
+// retention) matches [ErrNotFound], a finished one [ErrFinished]; jobs not sent give an
+// [*AddError].
 func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job) ([]string, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -203,6 +208,13 @@ func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job)
 			return nil, fmt.Errorf("batches: job %d: %w", i, err)
 		}
 		perShard[shardOf(ids[i], bt.ref.shards)]++
+	}
+	m, err := bt.batches.readMeta(ctx, bt.ref.id)
+	if err != nil {
+		return nil, err
+	}
+	if !m.successFired.IsZero() {
+		return nil, fmt.Errorf("%w: batch %s, success sent %s", ErrFinished, bt.ref.id, m.successFired.UTC().Format(time.RFC3339))
 	}
 	if err := bt.batches.raise(ctx, bt.ref, perShard); err != nil {
 		return nil, err
@@ -308,6 +320,10 @@ func (bt *Batch) Seal(ctx context.Context) error {
 	}
 	return bt.batches.check(ctx, bt.ref.id)
 }
+
+// ErrFinished matches the error of [Batch.Add] on a batch whose success callback has
+// been sent: every job of it succeeded, and nothing waits for more.
+var ErrFinished = errors.New("batches: the batch has finished")
 
 type batchKey struct{}
 

@@ -47,7 +47,8 @@
 //
 // # Cost per job (DynamoDB)
 //
-//   - Add: one UpdateItem per Add call when its jobs fall on one shard, else one
+//   - Add: one consistent GetItem of the batch item (refusing a finished batch), then
+//     one UpdateItem per Add call when its jobs fall on one shard, else one
 //     TransactWriteItems over the shards they fall on (2 write units per item): add
 //     many jobs per call and this share is small.
 //   - The job's end: one TransactWriteItems of two items, the job's marker (put if

@@ -83,3 +83,23 @@ func TestEmulatorFailedSendsAreWithdrawn(t *testing.T) {
 	assert.False(t, status.Success.FiredAt.IsZero())
 	assert.Len(t, sender.prepared, 3, "two jobs and the callback, once")
 }
+
+// TestEmulatorAddAfterSuccessIsRefused: once success was sent, Add refuses the batch
+// and counts nothing.
+func TestEmulatorAddAfterSuccessIsRefused(t *testing.T) {
+	t.Parallel()
+	db := testenv.DynamoDB(t)
+	sender := &nullSender{unique: map[string]string{}}
+	b, err := batches.New(db, sender, batches.Config{Table: testenv.NewTable(t, db)})
+	require.NoError(t, err)
+	ctx := context.Background()
+	batch, err := b.Open(ctx, batches.Callbacks{})
+	require.NoError(t, err)
+	require.NoError(t, batch.Seal(ctx)) // empty: finished at once
+	_, err = batch.Add(ctx, "https://sqs.us-east-1.amazonaws.com/000000000000/jobs", jobsOf(1, nil)...)
+	assert.ErrorIs(t, err, batches.ErrFinished)
+	status, err := b.Get(ctx, batch.ID())
+	require.NoError(t, err)
+	assert.Equal(t, batches.Counts{}, status.Counts)
+	assert.Empty(t, sender.prepared)
+}
