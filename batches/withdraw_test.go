@@ -103,3 +103,52 @@ func TestEmulatorAddAfterSuccessIsRefused(t *testing.T) {
 	assert.Equal(t, batches.Counts{}, status.Counts)
 	assert.Empty(t, sender.prepared)
 }
+
+// flakySender fails its first SendPrepared (a callback's send), then passes on.
+type flakySender struct {
+	*nullSender
+	failed bool
+}
+
+func (s *flakySender) SendPrepared(ctx context.Context, m producer.Prepared) (string, error) {
+	if !s.failed {
+		s.failed = true
+		return "", errors.New("SQS unavailable")
+	}
+	return s.nullSender.SendPrepared(ctx, m)
+}
+
+// TestEmulatorFailedCallbackSendIsRetried: the last job's end is counted but the success
+// callback's send fails: the middleware returns a retryable error (the job is delivered
+// again, as a worker crash between the two would have it), and the redelivery, a
+// duplicate that counts nothing, sends the callback, once.
+func TestEmulatorFailedCallbackSendIsRetried(t *testing.T) {
+	t.Parallel()
+	db := testenv.DynamoDB(t)
+	sender := &flakySender{nullSender: &nullSender{unique: map[string]string{}}}
+	b, err := batches.New(db, sender, batches.Config{Table: testenv.NewTable(t, db)})
+	require.NoError(t, err)
+	ctx := context.Background()
+	batch, err := b.Open(ctx, batches.Callbacks{Success: &batches.CallbackJob{QueueURL: "https://sqs.us-east-1.amazonaws.com/000000000000/callbacks", Job: producer.Job{Type: "done", Body: "done"}}})
+	require.NoError(t, err)
+	_, err = batch.Add(ctx, "https://sqs.us-east-1.amazonaws.com/000000000000/jobs", jobsOf(1, nil)...)
+	require.NoError(t, err)
+	require.NoError(t, batch.Seal(ctx))
+	job := sender.prepared[0]
+	handler := sqsworker.Chain(sqsworker.HandlerFunc(func(context.Context, *sqsworker.Message) error { return nil }), b.Middleware(batches.MiddlewareConfig{}))
+
+	err = handler.Handle(ctx, message(job, 1))
+	require.Error(t, err)
+	assert.Equal(t, sqsworker.OutcomeRetry, sqsworker.Classify(err).Kind, "retried, not dead-lettered: %v", err)
+	status, err := b.Get(ctx, batch.ID())
+	require.NoError(t, err)
+	assert.Equal(t, batches.Counts{Added: 1, Succeeded: 1}, status.Counts, "counted already")
+	assert.True(t, status.Success.FiredAt.IsZero())
+
+	require.NoError(t, handler.Handle(ctx, message(job, 2)))
+	status, err = b.Get(ctx, batch.ID())
+	require.NoError(t, err)
+	assert.Equal(t, batches.Counts{Added: 1, Succeeded: 1}, status.Counts)
+	assert.False(t, status.Success.FiredAt.IsZero())
+	assert.Len(t, sender.prepared, 2, "the job and the callback, once")
+}
