@@ -49,7 +49,7 @@ func (b *Batches) count(ctx context.Context, r ref, jobID string, e end) (bool, 
 	// A marker outlives the batch: its expiry is later than the shards', which never
 	// move, so no marker is gone (by TTL) while its batch still counts.
 	marker := &types.Put{TableName: aws.String(b.config.Table), Item: map[string]types.AttributeValue{
-		table.PartitionKey: s(markerKey), attrState: s(string(e)), table.TTLAttribute: n(now.Add(b.config.Retention).Unix() + 1),
+		table.PartitionKey: s(markerKey), attrState: s(string(e)), attrToken: s(r.token), table.TTLAttribute: n(now.Add(b.config.Retention).Unix() + 1),
 	}, ConditionExpression: aws.String("attribute_not_exists(#id)"), ExpressionAttributeNames: map[string]string{"#id": table.PartitionKey},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	update := "ADD #pending :minus, #field :one"
@@ -64,11 +64,14 @@ func (b *Batches) count(ctx context.Context, r ref, jobID string, e end) (bool, 
 	markerFailed, shardFailed := failedConditions(err)
 	switch {
 	case markerFailed:
-		state, readErr := b.markerState(ctx, markerKey, err)
+		item, readErr := b.marker(ctx, markerKey, err)
 		if readErr != nil {
 			return false, readErr
 		}
-		if e != endSucceeded || state != endDead {
+		if str(item, attrToken) != r.token {
+			return false, fmt.Errorf("%w: job %s, batch %s: the attribute's token is not the batch's (the job was not added to this batch)", ErrRefused, jobID, r.id)
+		}
+		if state := end(str(item, attrState)); e != endSucceeded || state != endDead {
 			return false, nil // counted before: a duplicate
 		}
 		return b.redriven(ctx, r, markerKey, shardKey, now)
@@ -89,8 +92,12 @@ func (b *Batches) redriven(ctx context.Context, r ref, markerKey, shardKey strin
 	if err == nil {
 		return true, nil
 	}
-	if markerFailed, _ := failedConditions(err); markerFailed {
+	markerFailed, shardFailed := failedConditions(err)
+	switch {
+	case markerFailed:
 		return false, nil // another delivery moved it first
+	case shardFailed:
+		return false, b.refused(ctx, r, markerKey, shardKey, now)
 	}
 	return false, fmt.Errorf("batches: counting the redriven job %s of batch %s: %w", markerKey, r.id, err)
 }
@@ -136,19 +143,15 @@ func failedConditions(err error) (marker, shard bool) {
 	return marker, shard
 }
 
-// markerState returns the state of an existing marker: from the cancelled transaction
-// when DynamoDB returned the item with it, else read.
-func (b *Batches) markerState(ctx context.Context, key string, err error) (end, error) {
+// marker returns an existing marker: from the cancelled transaction when DynamoDB
+// returned the item with it, else read.
+func (b *Batches) marker(ctx context.Context, key string, err error) (map[string]types.AttributeValue, error) {
 	if canceled, ok := errors.AsType[*types.TransactionCanceledException](err); ok && len(canceled.CancellationReasons) > 0 {
 		if item := canceled.CancellationReasons[0].Item; len(item) > 0 {
-			return end(str(item, attrState)), nil
+			return item, nil
 		}
 	}
-	item, err := b.getItem(ctx, key)
-	if err != nil {
-		return "", err
-	}
-	return end(str(item, attrState)), nil
+	return b.getItem(ctx, key)
 }
 
 // refused explains a count whose shard condition failed (one read, on this rare path).

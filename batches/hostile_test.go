@@ -43,7 +43,7 @@ func TestEmulatorHostileAttributeIsRefused(t *testing.T) {
 	startPoller(t, e.sqs, e.queue.URL, 2, sqsworker.Chain(w, b.Middleware(batches.MiddlewareConfig{})))
 
 	victim := e.open(t)
-	_, err = victim.Add(context.Background(), e.queue.URL, producer.Job{Type: "work", Payload: work{N: 1, Block: true}})
+	victimJobs, err := victim.Add(context.Background(), e.queue.URL, producer.Job{Type: "work", Payload: work{N: 1, Block: true}})
 	require.NoError(t, err)
 	require.NoError(t, victim.Seal(context.Background()))
 
@@ -79,6 +79,16 @@ func TestEmulatorHostileAttributeIsRefused(t *testing.T) {
 	assert.Equal(t, batches.Counts{Added: 1, Pending: 1}, status.Counts, "the victim counted nothing")
 	close(w.release)
 	status = e.waitStatus(t, victim.ID(), wait, "success fired", successFired)
+	assert.Equal(t, batches.Counts{Added: 1, Succeeded: 1}, status.Counts)
+
+	// The victim's own job id with a guessed token: its marker exists, and holds the
+	// batch's token, so this is refused too, not taken for a duplicate.
+	sendRaw(t, e, victimJobs[0], victim.ID()+":"+token+":2")
+	testenv.Eventually(t, wait, "the forged copy handled and refused", func() bool {
+		return len(lines.Records("batches: the batch refused the job's end; it is not counted")) == 3
+	})
+	status, err = e.b.Get(context.Background(), victim.ID())
+	require.NoError(t, err)
 	assert.Equal(t, batches.Counts{Added: 1, Succeeded: 1}, status.Counts)
 	assert.Equal(t, map[string]int{victim.ID() + ":success": 1}, e.settled(t))
 }
