@@ -181,7 +181,7 @@ func TestHostHeader(t *testing.T) {
 var routes = [][2]string{
 	{http.MethodGet, "/"}, {http.MethodGet, "/api/queues"}, {http.MethodGet, "/dlq?queue=orders"},
 	{http.MethodGet, "/dlq/message?queue=orders&id=m"}, {http.MethodGet, "/dlq/body?queue=orders&id=m"},
-	{http.MethodGet, "/idempotency"}, {http.MethodGet, "/jobs"}, {http.MethodGet, "/outbox"}, {http.MethodGet, "/static/refresh.js"}, {http.MethodGet, "/static/style.css"},
+	{http.MethodGet, "/idempotency"}, {http.MethodGet, "/jobs"}, {http.MethodGet, "/batches"}, {http.MethodGet, "/outbox"}, {http.MethodGet, "/static/refresh.js"}, {http.MethodGet, "/static/style.css"},
 	{http.MethodHead, "/"}, {http.MethodGet, "/no-such-page"},
 }
 

@@ -92,6 +92,9 @@ type Config struct {
 	// *jobs.Store); nil to hide that part. With Jobs set and JobLink nil, a dead letter
 	// with a job-id attribute links to its record on this page.
 	Jobs JobRecords
+	// Batches is where the page reads the batches it shows by batch id (GET
+	// /batches?id=ID, a *batches.Batches): counts and callbacks; nil to hide that part.
+	Batches BatchStatuses
 	// JobLink, when set, links each dead letter of the dead-letter view and of its message
 	// page to where its job is looked up (a job history, a tracing or logging UI): it
 	// returns the address for a letter of the queue named queue, or "" for no link; it
@@ -217,6 +220,7 @@ func (s *Page) mux() http.Handler {
 	mux.HandleFunc("GET /idempotency", s.idempotencyPage)
 	mux.HandleFunc("POST /idempotency/release", s.idempotencyRelease)
 	mux.HandleFunc("GET /jobs", s.jobsPage)
+	mux.HandleFunc("GET /batches", s.batchesPage)
 	mux.HandleFunc("GET /outbox", s.outboxPage)
 	mux.HandleFunc("POST /outbox/retry", s.outboxRetry)
 	mux.HandleFunc("POST /outbox/skip", s.outboxSkip)
@@ -233,6 +237,7 @@ type page struct {
 	Table    string
 	Outbox   string // the outbox's name, "" without one
 	Jobs     bool   // job records can be looked up
+	Batches  bool   // batches can be looked up
 	Data     any
 	Error    string
 }
@@ -243,7 +248,7 @@ func (s *Page) render(w http.ResponseWriter, status int, name, title string, dat
 
 func (s *Page) renderError(w http.ResponseWriter, status int, name, title string, data any, problem string) {
 	view := page{Title: title, Base: s.config.Prefix, CSRF: s.csrf, Interval: s.refresher.interval.Milliseconds(), Snapshot: s.refresher.snapshotNow(),
-		Table: s.config.Table, Jobs: s.config.Jobs != nil, Data: data, Error: problem}
+		Table: s.config.Table, Jobs: s.config.Jobs != nil, Batches: s.config.Batches != nil, Data: data, Error: problem}
 	if s.config.Outbox != nil {
 		view.Outbox = s.config.Outbox.Name()
 	}

@@ -13,10 +13,9 @@
 // # Namespaces
 //
 // Every item's key starts with its namespace and "#": [Idempotency], [Unique],
-// [Scheduler], [Limits] (the fleet-wide limits of package fleetlimit) and [JobRecords]
-// (package jobs) today, and [Batches] and [Cancellation] reserved for the features that
-// will share the table next. [Key] builds every key, and no
-// namespace name contains "#", so the text before a key's first "#" names its namespace:
+// [Scheduler], [Limits] (the fleet-wide limits of package fleetlimit), [JobRecords]
+// (package jobs) and [Batches] (package batches) today, and [Cancellation] reserved.
+// [Key] builds every key, and no namespace name contains "#", so the text before a key's first "#" names its namespace:
 // keys of two namespaces never equal each other and neither is a prefix of the other,
 // whatever their parts hold. A sender who chooses a message's idempotency key therefore
 // chooses a key inside the idempotency namespace and nothing else: "unique#order-42" as an
@@ -25,8 +24,8 @@
 //
 // Within a namespace, each layout has a fixed number of parts and only the last may
 // contain "#", so distinct parts give distinct keys ([IdempotencyKey], [UniqueKey],
-// [JobRecordKey], [SchedulerLeaseKey], [SchedulerScheduleKey], [LimitPermitsKey] and
-// [LimitRateKey] are the layouts; a new user adds its own helper here).
+// [JobRecordKey], [SchedulerLeaseKey], [SchedulerScheduleKey], [LimitPermitsKey],
+// [LimitRateKey], [BatchKey], [BatchShardKey] and [BatchJobKey] are the layouts; a new user adds its own helper here).
 //
 // Keys are at most [MaxKeyBytes] (DynamoDB's 2048-byte partition key limit) of valid
 // UTF-8: DynamoDB strings are UTF-8, and the SDK would send each invalid byte as U+FFFD,

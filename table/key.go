@@ -25,7 +25,8 @@ const (
 	// Limits holds the fleet-wide concurrency permits and rate buckets (package
 	// fleetlimit).
 	Limits Namespace = "limit"
-	// Batches is reserved for job batches.
+	// Batches holds job batches: each batch's item, its counter shards and one marker
+	// per finished job (package batches).
 	Batches Namespace = "batch"
 	// JobRecords holds job records: state, attempts, result, progress and cancellation
 	// (package jobs).
@@ -137,4 +138,22 @@ func LimitPermitsKey(limit string, shard int, key string) (string, error) {
 // "#" + the limited key. The name must not contain "#".
 func LimitRateKey(limit string, shard int, key string) (string, error) {
 	return Key(Limits, "rate", limit, strconv.Itoa(shard), key)
+}
+
+// BatchKey is the layout of a batch's item (package batches): "batch#meta#" + the
+// batch id. The batch id must not contain "#" (package batches uses ULIDs).
+func BatchKey(batchID string) (string, error) {
+	return Key(Batches, "meta", batchID)
+}
+
+// BatchShardKey is the layout of one counter shard of a batch: "batch#shard#" + the
+// batch id + "#" + the shard's number (decimal).
+func BatchShardKey(batchID string, shard int) (string, error) {
+	return Key(Batches, "shard", batchID, strconv.Itoa(shard))
+}
+
+// BatchJobKey is the layout of the marker of one finished job of a batch:
+// "batch#job#" + the batch id + "#" + the job id ([sqsworker.AttributeJobID]).
+func BatchJobKey(batchID, jobID string) (string, error) {
+	return Key(Batches, "job", batchID, jobID)
 }

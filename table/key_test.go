@@ -41,18 +41,21 @@ func TestLayouts(t *testing.T) {
 		return key
 	}
 	for got, want := range map[string]string{
-		must(table.IdempotencyKey("webhook", "d-1")):           "idempotency#webhook#d-1",
-		must(table.IdempotencyKey("", "unique#order-42")):      "idempotency##unique#order-42",
-		must(table.UniqueKey("order-42")):                      "unique#order-42",
-		must(table.JobRecordKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")): "job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
-		must(table.SchedulerLeaseKey("default")):               "scheduler#lease#default",
-		must(table.SchedulerScheduleKey("nightly#report")):     "scheduler#schedule#nightly#report",
-		must(table.Key(table.Limits, "tenant-1", "api")):       "limit#tenant-1#api",
-		must(table.LimitPermitsKey("api", 3, "tenant#1")):      "limit#permits#api#3#tenant#1",
-		must(table.LimitRateKey("api", 0, "tenant#1")):         "limit#rate#api#0#tenant#1",
-		must(table.Key(table.Cancellation, "job#1")):           "cancel#job#1",
-		must(table.Key(table.JobRecords, "", "", "01HX")):      "job###01HX",
-		must(table.Key(table.Batches, strings.Repeat("b", 8))): "batch#bbbbbbbb",
+		must(table.IdempotencyKey("webhook", "d-1")):                 "idempotency#webhook#d-1",
+		must(table.IdempotencyKey("", "unique#order-42")):            "idempotency##unique#order-42",
+		must(table.UniqueKey("order-42")):                            "unique#order-42",
+		must(table.JobRecordKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")):       "job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
+		must(table.SchedulerLeaseKey("default")):                     "scheduler#lease#default",
+		must(table.SchedulerScheduleKey("nightly#report")):           "scheduler#schedule#nightly#report",
+		must(table.Key(table.Limits, "tenant-1", "api")):             "limit#tenant-1#api",
+		must(table.LimitPermitsKey("api", 3, "tenant#1")):            "limit#permits#api#3#tenant#1",
+		must(table.LimitRateKey("api", 0, "tenant#1")):               "limit#rate#api#0#tenant#1",
+		must(table.BatchKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T")):           "batch#meta#01KBQ2ZP5E8Y9V0D2X4M6N8R1T",
+		must(table.BatchShardKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T", 3)):   "batch#shard#01KBQ2ZP5E8Y9V0D2X4M6N8R1T#3",
+		must(table.BatchJobKey("01KBQ2ZP5E8Y9V0D2X4M6N8R1T", "j#1")): "batch#job#01KBQ2ZP5E8Y9V0D2X4M6N8R1T#j#1",
+		must(table.Key(table.Cancellation, "job#1")):                 "cancel#job#1",
+		must(table.Key(table.JobRecords, "", "", "01HX")):            "job###01HX",
+		must(table.Key(table.Batches, strings.Repeat("b", 8))):       "batch#bbbbbbbb",
 	} {
 		if got != want {
 			t.Errorf("key %q; want %q", got, want)
@@ -196,5 +199,55 @@ func TestLimitLayoutsNeverMeet(t *testing.T) {
 	}
 	if _, err := table.LimitRateKey("a#b", 0, "k"); !errors.Is(err, table.ErrInvalidKey) {
 		t.Errorf("a limit name with %q: %v; want ErrInvalidKey", table.Separator, err)
+	}
+}
+
+// TestBatchLayoutsNeverMeet: a batch's item, its shards and its job markers start with
+// different fixed parts ("meta", "shard", "job"), so no job id (chosen by the sender, the
+// marker's last part) makes a marker's key equal a batch item's or a shard's; every such
+// key is in the batches namespace, and a batch id holding "#" is refused.
+func TestBatchLayoutsNeverMeet(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	record := func(kind, k string) {
+		if ns, _ := table.NamespaceOf(k); ns != table.Batches {
+			t.Errorf("%q is in namespace %q", k, ns)
+		}
+		if other, ok := seen[k]; ok && other != kind {
+			t.Errorf("%s and %s share the key %q", other, kind, k)
+		}
+		seen[k] = kind
+	}
+	for _, batch := range []string{"01KBQ2ZP5E8Y9V0D2X4M6N8R1T", "meta", "shard", "job", "0"} {
+		k, err := table.BatchKey(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		record("meta "+batch, k)
+		for shard := range 3 {
+			k, err := table.BatchShardKey(batch, shard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			record("shard "+batch+" "+strconv.Itoa(shard), k)
+		}
+		for _, job := range hostile {
+			if job == "" {
+				continue
+			}
+			for _, forged := range []string{job, "x#meta#" + batch, batch + "#0", "#" + batch} {
+				k, err := table.BatchJobKey(batch, forged)
+				if err != nil {
+					t.Fatal(err)
+				}
+				record("job "+batch+" "+forged, k)
+			}
+		}
+	}
+	if _, err := table.BatchShardKey("a#b", 0); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("a batch id with # makes a shard key: %v", err)
+	}
+	if _, err := table.BatchJobKey("a#b", "j"); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("a batch id with # makes a marker key: %v", err)
 	}
 }

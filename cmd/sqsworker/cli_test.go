@@ -134,7 +134,7 @@ func TestCLIUsageAndHelp(t *testing.T) {
 		{}, {"queues"}, {"stats"}, {"dlq"}, {"dlq", "peek"}, {"dlq", "list"}, {"redrive"}, {"redrive", "start"},
 		{"redrive", "status"}, {"redrive", "cancel"}, {"redrive", "move"}, {"send"}, {"idempotency"},
 		{"idempotency", "get"}, {"idempotency", "delete"}, {"create"}, {"create", "queue"}, {"create", "table"},
-		{"jobs"}, {"jobs", "get"}, {"jobs", "cancel"},
+		{"jobs"}, {"jobs", "get"}, {"jobs", "cancel"}, {"batches"}, {"batches", "show"},
 	}
 	for _, command := range commands {
 		t.Run("help "+strings.Join(command, " "), func(t *testing.T) {

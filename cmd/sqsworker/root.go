@@ -63,6 +63,7 @@ Exit codes:
 		newSendCommand(a),
 		newIdempotencyCommand(a),
 		newJobsCommand(a),
+		newBatchesCommand(a),
 		newESMCommand(a),
 		newCreateCommand(a),
 		newSchedulesCommand(a),

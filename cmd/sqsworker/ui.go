@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/sqsworker/sqsworker/batches"
 	"github.com/sqsworker/sqsworker/cmd/sqsworker/internal/ui"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/opspage"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 // uiShutdownTimeout bounds the wait for requests in progress (a redrive) at the end.
@@ -46,8 +49,9 @@ For each dead-letter queue: the messages grouped by failure reason, each message
 attributes, reason, receive count and expiry, its body on request; a filtered redrive
 (the client-side mover of 'redrive move') that runs a dry run first and moves only when
 you confirm its numbers; SQS's native message move task with its progress. With --table:
-idempotency record lookup and release (as 'idempotency get' and 'delete'), and job records
-by job id (as 'jobs get'), linked from a dead letter's job-id attribute. With
+idempotency record lookup and release (as 'idempotency get' and 'delete'), job records
+by job id (as 'jobs get'), linked from a dead letter's job-id attribute, and batches by
+batch id (as 'batches show'). With
 --outbox-table (DynamoDB) or --outbox-postgres (PostgreSQL): the transactional outbox's
 backlog (unpublished entries, the oldest one's age, failed entries, parked FIFO groups),
 its failed entries with their reasons, attempts and destinations, the parked groups with
@@ -120,6 +124,14 @@ POSTs carrying a per-process form token (CSRF), and answers a GET of an action w
 				config.Store = idempotency.NewDynamoDBStore(client, config.Table)
 				config.Jobs, err = jobs.NewStore(client, jobs.Config{Table: config.Table, Idempotency: config.Store, IdempotencyKeyPrefix: config.KeyPrefix})
 				if err != nil {
+					return fmt.Errorf("sqsworker: %w", err)
+				}
+				// The page only reads batches: the producer is never called.
+				sender, err := producer.New(sqs.NewFromConfig(cfg), producer.Config{})
+				if err != nil {
+					return fmt.Errorf("sqsworker: %w", err)
+				}
+				if config.Batches, err = batches.New(client, sender, batches.Config{Table: config.Table}); err != nil {
 					return fmt.Errorf("sqsworker: %w", err)
 				}
 			}

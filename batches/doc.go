@@ -1,0 +1,79 @@
+// Package batches groups jobs into batches with completion callbacks, as Sidekiq Pro's
+// and GoodJob's batches do: a success callback when every job of the batch has
+// succeeded, and a complete callback when every job has finished and some did not
+// succeed.
+//
+//	b, err := batches.New(dynamodbClient, jobs, batches.Config{Table: "sqsworker"})
+//	batch, err := b.Open(ctx, batches.Callbacks{Success: &batches.CallbackJob{QueueURL: url, Job: producer.Job{Type: "zip-pages", Payload: order}}})
+//	ids, err := batch.Add(ctx, url, pages...)
+//	err = batch.Seal(ctx)
+//
+// and on the worker, inside sqsworker.DelayMiddleware and outside the idempotency
+// middleware:
+//
+//	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}), idempotency.Middleware(store, idempotency.Config{}))
+//
+// # Semantics
+//
+//   - A job ends once: success, or an end without success (a permanent failure, its
+//     last attempt failed, or it was cancelled). A failed attempt that will be retried
+//     is no end, so a job that failed and then succeeded on a retry counts once, as
+//     succeeded; a duplicate delivery counts nothing.
+//   - A job that ended without success and is later redriven and succeeds moves to
+//     succeeded. If the complete callback fired already and now every job has
+//     succeeded, the success callback fires after it.
+//   - [Batch.Add] raises the counts before it sends: a job that adds children to its own
+//     batch ([FromContext]) before it returns keeps the batch open until they end.
+//   - A batch finishes only once sealed ([Batch.Seal]); sealing an empty batch, or one
+//     whose jobs have all ended, fires its callback at once.
+//   - Each callback is sent at most once (its unique key is derived from the batch id;
+//     the producer must enforce unique keys, see [Sender]) and at least once: a failed
+//     send fails the job's end, so the job is retried and checks again.
+//
+// # Items
+//
+// In the shared table (package table), all under [table.Batches]: the batch item
+// ([table.BatchKey]: its token, shard count, sealed flag, callbacks as
+// producer.Prepared JSON, the times they fired), Config.Shards counter items
+// ([table.BatchShardKey]: added, pending, succeeded, dead-lettered) and one marker per
+// ended job ([table.BatchJobKey]: its end). A job's message names its batch in the
+// [AttributeBatch] attribute, which the middleware parses strictly (a ULID, a 128-bit
+// token, a shard count) and which chooses no item outside the batch's own: keys are
+// built with package table only. Every count is conditioned on the shard's token, so a
+// message naming a batch it was not added to changes nothing ([ErrRefused]).
+//
+// Every item has the table's TTL attribute; expiry is checked in code (a batch past
+// Config.Retention is not found, its counts refused), never left to TTL's deletion.
+//
+// # Cost per job (DynamoDB)
+//
+//   - Add: one consistent GetItem of the batch item (refusing a finished batch), then
+//     one UpdateItem per Add call when its jobs fall on one shard, else one
+//     TransactWriteItems over the shards they fall on (2 write units per item): add
+//     many jobs per call and this share is small.
+//   - The job's end: one TransactWriteItems of two items, the job's marker (put if
+//     absent) and its shard's counts, so a duplicate end changes nothing. DynamoDB
+//     bills 2 write units per item of a transaction: 4 write units per job. Then one
+//     strongly consistent GetItem of the shard (1 read unit); when that shard has no
+//     pending job, 1 + Shards GetItems more.
+//   - The callbacks: one SendMessage (and the producer's unique-key writes) and one
+//     UpdateItem each, once per batch.
+//
+// That is two item writes per job where the issue asked for one extra: the marker
+// cannot be the idempotency record (the idempotency middleware deletes it after a
+// failure, and it expires after its TTL, so a dead-lettered-then-redriven job or a late
+// duplicate would be counted again). docs/benchmarks.md has the measured figures.
+//
+// # Scale: shards
+//
+// DynamoDB allows one partition key 1,000 write units per second. A batch of 100,000
+// jobs ending at 2,000 jobs/s on one counter item would ask 2,000 × 2 = 4,000 write
+// units/s of it (each end writes the counter in a transaction), four times the limit.
+// With Shards = N, a job's end writes shard FNV-1a(job id) mod N, so each shard takes
+// about 2,000 / N ends/s, 4,000 / N write units/s: N = 4 reaches the limit exactly,
+// N = 8 leaves half of it (ids hash evenly: the largest of 8 shards of 100,000 jobs is
+// within a few percent of 12,500). The markers have a key per job and spread over
+// partitions. The shard read after each end is 2,000 / N strongly consistent reads/s of
+// a key, under its 3,000 read units/s. Choose N = ceil(2 × peak ends/s / 500) for a
+// half-used limit; N is fixed when a batch is opened (at most [MaxShards]).
+package batches

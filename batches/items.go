@@ -1,0 +1,233 @@
+package batches
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/table"
+)
+
+// Attribute names of the batch item, its shards and its job markers.
+const (
+	attrToken        = "token"
+	attrShards       = "shards"
+	attrCreated      = "created_ms"
+	attrSealed       = "sealed"
+	attrSuccess      = "success_callback"
+	attrComplete     = "complete_callback"
+	attrSuccessFired = "success_fired_ms"
+	attrComplFired   = "complete_fired_ms"
+	attrAdded        = "added"
+	attrPending      = "pending"
+	attrSucceeded    = "succeeded"
+	attrDead         = "dead_lettered"
+	attrState        = "state"
+)
+
+// ErrNotFound matches the error for a batch id with no batch (never opened, or past its
+// Config.Retention).
+var ErrNotFound = errors.New("batches: batch not found")
+
+// Counts are a batch's job counts, or one shard's.
+type Counts struct {
+	// Added is how many jobs [Batch.Add] counted (withdrawn ones included).
+	Added int64 `json:"added"`
+	// Pending is how many of them have not finished: added, not yet succeeded, dead-lettered
+	// or withdrawn.
+	Pending int64 `json:"pending"`
+	// Succeeded is how many succeeded, each once however often it was delivered.
+	Succeeded int64 `json:"succeeded"`
+	// DeadLettered is how many ended without success (dead-lettered, retries exhausted or
+	// cancelled) and have not succeeded since (a redriven job that succeeds moves from
+	// here to Succeeded).
+	DeadLettered int64 `json:"dead_lettered"`
+}
+
+// Callback describes one of a batch's callbacks.
+type Callback struct {
+	// QueueURL, JobType and JobID are the callback job's queue, type and id (derived from
+	// the batch id, the same for every send).
+	QueueURL string `json:"queue_url"`
+	JobType  string `json:"job_type,omitempty"`
+	JobID    string `json:"job_id"`
+	// FiredAt is when it was sent; zero while it has not been.
+	FiredAt time.Time `json:"fired_at,omitzero"`
+}
+
+// Status is a batch as [Batches.Get] reads it.
+type Status struct {
+	// ID is the batch id.
+	ID string `json:"id"`
+	// CreatedAt is when it was opened; ExpiresAt ends its Config.Retention.
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Sealed says [Batch.Seal] was called: the callbacks may fire.
+	Sealed bool `json:"sealed"`
+	// Counts are the sums over the shards.
+	Counts
+	// Shards holds each counter shard's counts, in shard order.
+	Shards []Counts `json:"shards"`
+	// Success and Complete are the callbacks; nil when the batch has none of that kind.
+	Success  *Callback `json:"success,omitempty"`
+	Complete *Callback `json:"complete,omitempty"`
+}
+
+// meta is the batch item.
+type meta struct {
+	id                          string
+	token                       string
+	shards                      int
+	created, expires            time.Time
+	sealed                      bool
+	success, complete           *producer.Prepared
+	successFired, completeFired time.Time
+}
+
+func (b *Batches) getItem(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
+	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(b.config.Table), Key: table.KeyAttribute(key), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("batches: reading %s: %w", key, err)
+	}
+	return out.Item, nil
+}
+
+// readMeta reads the batch item of id (consistent), ErrNotFound when there is none or
+// it has expired.
+func (b *Batches) readMeta(ctx context.Context, id string) (meta, error) {
+	key, err := table.BatchKey(id)
+	if err != nil {
+		return meta{}, err
+	}
+	item, err := b.getItem(ctx, key)
+	if err != nil {
+		return meta{}, err
+	}
+	if len(item) == 0 {
+		return meta{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	m := meta{id: id, token: str(item, attrToken), shards: int(num(item, attrShards)), sealed: boolean(item, attrSealed),
+		created: time.UnixMilli(num(item, attrCreated)), expires: time.Unix(num(item, table.TTLAttribute), 0),
+		successFired: msTime(item, attrSuccessFired), completeFired: msTime(item, attrComplFired)}
+	if m.token == "" || m.shards < 1 || m.shards > MaxShards {
+		return meta{}, fmt.Errorf("batches: the item %s is not a batch item", key)
+	}
+	if !b.config.Now().Before(m.expires) {
+		return meta{}, fmt.Errorf("%w: %s expired at %s", ErrNotFound, id, m.expires.UTC().Format(time.RFC3339))
+	}
+	for name, slot := range map[string]**producer.Prepared{attrSuccess: &m.success, attrComplete: &m.complete} {
+		if text := str(item, name); text != "" {
+			var p producer.Prepared
+			if err := json.Unmarshal([]byte(text), &p); err != nil {
+				return meta{}, fmt.Errorf("batches: batch %s: decoding its %s: %w", id, name, err)
+			}
+			*slot = &p
+		}
+	}
+	return m, nil
+}
+
+// readShards reads every counter shard of m (consistent).
+func (b *Batches) readShards(ctx context.Context, m meta) ([]Counts, error) {
+	counts := make([]Counts, m.shards)
+	for i := range counts {
+		key, err := table.BatchShardKey(m.id, i)
+		if err != nil {
+			return nil, err
+		}
+		item, err := b.getItem(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if len(item) == 0 {
+			return nil, fmt.Errorf("batches: batch %s has no shard %d", m.id, i)
+		}
+		counts[i] = shardCounts(item)
+	}
+	return counts, nil
+}
+
+func shardCounts(item map[string]types.AttributeValue) Counts {
+	return Counts{Added: num(item, attrAdded), Pending: num(item, attrPending), Succeeded: num(item, attrSucceeded), DeadLettered: num(item, attrDead)}
+}
+
+func sum(shards []Counts) Counts {
+	var total Counts
+	for _, c := range shards {
+		total.Added += c.Added
+		total.Pending += c.Pending
+		total.Succeeded += c.Succeeded
+		total.DeadLettered += c.DeadLettered
+	}
+	return total
+}
+
+// Get reads batch id: its counts (strongly consistent reads of its item and each shard:
+// 1 + Shards GetItems) and callbacks. It returns an error matching [ErrNotFound] for an
+// id with no batch or one past its retention, and [ErrInvalidAttribute] for an id that
+// is not a ULID.
+func (b *Batches) Get(ctx context.Context, id string) (Status, error) {
+	if err := validID(id); err != nil {
+		return Status{}, err
+	}
+	m, err := b.readMeta(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	shards, err := b.readShards(ctx, m)
+	if err != nil {
+		return Status{}, err
+	}
+	return Status{ID: id, CreatedAt: m.created, ExpiresAt: m.expires, Sealed: m.sealed, Counts: sum(shards), Shards: shards,
+		Success: callbackStatus(m.success, m.successFired), Complete: callbackStatus(m.complete, m.completeFired)}, nil
+}
+
+func callbackStatus(p *producer.Prepared, fired time.Time) *Callback {
+	if p == nil {
+		return nil
+	}
+	return &Callback{QueueURL: p.QueueURL, JobType: p.Type(), JobID: p.JobID(), FiredAt: fired}
+}
+
+func str(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func num(item map[string]types.AttributeValue, name string) int64 {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func boolean(item map[string]types.AttributeValue, name string) bool {
+	v, ok := item[name].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+func msTime(item map[string]types.AttributeValue, name string) time.Time {
+	if n := num(item, name); n > 0 {
+		return time.UnixMilli(n)
+	}
+	return time.Time{}
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}

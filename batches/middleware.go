@@ -1,0 +1,116 @@
+package batches
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/table"
+)
+
+// MiddlewareConfig configures [Batches.Middleware].
+type MiddlewareConfig struct {
+	// MaxReceiveCount is the queue's redrive policy maxReceiveCount: a failed attempt at
+	// that receive count is the job's last (the hosts dead-letter it, reason
+	// RetriesExhausted) and ends it as dead-lettered. Zero: unknown, and only
+	// permanent failures and [sqsworker.JobMaxAttempts] limits end a job without
+	// success; a job the redrive policy moves by itself then stays pending until it is
+	// redriven and ends.
+	MaxReceiveCount int
+}
+
+// Middleware returns a [sqsworker.Middleware] that counts the end of each batch job (a
+// message with [AttributeBatch]; others pass through): success, or an end without
+// success (a permanent failure, its last attempt failed or deferred, or cancelled);
+// other retries and deferrals are not ends. The handler's context carries the batch ([FromContext]).
+//
+// Order: inside sqsworker.DelayMiddleware (a delay hop is no end) and outside the
+// idempotency middleware (a duplicate the idempotency record answers is counted as a
+// duplicate, which changes nothing).
+//
+// A message whose attribute is not one [Batch.Add] writes, or that has no job id, fails
+// permanently (reason "BatchAttributeInvalid") and its handler does not run. An end the
+// batch refuses ([ErrRefused]) is logged at Error and the job's outcome stands. When the
+// count or the callback's send fails (DynamoDB or SQS unavailable), the job is retried,
+// whatever its handler returned, so its end is counted at a later delivery: put the
+// idempotency middleware inside so a succeeded job does not run again.
+func (b *Batches) Middleware(config MiddlewareConfig) sqsworker.Middleware {
+	return func(next sqsworker.Handler) sqsworker.Handler {
+		return sqsworker.HandlerFunc(func(ctx context.Context, message *sqsworker.Message) error {
+			value, ok := message.StringAttribute(AttributeBatch)
+			if !ok {
+				return next.Handle(ctx, message)
+			}
+			r, err := parseRef(value)
+			if err == nil {
+				_, err = table.BatchJobKey(r.id, message.JobID())
+			}
+			if err != nil {
+				return sqsworker.Permanent("BatchAttributeInvalid", fmt.Errorf("batches: message %s: %w", message.ID, err))
+			}
+			bt := &Batch{batches: b, ref: r}
+			handlerErr := next.Handle(context.WithValue(ctx, batchKey{}, bt), message)
+			e, final := ending(config, message, handlerErr)
+			if !final {
+				return handlerErr
+			}
+			storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultStoreTimeout)
+			defer cancel()
+			logger := b.config.Logger.With(slog.String("batch_id", r.id), slog.String("job_id", message.JobID()), slog.String("message_id", message.ID))
+			_, err = b.count(storeCtx, r, message.JobID(), e)
+			if err == nil {
+				err = b.afterCount(storeCtx, r, message.JobID())
+			}
+			switch {
+			case errors.Is(err, ErrRefused):
+				logger.ErrorContext(ctx, "batches: the batch refused the job's end; it is not counted", slog.Any("error", err))
+				return handlerErr
+			case err != nil:
+				logger.WarnContext(ctx, "batches: counting the job's end failed; the job is retried", slog.String("end", string(e)), slog.Any("error", err))
+				return fmt.Errorf("batches: job %s of batch %s ended (%s: %s) but counting it failed; retried: %w", message.JobID(), r.id, e, errorText(handlerErr), err)
+			}
+			return handlerErr
+		})
+	}
+}
+
+// ending says whether the handler's outcome ends the job, and how: the hosts' own
+// rule (settle.Exhaust) decides whether a failed or deferred attempt was the last.
+func ending(config MiddlewareConfig, message *sqsworker.Message, handlerErr error) (end, bool) {
+	outcome := sqsworker.Classify(handlerErr)
+	switch outcome.Kind {
+	case sqsworker.OutcomeDelete:
+		return endSucceeded, true
+	case sqsworker.OutcomeDeadLetter, sqsworker.OutcomeCancelled:
+		return endDead, true
+	}
+	if settle.Exhaust(settle.Action{Outcome: outcome}, message, config.MaxReceiveCount, true).Exhausted {
+		return endDead, true
+	}
+	return "", false
+}
+
+// CallbackOf returns the batch id and kind ("success" or "complete") of a batch's
+// callback job, and false for any other message.
+func CallbackOf(message *sqsworker.Message) (batchID, kind string, ok bool) {
+	value, found := message.StringAttribute(AttributeBatchCallback)
+	if !found {
+		return "", "", false
+	}
+	id, kind, _ := strings.Cut(value, ":")
+	if validID(id) != nil || (kind != "success" && kind != "complete") {
+		return "", "", false
+	}
+	return id, kind, true
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return "success"
+	}
+	return err.Error()
+}
