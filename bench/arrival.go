@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,10 +25,14 @@ import (
 // time minus the moment the bench called SendMessage (so it includes the send's own
 // round trip). The jobs of the warm-up (-warmup at the rate) are left out of the
 // figures. Contenders that report their handler starts: ceiling, poller,
-// poller_idempotency (in memory, written at exit) and lambda_esm (the lambdatest
-// bootstrap's LAMBDATEST_LOG, to the millisecond).
+// poller_idempotency, sqs_consumer (scripts/bench-node/consumer.mjs) and spring
+// (bench/spring) note them in memory and write them at exit (SIGTERM) to
+// BENCH_STARTS_FILE, set only for these runs, so the throughput runs note nothing;
+// lambda_esm reports them through the lambdatest bootstrap's LAMBDATEST_LOG, to the
+// millisecond.
 
-// envStartsFile is where a Go worker in mode "arrival" writes its handler starts.
+// envStartsFile is where a contender in a latency run writes its handler starts (a Go
+// worker in mode "arrival", consumer.mjs, the Spring application).
 const envStartsFile = "BENCH_STARTS_FILE"
 
 // startLine is one handler start: the lambdatest log's shape ("t" in Unix
@@ -254,7 +257,7 @@ func (s *session) runArrivals(ctx context.Context, opts options, all []contender
 		switch {
 		case c.name == "lambda_esm":
 			startsFile = lambdaLog
-		case c.name == "ceiling" || strings.HasPrefix(c.name, "poller"):
+		case c.notesStarts:
 		default:
 			fmt.Printf("bench: %s does not report its handler starts; no latency run\n", c.name)
 			continue
