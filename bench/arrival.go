@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,10 +25,14 @@ import (
 // time minus the moment the bench called SendMessage (so it includes the send's own
 // round trip). The jobs of the warm-up (-warmup at the rate) are left out of the
 // figures. Contenders that report their handler starts: ceiling, poller,
-// poller_idempotency (in memory, written at exit) and lambda_esm (the lambdatest
-// bootstrap's LAMBDATEST_LOG, to the millisecond).
+// poller_idempotency, sqs_consumer (scripts/bench-node/consumer.mjs) and spring
+// (bench/spring) note them in memory and write them at exit (SIGTERM) to
+// BENCH_STARTS_FILE, set only for these runs, so the throughput runs note nothing;
+// lambda_esm reports them through the lambdatest bootstrap's LAMBDATEST_LOG, to the
+// millisecond.
 
-// envStartsFile is where a Go worker in mode "arrival" writes its handler starts.
+// envStartsFile is where a contender in a latency run writes its handler starts (a Go
+// worker in mode "arrival", consumer.mjs, the Spring application).
 const envStartsFile = "BENCH_STARTS_FILE"
 
 // startLine is one handler start: the lambdatest log's shape ("t" in Unix
@@ -113,8 +116,33 @@ type arrivalResult struct {
 	jobs          int // measured (after the warm-up)
 	rate          float64
 	p50, p99, max time.Duration
-	callsPerJob   float64 // the contender's SQS calls per job over the whole run
+	callsPerJob   float64       // the contender's SQS calls per job over the whole run
+	ready         time.Duration // from the contender's start to its first ReceiveMessage
 	err           error
+}
+
+// awaitFirstReceive waits until the armed SQS proxy has seen a ReceiveMessage call (the
+// contender is polling) and returns how long that took. The bench sends only then, so
+// a slow start (a JVM and Spring Boot take seconds on a loaded machine) does not eat
+// into the warm-up and show as the contender's latency.
+func (s *session) awaitFirstReceive(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	began := time.Now()
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if counts, _, _ := s.sqsProxy.snapshot(); counts["ReceiveMessage"] > 0 {
+			return time.Since(began), nil
+		}
+		select {
+		case <-ticker.C:
+		case <-deadline.C:
+			return 0, fmt.Errorf("%w: no ReceiveMessage within %s of the start", errTimeout, timeout)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 }
 
 // measureArrival runs contender c on an empty queue while the bench sends
@@ -162,6 +190,9 @@ func (s *session) measureArrival(ctx context.Context, opts options, c contender,
 			proc.stop()
 		}
 	}()
+	if r.ready, r.err = s.awaitFirstReceive(ctx, opts.runTimeout); r.err != nil {
+		return r
+	}
 	sent, err := sendArrivals(ctx, s.sqsClient, queueURL, suffix, total, opts.arrivalRate, opts.seed)
 	if err != nil {
 		r.err = err
@@ -254,7 +285,7 @@ func (s *session) runArrivals(ctx context.Context, opts options, all []contender
 		switch {
 		case c.name == "lambda_esm":
 			startsFile = lambdaLog
-		case c.name == "ceiling" || strings.HasPrefix(c.name, "poller"):
+		case c.notesStarts:
 		default:
 			fmt.Printf("bench: %s does not report its handler starts; no latency run\n", c.name)
 			continue
@@ -263,8 +294,8 @@ func (s *session) runArrivals(ctx context.Context, opts options, all []contender
 		if r.err != nil {
 			fmt.Printf("bench: latency %s: %v\n", c.name, r.err)
 		} else {
-			fmt.Printf("bench: latency %-20s %d jobs at %.0f/s (Poisson): enqueue to handler start P50 %.1f ms, P99 %.1f ms, max %.1f ms; %.3f SQS calls per job (sends excluded)\n",
-				c.name, r.jobs, r.rate, ms(r.p50), ms(r.p99), ms(r.max), r.callsPerJob)
+			fmt.Printf("bench: latency %-20s %d jobs at %.0f/s (Poisson): enqueue to handler start P50 %.1f ms, P99 %.1f ms, max %.1f ms; %.3f SQS calls per job (sends excluded); first receive %.1f s after the start\n",
+				c.name, r.jobs, r.rate, ms(r.p50), ms(r.p99), ms(r.max), r.callsPerJob, r.ready.Seconds())
 		}
 		results = append(results, r)
 	}

@@ -57,13 +57,19 @@ type contender struct {
 	// noCPU: the process's CPU time is not the contender's (the Lambda path's handlers
 	// run in other processes).
 	noCPU bool
+	// notesStarts: in the latency runs the contender notes its handler starts and
+	// writes them at exit to the file in BENCH_STARTS_FILE (arrival.go's startLine
+	// shape). The lambda_esm path reports them through the lambdatest bootstrap's
+	// LAMBDATEST_LOG instead.
+	notesStarts bool
+
 	start func(ctx context.Context, env runEnv) (*process, error)
 }
 
 // goContender runs the Go worker (ceiling, poller, poller_idempotency) in a child
 // process, this program again with -worker, as the contender name.
 func goContender(name, worker, label string, idempotent bool) contender {
-	return contender{name: name, label: label, idempotent: idempotent,
+	return contender{name: name, label: label, idempotent: idempotent, notesStarts: true,
 		start: func(ctx context.Context, env runEnv) (*process, error) {
 			self, err := os.Executable()
 			if err != nil {
@@ -173,8 +179,9 @@ func pollerWorker(idempotent bool) func(ctx context.Context, env runEnv) (func()
 
 func sqsConsumerContender(nodeDir string) contender {
 	return contender{
-		name:  "sqs_consumer",
-		label: "sqs-consumer (Node.js)",
+		name:        "sqs_consumer",
+		label:       "sqs-consumer (Node.js)",
+		notesStarts: true, // consumer.mjs, with BENCH_STARTS_FILE
 		start: func(ctx context.Context, env runEnv) (*process, error) {
 			return startProcess("node", []string{"consumer.mjs"}, nodeDir, append(env.env,
 				"BENCH_QUEUE_URL="+env.queueURL,

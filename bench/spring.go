@@ -83,8 +83,9 @@ func stale(target string, sources ...string) bool {
 
 func springContender(jar string) contender {
 	return contender{
-		name:  "spring",
-		label: "Spring Cloud AWS SQS (Java)",
+		name:        "spring",
+		label:       "Spring Cloud AWS SQS (Java)",
+		notesStarts: true, // BenchApplication, with BENCH_STARTS_FILE
 		start: func(ctx context.Context, env runEnv) (*process, error) {
 			return startProcess("java", []string{"-jar", jar}, filepath.Dir(jar), append(env.env,
 				"BENCH_QUEUE_URL="+env.queueURL,
