@@ -97,7 +97,6 @@ func ExampleLargeResults() {
 		return jobs.SetResult(ctx, report(ctx, job.Month))
 	})
 	handler := sqsworker.Chain(mux, records.Middleware(jobs.MiddlewareConfig{}))
-	_ = handler // run it on a poller or in a Lambda function
 
 	// Elsewhere: the whole document, one GetObject, read only inside the location.
 	result, err := records.Result(ctx, "01KBQ2ZP5E8Y9V0D2X4M6N8R1T")
@@ -105,4 +104,5 @@ func ExampleLargeResults() {
 		log.Fatal(err)
 	}
 	fmt.Println(len(result))
+	_ = handler // run it on a poller or in a Lambda function
 }

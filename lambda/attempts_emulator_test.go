@@ -140,7 +140,11 @@ func TestLambdaDeadlineIsNoAttempt(t *testing.T) {
 		if len(received) != 1 {
 			t.Fatalf("receive %d: %d messages, want 1", receive, len(received))
 		}
-		invocation, cancel := context.WithTimeout(ctx, 2*time.Second) // the function timeout
+		// The function timeout. It leaves the idempotency claim 4 s before the adapter's
+		// deadline: a claim the deadline cuts writes nothing, so its receive counts as an
+		// attempt (as a SIGKILL's does), and at 2 s a loaded serialized moto once took
+		// longer than that for the claim's PutItem.
+		invocation, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := fn(invocation, events.SQSEvent{Records: []events.SQSMessage{asRecord(received[0], queue.ARN)}})
 		cancel()
 		if err != nil {
