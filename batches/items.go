@@ -81,6 +81,20 @@ type Status struct {
 	Complete *Callback `json:"complete,omitempty"`
 }
 
+// State names where the batch is: "open" (not sealed), "sealed" (jobs pending),
+// "succeeded" (every job succeeded) or "complete" (every job ended, some dead-lettered).
+func (s Status) State() string {
+	switch {
+	case !s.Sealed:
+		return "open"
+	case s.Pending > 0:
+		return "sealed"
+	case s.DeadLettered == 0:
+		return "succeeded"
+	}
+	return "complete"
+}
+
 // meta is the batch item.
 type meta struct {
 	id                          string

@@ -46,20 +46,6 @@ func (s *Page) batchesPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, http.StatusOK, "batches.html", "Batches", view, err.Error())
 		return
 	}
-	view.Status, view.State = &status, batchState(status)
+	view.Status, view.State = &status, status.State()
 	s.render(w, http.StatusOK, "batches.html", "Batch "+view.ID, view)
-}
-
-// batchState names where a batch is: open (not sealed), sealed (jobs pending),
-// succeeded (every job succeeded) or complete (every job ended, some without success).
-func batchState(s batches.Status) string {
-	switch {
-	case !s.Sealed:
-		return "open"
-	case s.Pending > 0:
-		return "sealed"
-	case s.DeadLettered == 0:
-		return "succeeded"
-	}
-	return "complete"
 }

@@ -58,27 +58,13 @@ job type, queue and job id, and when each was sent. The reads are strongly consi
 			case err != nil:
 				return fmt.Errorf("sqsworker: %w", err)
 			}
-			return a.printBatch(batchView{Table: table, Status: status, State: batchState(status)}, time.Now())
+			return a.printBatch(batchView{Table: table, Status: status, State: status.State()}, time.Now())
 		},
 	}
 	show.Flags().StringVar(&table, "table", "", "DynamoDB table of the batches (required)")
 	_ = show.MarkFlagRequired("table")
 	envFlag(show, "table", tableVariable)
 	return newGroup("batches", "Look up a batch of jobs by its id (show)", show)
-}
-
-// batchState names where a batch is: open (not sealed), sealed (jobs pending),
-// succeeded (every job succeeded) or complete (every job ended, some without success).
-func batchState(s batches.Status) string {
-	switch {
-	case !s.Sealed:
-		return "open"
-	case s.Pending > 0:
-		return "sealed"
-	case s.DeadLettered == 0:
-		return "succeeded"
-	}
-	return "complete"
 }
 
 func (a *app) printBatch(view batchView, now time.Time) error {
