@@ -25,12 +25,12 @@ import (
 // deferred ([sqsworker.Defer], reason [ReasonBusy]) after a random wait of up to one
 // second in the worker (holding its host's slot, no permit): the host makes it visible
 // again after the delay, and counts it as deferred, not failed. The wait spreads
-// deferred messages over the second, since SQS counts their delays in whole seconds. Each such receive counts
-// toward the queue's maxReceiveCount, so with Config.Hopper a message at its last
-// receive but one is re-sent with the delay instead (see Config.Hopper) and the
-// original deleted: waiting for a limit never dead-letters a healthy job. A DynamoDB
-// error fails the message (the host retries it with its backoff): the limit is never
-// skipped.
+// deferred messages over the second, since SQS counts their delays in whole seconds.
+// Each such receive counts toward the queue's maxReceiveCount, so with Config.Hopper a
+// message at its last receive but one is re-sent with the delay instead (see
+// Config.Hopper) and the original deleted: waiting for a limit never dead-letters a
+// healthy job. A DynamoDB error fails the message (the host retries it with its
+// backoff): the limit is never skipped.
 //
 // Put it inside DelayMiddleware (a job not due yet takes no permit) and outside the
 // idempotency middleware (a deferral leaves no record).
