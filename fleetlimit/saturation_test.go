@@ -23,10 +23,11 @@ import (
 // of 400 ms arrive at once, so the key stays saturated for at least 16 s (about 25 s on
 // ElasticMQ, 50 s on LocalStack, which returns messages whose visibility ended about once
 // a second: localstack/README.md) while the redrive policy (maxReceiveCount 4, a
-// deferral of 1-2 s each) would dead-letter a job after about 5 s of waiting. Every job is handled exactly once, never two at once by
-// the downstream's own clock, and none reaches the dead-letter queue: the jobs that
-// waited longest were re-sent (hops carrying prior-receives) several times, past
-// maxReceiveCount receives in all. Ten minutes of saturation is this, longer.
+// deferral of 1-2 s each) would dead-letter a job after about 5 s of waiting. Every job
+// is handled exactly once, never two at once by the downstream's own clock, and none
+// reaches the dead-letter queue: the jobs that waited longest were re-sent (hops
+// carrying prior-receives) several times, past maxReceiveCount receives in all. Ten
+// minutes of saturation is this, longer.
 func TestSaturationDeadLettersNoHealthyJob(t *testing.T) {
 	t.Parallel()
 	sqsClient := testenv.SQS(t)
