@@ -2,29 +2,25 @@ package fleetlimit_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
-	"github.com/sqsworker/sqsworker/fleetlimit"
-	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/poller"
-	"github.com/sqsworker/sqsworker/producer"
 )
 
 // call is one request the downstream served, timed by the downstream itself.
 type call struct {
-	key        string
+	key, job   string
 	start, end time.Time
 }
 
@@ -45,7 +41,7 @@ func newDownstream(t *testing.T, work time.Duration) *downstream {
 			<-timer.C
 		}
 		d.mu.Lock()
-		d.calls = append(d.calls, call{key: r.URL.Query().Get("key"), start: start, end: time.Now()})
+		d.calls = append(d.calls, call{key: r.URL.Query().Get("key"), job: r.URL.Query().Get("job"), start: start, end: time.Now()})
 		d.mu.Unlock()
 	}))
 	t.Cleanup(d.server.Close)
@@ -54,7 +50,12 @@ func newDownstream(t *testing.T, work time.Duration) *downstream {
 
 // call asks the downstream on behalf of key.
 func (d *downstream) call(ctx context.Context, key string) error {
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, d.server.URL+"/?key="+key, nil)
+	return callDownstream(ctx, d.server.URL, key, "")
+}
+
+// callDownstream asks the downstream at baseURL on behalf of key, for job (recorded).
+func callDownstream(ctx context.Context, baseURL, key, job string) error {
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/?"+url.Values{"key": {key}, "job": {job}}.Encode(), nil)
 	if err != nil {
 		return err
 	}
@@ -111,86 +112,4 @@ func startWorker(t testing.TB, client *sqs.Client, queueURL string, concurrency 
 		_ = server.Shutdown(ctx)
 	})
 	return server
-}
-
-// Three workers (three poller servers, each with its own limiter and holder name, as
-// three processes would have) share a per-tenant limit of 2 under 50 tenants, one of
-// them hot (LocalStack or ElasticMQ, moto). The downstream's own timestamps show no
-// tenant ever served more than 2 calls at once, and the hot tenant reached 2 (the limit
-// binds). Every job runs, none is dead-lettered: jobs at their last receive but one are
-// re-sent (hops carrying prior-receives) instead of being deferred into the DLQ.
-func TestThreeWorkersKeepAPerTenantLimitOfTwo(t *testing.T) {
-	t.Parallel()
-	sqsClient := testenv.SQS(t)
-	dynamo := testenv.DynamoDB(t)
-	tableName := testenv.NewTable(t, dynamo)
-	const maxReceiveCount = 4
-	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{MaxReceiveCount: maxReceiveCount})
-	hopper, err := producer.New(sqsClient, producer.Config{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	service := newDownstream(t, 150*time.Millisecond)
-
-	var mu sync.Mutex
-	done := map[string]int{}
-	hopped := 0
-	var servers []*poller.Server
-	for worker := range 3 {
-		limiter := newLimiter(t, dynamo, fleetlimit.Config{
-			Table: tableName, Name: "tenants", Concurrency: 2, Lease: 10 * time.Second,
-			Key:        func(m *sqsworker.Message) string { return m.GroupID },
-			RetryDelay: time.Second, Hopper: hopper, MaxReceiveCount: maxReceiveCount,
-			Holder: fmt.Sprintf("worker-%d", worker),
-		})
-		handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
-			if err := service.call(ctx, m.GroupID); err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			done[m.Body]++
-			if fleetlimit.PriorReceives(m) > 0 {
-				hopped++
-			}
-			return nil
-		})
-		servers = append(servers, startWorker(t, sqsClient, queue.URL, 8, sqsworker.Chain(handler, limiter.Middleware())))
-	}
-
-	var jobs []producer.Job
-	for i := range 50 {
-		for j := range 2 {
-			jobs = append(jobs, producer.Job{Body: fmt.Sprintf("tenant-%d/%d", i, j), GroupID: fmt.Sprintf("tenant-%d", i)})
-		}
-	}
-	for j := range 20 {
-		jobs = append(jobs, producer.Job{Body: fmt.Sprintf("hot/%d", j), GroupID: "hot"})
-	}
-	for batch := range slices.Chunk(jobs, 10) {
-		_, err := hopper.SendBatch(context.Background(), queue.URL, batch)
-		require.NoError(t, err)
-	}
-	testenv.Eventually(t, 120*time.Second, "every job handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(done) == len(jobs)
-	})
-	overlap := maxOverlap(service.recorded())
-	for key, most := range overlap {
-		assert.LessOrEqual(t, most, 2, "tenant %s: at most 2 calls at once by the downstream's clock", key)
-	}
-	assert.Equal(t, 2, overlap["hot"], "the hot tenant reached its limit")
-	assert.Len(t, overlap, 51)
-	var deferred int64
-	for _, server := range servers {
-		stats := server.Stats()
-		deferred += stats.Deferred
-		assert.Zero(t, stats.Failed, "a deferral is not a failure")
-		assert.Zero(t, stats.DeadLettered)
-	}
-	visible, inFlight := testenv.Counts(t, sqsClient, queue.DeadLetterQueueURL)
-	assert.Zero(t, visible+inFlight, "no healthy job dead-lettered")
-	mu.Lock()
-	t.Logf("%d jobs, %d deferrals, %d handled after a hop", len(jobs), deferred, hopped)
-	mu.Unlock()
-	assert.Positive(t, deferred, "the limit deferred jobs")
 }

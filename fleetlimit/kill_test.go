@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(envHolderTable); name != "" {
 		os.Exit(runHolder(name))
 	}
+	if os.Getenv(envWorkerTable) != "" {
+		os.Exit(runWorkerProcess())
+	}
 	os.Exit(m.Run())
 }
 
