@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -125,8 +126,17 @@ func (b *Batches) prepareCallback(id, kind string, now time.Time, cb CallbackJob
 	if err != nil {
 		return producer.Prepared{}, fmt.Errorf("batches: the %s callback: %w", kind, err)
 	}
+	// A callback is sent once by its unique key: a producer that cannot enforce it on a
+	// standard queue would fail only at the batch's last job's end, after all the work.
+	if u, ok := b.sender.(uniqueEnforcer); ok && !u.EnforcesUniqueKeys() && !strings.HasSuffix(cb.QueueURL, ".fifo") {
+		return producer.Prepared{}, fmt.Errorf("batches: the %s callback goes to a standard queue and the producer has no Config.Unique: %w", kind, producer.ErrNoUniqueStore)
+	}
 	return p, nil
 }
+
+// uniqueEnforcer is the part of *producer.Producer that says whether it enforces unique
+// keys; a Sender without it is trusted to.
+type uniqueEnforcer interface{ EnforcesUniqueKeys() bool }
 
 // Load returns a handle on batch id, opened earlier (by another process, say), to add
 // jobs to it or seal it: one consistent GetItem. Its errors are those of [Batches.Get].

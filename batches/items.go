@@ -82,7 +82,9 @@ type Status struct {
 }
 
 // State names where the batch is: "open" (not sealed), "sealed" (jobs pending),
-// "succeeded" (every job succeeded) or "complete" (every job ended, some dead-lettered).
+// "succeeded" (every job succeeded) or "complete" (every job ended, some dead-lettered),
+// with " (callback not sent)" when the callback of that end is configured and has not
+// been sent yet (its send failed: the job that ended the batch is retried).
 func (s Status) State() string {
 	switch {
 	case !s.Sealed:
@@ -90,9 +92,16 @@ func (s Status) State() string {
 	case s.Pending > 0:
 		return "sealed"
 	case s.DeadLettered == 0:
-		return "succeeded"
+		return "succeeded" + notSent(s.Success)
 	}
-	return "complete"
+	return "complete" + notSent(s.Complete)
+}
+
+func notSent(c *Callback) string {
+	if c != nil && c.FiredAt.IsZero() {
+		return " (callback not sent)"
+	}
+	return ""
 }
 
 // meta is the batch item.

@@ -2,6 +2,7 @@ package batches
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -17,6 +18,9 @@ func TestStatusState(t *testing.T) {
 		{Status{Sealed: true, Counts: Counts{Added: 3, Succeeded: 3}}, "succeeded"},
 		{Status{Sealed: true}, "succeeded"}, // an empty batch
 		{Status{Sealed: true, Counts: Counts{Added: 3, Succeeded: 2, DeadLettered: 1}}, "complete"},
+		{Status{Sealed: true, Counts: Counts{Added: 1, Succeeded: 1}, Success: &Callback{}}, "succeeded (callback not sent)"},
+		{Status{Sealed: true, Counts: Counts{Added: 1, Succeeded: 1}, Success: &Callback{FiredAt: time.Unix(1, 0)}}, "succeeded"},
+		{Status{Sealed: true, Counts: Counts{Added: 1, DeadLettered: 1}, Complete: &Callback{}, Success: &Callback{FiredAt: time.Unix(1, 0)}}, "complete (callback not sent)"},
 	} {
 		assert.Equal(t, c.want, c.status.State(), "%+v", c.status)
 	}

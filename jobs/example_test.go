@@ -92,9 +92,9 @@ func ExampleLargeResults() {
 		log.Fatal(err)
 	}
 	mux := sqsworker.NewServeMux()
-	sqsworker.RegisterJSON(mux, "report", func(ctx context.Context, job reportJob) error {
+	jobs.RegisterJSON(mux, "report", func(ctx context.Context, job reportJob) ([]map[string]any, error) {
 		// 600 KB of JSON: one PutObject to job-results/<job id>/<sha256>, the record keeps the reference
-		return jobs.SetResult(ctx, report(ctx, job.Month))
+		return report(ctx, job.Month), nil
 	})
 	handler := sqsworker.Chain(mux, records.Middleware(jobs.MiddlewareConfig{}))
 

@@ -184,3 +184,9 @@ func (p *Producer) release(ctx context.Context, r *reservation) {
 	defer cancel()
 	_ = p.config.Unique.Release(ctx, r.key, r.owner)
 }
+
+// EnforcesUniqueKeys reports whether the producer enforces Job.UniqueKey on standard
+// queues: true when Config.Unique is set. Without it, a job with a UniqueKey sent to a
+// standard queue fails with [ErrNoUniqueStore] (FIFO queues use the deduplication id
+// instead). Package batches checks it when a batch opens, not at its last job's end.
+func (p *Producer) EnforcesUniqueKeys() bool { return p.config.Unique != nil }
