@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/table"
 )
@@ -96,7 +97,7 @@ func (b *Batches) Open(ctx context.Context, callbacks Callbacks) (*Batch, error)
 			table.TTLAttribute: n(expires.Unix()),
 		}, ConditionExpression: notExists, ExpressionAttributeNames: idName}})
 	}
-	err = retryConflicts(ctx, func() error {
+	err = txjoin.RetryConflicts(ctx, func() error {
 		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
 		return err
 	})
@@ -246,7 +247,7 @@ func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job)
 			continue
 		}
 		addErr.Failed[i] = failed
-		if _, err := bt.batches.count(context.WithoutCancel(ctx), bt.ref, ids[i], endWithdrawn); err != nil {
+		if _, err := bt.batches.count(context.WithoutCancel(ctx), bt.ref, ids[i], endWithdrawn, nil); err != nil {
 			errs = append(errs, fmt.Errorf("withdrawing job %s: %w", ids[i], err))
 			continue
 		}
@@ -278,7 +279,7 @@ func (b *Batches) raise(ctx context.Context, r ref, perShard map[int]int64) erro
 			},
 		})
 	}
-	err := retryConflicts(ctx, func() error {
+	err := txjoin.RetryConflicts(ctx, func() error {
 		if len(updates) == 1 {
 			u := updates[0]
 			_, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
@@ -318,7 +319,7 @@ func (bt *Batch) Seal(ctx context.Context) error {
 		ExpressionAttributeNames:  map[string]string{"#sealed": attrSealed, "#token": attrToken, "#exp": table.TTLAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":token": s(bt.ref.token), ":now": n(bt.batches.config.Now().Unix())},
 	}
-	err = retryConflicts(ctx, func() error {
+	err = txjoin.RetryConflicts(ctx, func() error {
 		_, err := bt.batches.api.UpdateItem(ctx, seal)
 		return err
 	})

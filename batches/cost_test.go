@@ -171,3 +171,50 @@ func TestEmulatorShardsSpreadTheEndWrites(t *testing.T) {
 		n, shards, elapsed.Round(time.Millisecond), n/elapsed.Seconds(), shardWrites, hottest, 100*float64(hottest)/float64(shardWrites), 100.0/shards)
 	fmt.Printf("SHARDS jobs=%d shards=%d hottest_share=%.4f even_share=%.4f ends_per_s_emulator=%.0f\n", n, shards, float64(hottest)/float64(shardWrites), 1.0/shards, n/elapsed.Seconds())
 }
+
+// TestEmulatorCostPerJobWithIdempotency: the same batch with the idempotency middleware
+// inside, its records kept as long as the batch's: each job's success is counted in the
+// transaction that completes its idempotency record (txjoin), so a job costs its claim
+// (one PutItem) and one TransactWriteItems of three actions: the completion, its shard's
+// count and a check that it has no marker. Of the two items written, the shard's is the
+// batch's; without batches the completion is one UpdateItem. No marker is written.
+func TestEmulatorCostPerJobWithIdempotency(t *testing.T) {
+	t.Parallel()
+	const n = 100
+	e := newEnv(t, 1, 5)
+	w := newWorker(t, e.queue.URL)
+	answered := w.startIdempotent(t, e, 5, 10)
+	batch := e.open(t)
+	opened, openedItems, _ := e.api.snapshot()
+	addAndSeal(t, e, batch, jobsOf(n, nil))
+	e.waitStatus(t, batch.ID(), wait, "success fired", successFired)
+	assert.Equal(t, map[string]int{batch.ID() + ":success": 1}, e.settled(t))
+	calls, items, perKey := e.api.snapshot()
+	e.api.mu.Lock()
+	actions := append([]int(nil), e.api.actions[1:]...) // after Open's
+	checks := e.api.checks
+	e.api.mu.Unlock()
+
+	require.Zero(t, answered.Load(), "no delivery was a duplicate")
+	ends := calls["TransactWriteItems"] - opened["TransactWriteItems"]
+	assert.Equal(t, n, ends, "one transaction per job end: its completion")
+	for _, a := range actions {
+		assert.Equal(t, 3, a, "the completion, the shard's count, the marker check")
+	}
+	assert.Equal(t, n, checks)
+	assert.Equal(t, n, calls["PutItem"], "one claim per job")
+	for key := range perKey {
+		assert.False(t, strings.HasPrefix(key, "batch#job#"), "no marker written: %s", key)
+	}
+	// Writes after Open: Add's and Seal's UpdateItem, the claims, two items per end (the
+	// completion and the shard), the fired marks.
+	marks := calls["UpdateItem"] - 2
+	assert.GreaterOrEqual(t, marks, 1)
+	assert.LessOrEqual(t, marks, 10)
+	assert.Equal(t, 2+n+2*n+marks, items-openedItems)
+	extra := float64(2*ends-n) / n // the completions' items less the UpdateItem each would be alone
+	t.Logf("batch of %d jobs with idempotency: per job %.2f TransactWriteItems of 3 actions (2 items written: %.2f beyond the completion alone; %d write units against 1 alone; 1 condition check), %.2f GetItem (the test's status reads included)",
+		n, float64(ends)/n, extra, 4, float64(calls["GetItem"])/n)
+	fmt.Printf("COST_IDEMPOTENT jobs=%d transact_per_end=%.2f items_per_end=%.2f extra_items_per_job=%.2f write_units_per_end=%.2f write_units_alone=1.00 checks_per_end=%.2f getitem_per_job=%.2f fired_marks=%d\n",
+		n, float64(ends)/n, float64(2*ends)/n, extra, float64(4*ends)/n, float64(checks)/float64(ends), float64(calls["GetItem"])/n, marks)
+}

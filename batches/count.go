@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -34,14 +35,12 @@ var ErrRefused = errors.New("batches: job end refused")
 // TransactWriteItems, the marker written only if absent, so a job's end is counted
 // once however often it is delivered. A job whose marker says dead-lettered and that
 // now succeeded is moved from dead-lettered to succeeded (a second transaction,
-// conditioned on the marker's state). It reports whether the counts changed.
-func (b *Batches) count(ctx context.Context, r ref, jobID string, e end) (bool, error) {
-	markerKey, err := table.BatchJobKey(r.id, jobID)
-	if err != nil {
-		return false, err
-	}
-	shard := shardOf(jobID, r.shards)
-	shardKey, err := table.BatchShardKey(r.id, shard)
+// conditioned on the marker's state). With check (the job's idempotency record is not
+// completed: txjoin), each transaction also holds it: a job whose record is completed
+// had its success counted with the completion, and this end is not counted. It
+// reports whether the counts changed.
+func (b *Batches) count(ctx context.Context, r ref, jobID string, e end, check *types.ConditionCheck) (bool, error) {
+	markerKey, shardKey, err := keysOf(r, jobID)
 	if err != nil {
 		return false, err
 	}
@@ -57,14 +56,16 @@ func (b *Batches) count(ctx context.Context, r ref, jobID string, e end) (bool, 
 	if e == endWithdrawn {
 		update = "ADD #pending :minus, #field :minus"
 	}
-	err = b.transact(ctx, marker, nil, b.shardUpdate(r, shardKey, update, field, attrPending, now))
+	err = b.transact(ctx, []types.TransactWriteItem{{Put: marker}, {Update: b.shardUpdate(r, shardKey, update, field, attrPending, now)}}, check)
 	if err == nil {
 		return true, nil
 	}
-	markerFailed, shardFailed := failedConditions(err)
+	failed := failedConditions(err)
 	switch {
-	case markerFailed:
-		item, readErr := b.marker(ctx, markerKey, err)
+	case failed[2]:
+		return false, nil // the job's success was counted with its idempotency record's completion
+	case failed[0]:
+		item, readErr := b.marker(ctx, markerKey, err, 0)
 		if readErr != nil {
 			return false, readErr
 		}
@@ -74,38 +75,54 @@ func (b *Batches) count(ctx context.Context, r ref, jobID string, e end) (bool, 
 		if state := end(str(item, attrState)); e != endSucceeded || state != endDead {
 			return false, nil // counted before: a duplicate
 		}
-		return b.redriven(ctx, r, markerKey, shardKey, now)
-	case shardFailed:
+		return b.redriven(ctx, r, markerKey, shardKey, now, check)
+	case failed[1]:
 		return false, b.refused(ctx, r, jobID, shardKey, now)
 	}
 	return false, fmt.Errorf("batches: counting job %s of batch %s: %w", jobID, r.id, err)
 }
 
+// keysOf returns the keys of job id's marker and of its shard.
+func keysOf(r ref, jobID string) (markerKey, shardKey string, err error) {
+	markerKey, err = table.BatchJobKey(r.id, jobID)
+	if err != nil {
+		return "", "", err
+	}
+	shardKey, err = table.BatchShardKey(r.id, shardOf(jobID, r.shards))
+	return markerKey, shardKey, err
+}
+
 // redriven moves a dead-lettered job that has now succeeded to succeeded.
-func (b *Batches) redriven(ctx context.Context, r ref, markerKey, shardKey string, now time.Time) (bool, error) {
-	marker := &types.Update{TableName: aws.String(b.config.Table), Key: table.KeyAttribute(markerKey),
-		UpdateExpression:          aws.String("SET #state = :succeeded"),
-		ConditionExpression:       aws.String("#state = :dead"),
-		ExpressionAttributeNames:  map[string]string{"#state": attrState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":succeeded": s(string(endSucceeded)), ":dead": s(string(endDead))}}
-	err := b.transact(ctx, nil, marker, b.shardUpdate(r, shardKey, "ADD #dead :minus, #field :one", attrSucceeded, attrDead, now))
+func (b *Batches) redriven(ctx context.Context, r ref, markerKey, shardKey string, now time.Time, check *types.ConditionCheck) (bool, error) {
+	err := b.transact(ctx, b.redriveItems(r, markerKey, shardKey, now), check)
 	if err == nil {
 		return true, nil
 	}
-	markerFailed, shardFailed := failedConditions(err)
+	failed := failedConditions(err)
 	switch {
-	case markerFailed:
-		return false, nil // another delivery moved it first
-	case shardFailed:
+	case failed[0] || failed[2]:
+		return false, nil // another delivery moved it first, or the completion counted it
+	case failed[1]:
 		return false, b.refused(ctx, r, markerKey, shardKey, now)
 	}
 	return false, fmt.Errorf("batches: counting the redriven job %s of batch %s: %w", markerKey, r.id, err)
 }
 
+// redriveItems move a job from dead-lettered to succeeded: its marker (conditioned on
+// its state) and its shard's counts.
+func (b *Batches) redriveItems(r ref, markerKey, shardKey string, now time.Time) []types.TransactWriteItem {
+	marker := &types.Update{TableName: aws.String(b.config.Table), Key: table.KeyAttribute(markerKey),
+		UpdateExpression:          aws.String("SET #state = :succeeded"),
+		ConditionExpression:       aws.String("#state = :dead"),
+		ExpressionAttributeNames:  map[string]string{"#state": attrState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":succeeded": s(string(endSucceeded)), ":dead": s(string(endDead))}}
+	return []types.TransactWriteItem{{Update: marker}, {Update: b.shardUpdate(r, shardKey, "ADD #dead :minus, #field :one", attrSucceeded, attrDead, now)}}
+}
+
 // shardUpdate is the shard's half of a count: update, conditioned on the batch's token,
 // a positive guard count (so no count goes below zero) and the batch's retention.
 func (b *Batches) shardUpdate(r ref, shardKey, update, field, guard string, now time.Time) *types.Update {
-	return &types.Update{TableName: aws.String(b.config.Table), Key: table.KeyAttribute(shardKey),
+	u := &types.Update{TableName: aws.String(b.config.Table), Key: table.KeyAttribute(shardKey),
 		UpdateExpression:    aws.String(update),
 		ConditionExpression: aws.String("#token = :token AND #guard > :zero AND #exp > :now"),
 		ExpressionAttributeNames: map[string]string{"#pending": attrPending, "#dead": attrDead, "#field": field, "#guard": guard,
@@ -113,41 +130,42 @@ func (b *Batches) shardUpdate(r ref, shardKey, update, field, guard string, now 
 		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": n(-1), ":one": n(1), ":zero": n(0),
 			":token": s(r.token), ":now": n(now.Unix())},
 	}
+	u.ExpressionAttributeNames, u.ExpressionAttributeValues = used(u)
+	return u
 }
 
-// transact writes the marker (put or update) and the shard update in one transaction.
-func (b *Batches) transact(ctx context.Context, put *types.Put, marker *types.Update, shard *types.Update) error {
-	first := types.TransactWriteItem{Put: put}
-	if marker != nil {
-		first = types.TransactWriteItem{Update: marker}
+// transact writes a count's marker and shard items, and check when there is one, in
+// one transaction.
+func (b *Batches) transact(ctx context.Context, items []types.TransactWriteItem, check *types.ConditionCheck) error {
+	if check != nil {
+		items = append(items, types.TransactWriteItem{ConditionCheck: check})
 	}
-	shard.ExpressionAttributeNames, shard.ExpressionAttributeValues = used(shard)
-	return retryConflicts(ctx, func() error {
-		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{first, {Update: shard}}})
+	return txjoin.RetryConflicts(ctx, func() error {
+		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		return err
 	})
 }
 
-// failedConditions says which of a count's two actions failed its condition.
-func failedConditions(err error) (marker, shard bool) {
+// failedConditions says which of a transaction's first three actions failed their
+// condition.
+func failedConditions(err error) (failed [3]bool) {
 	canceled, ok := errors.AsType[*types.TransactionCanceledException](err)
 	if !ok {
-		return false, false
+		return failed
 	}
 	for i, reason := range canceled.CancellationReasons {
-		if aws.ToString(reason.Code) == "ConditionalCheckFailed" {
-			marker = marker || i == 0
-			shard = shard || i == 1
+		if i < len(failed) && aws.ToString(reason.Code) == "ConditionalCheckFailed" {
+			failed[i] = true
 		}
 	}
-	return marker, shard
+	return failed
 }
 
 // marker returns an existing marker: from the cancelled transaction when DynamoDB
-// returned the item with it, else read.
-func (b *Batches) marker(ctx context.Context, key string, err error) (map[string]types.AttributeValue, error) {
-	if canceled, ok := errors.AsType[*types.TransactionCanceledException](err); ok && len(canceled.CancellationReasons) > 0 {
-		if item := canceled.CancellationReasons[0].Item; len(item) > 0 {
+// returned the item with it (action index), else read.
+func (b *Batches) marker(ctx context.Context, key string, err error, index int) (map[string]types.AttributeValue, error) {
+	if canceled, ok := errors.AsType[*types.TransactionCanceledException](err); ok && len(canceled.CancellationReasons) > index {
+		if item := canceled.CancellationReasons[index].Item; len(item) > 0 {
 			return item, nil
 		}
 	}

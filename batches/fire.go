@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/table"
 )
@@ -84,7 +85,7 @@ func (b *Batches) fire(ctx context.Context, m meta, callback *producer.Prepared,
 		ExpressionAttributeNames:  map[string]string{"#fired": firedAttribute, "#id": table.PartitionKey},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(b.config.Now().UnixMilli())},
 	}
-	err = retryConflicts(ctx, func() error {
+	err = txjoin.RetryConflicts(ctx, func() error {
 		_, err := b.api.UpdateItem(ctx, mark)
 		return err
 	})

@@ -29,8 +29,10 @@ type countingAPI struct {
 	batches.API
 	mu        sync.Mutex
 	calls     map[string]int
-	items     int
+	items     int // written: condition checks are not
+	checks    int // condition checks in transactions
 	keyWrites map[string]int
+	actions   []int // actions per TransactWriteItems, in call order
 }
 
 func newCountingAPI(api batches.API) *countingAPI {
@@ -93,6 +95,7 @@ func (c *countingAPI) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInp
 
 func (c *countingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	var keys []string
+	checks := 0
 	for _, action := range in.TransactItems {
 		switch {
 		case action.Put != nil:
@@ -102,10 +105,14 @@ func (c *countingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Trans
 		case action.Delete != nil:
 			keys = append(keys, idOf(action.Delete.Key))
 		case action.ConditionCheck != nil:
-			keys = append(keys, idOf(action.ConditionCheck.Key))
+			checks++
 		}
 	}
 	c.record("TransactWriteItems", keys...)
+	c.mu.Lock()
+	c.checks += checks
+	c.actions = append(c.actions, len(in.TransactItems))
+	c.mu.Unlock()
 	return c.API.TransactWriteItems(ctx, in, opts...)
 }
 

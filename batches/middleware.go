@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 	"github.com/sqsworker/sqsworker/table"
 )
 
@@ -53,7 +56,8 @@ func (b *Batches) Middleware(config MiddlewareConfig) sqsworker.Middleware {
 				return sqsworker.Permanent("BatchAttributeInvalid", fmt.Errorf("batches: message %s: %w", message.ID, err))
 			}
 			bt := &Batch{batches: b, ref: r}
-			handlerErr := next.Handle(context.WithValue(ctx, batchKey{}, bt), message)
+			join, joinedCount := b.join(r, message.JobID())
+			handlerErr := next.Handle(txjoin.With(context.WithValue(ctx, batchKey{}, bt), join), message)
 			e, final := ending(config, message, handlerErr)
 			if !final {
 				return handlerErr
@@ -61,9 +65,9 @@ func (b *Batches) Middleware(config MiddlewareConfig) sqsworker.Middleware {
 			storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultStoreTimeout)
 			defer cancel()
 			logger := b.config.Logger.With(slog.String("batch_id", r.id), slog.String("job_id", message.JobID()), slog.String("message_id", message.ID))
-			_, err = b.count(storeCtx, r, message.JobID(), e)
+			err = joinedCount.refusal()
 			if err == nil {
-				err = b.afterCount(storeCtx, r, message.JobID())
+				err = b.countEnd(storeCtx, r, message.JobID(), e, join)
 			}
 			switch {
 			case errors.Is(err, ErrRefused):
@@ -76,6 +80,25 @@ func (b *Batches) Middleware(config MiddlewareConfig) sqsworker.Middleware {
 			return handlerErr
 		})
 	}
+}
+
+// countEnd counts the end of a job, unless the idempotency middleware inside counted
+// its success with the record's completion (txjoin) or a completed record answered the
+// delivery, then checks whether the batch is done. With a bound join, the count holds
+// the check that the job's record is not completed.
+func (b *Batches) countEnd(ctx context.Context, r ref, jobID string, e end, join *txjoin.Join) error {
+	check, bound := join.Bound()
+	_, committed := join.CommittedItems()
+	if !bound || e != endSucceeded || !(committed || join.Answered()) {
+		var recordCheck *types.ConditionCheck
+		if bound {
+			recordCheck = &check
+		}
+		if _, err := b.count(ctx, r, jobID, e, recordCheck); err != nil {
+			return err
+		}
+	}
+	return b.afterCount(ctx, r, jobID)
 }
 
 // ending says whether the handler's outcome ends the job, and how: the hosts' own

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/batches"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -104,6 +107,25 @@ func (w *worker) message(id string) *sqsworker.Message {
 // start runs the worker on the env's job queue behind the batches middleware.
 func (w *worker) start(t *testing.T, e *env, maxReceiveCount, concurrency int) {
 	startPoller(t, e.sqs, e.queue.URL, concurrency, sqsworker.Chain(w, e.b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: maxReceiveCount})))
+}
+
+// startIdempotent runs the worker behind the batches middleware and, inside it, the
+// idempotency middleware on the env's table (through the env's counting client), its
+// records kept as long as the batches' (so the completion counts each success). It
+// returns the count of deliveries a completed record answered.
+func (w *worker) startIdempotent(t *testing.T, e *env, maxReceiveCount, concurrency int) *atomic.Int64 {
+	answered := &atomic.Int64{}
+	store := idempotency.NewDynamoDBStore(e.api, e.table)
+	inside := idempotency.Middleware(store, idempotency.Config{
+		TTL: batches.DefaultRetention, Logger: slog.New(slog.DiscardHandler),
+		Observer: idempotency.ObserverFunc(func(_ context.Context, ev idempotency.Event) {
+			if ev.Kind == idempotency.EventCompletedDuplicate {
+				answered.Add(1)
+			}
+		}),
+	})
+	startPoller(t, e.sqs, e.queue.URL, concurrency, sqsworker.Chain(w, e.b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: maxReceiveCount}), inside))
+	return answered
 }
 
 // jobsOf returns n work jobs numbered from 0, each changed by with (if not nil).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 )
 
 // claimable reports whether a claim at now may replace r, with the clock skew
@@ -198,6 +199,11 @@ func (m *middleware) duplicate(ctx context.Context, message *sqsworker.Message, 
 	}
 	switch existing.Status {
 	case StatusCompleted:
+		if join := txjoin.From(ctx); join != nil {
+			if _, bound := join.Bound(); bound {
+				join.Answer() // the completion stands for the outer middleware's writes
+			}
+		}
 		logger.InfoContext(ctx, LogCompletedDuplicate)
 		m.observe(ctx, message, Event{Kind: EventCompletedDuplicate, Key: claim.Key})
 		if m.config.OnCompletedDuplicate != nil {

@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 )
 
 // run calls the handler under a held claim, renewing the lease while it runs, and
 // completes or releases the record.
-func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim Record, logger *slog.Logger) (err error) {
+//
+// With a join (package txjoin), the completion carries the outer middleware's writes.
+func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim Record, join *txjoin.Join, logger *slog.Logger) (err error) {
 	slot := &resultSlot{}
 	handlerCtx, cancel := context.WithCancelCause(context.WithValue(ctx, resultKey{}, slot))
 	defer cancel(nil)
@@ -40,14 +43,14 @@ func (m *middleware) run(ctx context.Context, message *sqsworker.Message, claim 
 	completed.Result = slot.get()
 	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), m.config.StoreTimeout)
 	defer cancelStore()
-	err = m.store.Complete(storeCtx, completed)
+	err = m.complete(storeCtx, join, completed)
 	if errors.Is(err, ErrResultTooLarge) && len(completed.Result) > 0 {
 		// Completing matters more than the result: without a record a duplicate would run
 		// the handler again once the lease ends.
 		logger.WarnContext(ctx, "idempotency: the handler's result does not fit in the record; completed without it (duplicates get no result)",
 			slog.Int("result_bytes", len(completed.Result)), slog.Any("error", err))
 		completed.Result = nil
-		err = m.store.Complete(storeCtx, completed)
+		err = m.complete(storeCtx, join, completed)
 	}
 	if err != nil {
 		logger.ErrorContext(ctx, "idempotency: handler succeeded but completing the record failed; a later duplicate may run again once the lease ends", slog.Any("error", err))

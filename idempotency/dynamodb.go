@@ -204,14 +204,29 @@ func (s *DynamoDBStore) Get(ctx context.Context, key string) (Record, error) {
 // over DynamoDB's 400 KB item limit, Complete writes nothing and returns an error
 // matching [ErrResultTooLarge], as it does when DynamoDB refuses the update for its size.
 func (s *DynamoDBStore) Complete(ctx context.Context, record Record) error {
+	update, err := s.completion(record)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: update.TableName, Key: update.Key, UpdateExpression: update.UpdateExpression,
+		ConditionExpression: update.ConditionExpression, ExpressionAttributeNames: update.ExpressionAttributeNames,
+		ExpressionAttributeValues: update.ExpressionAttributeValues,
+	})
+	return s.completionResult(record, err)
+}
+
+// completion is the update that completes record, conditioned on its lease; it refuses
+// a record without expiration and a result over the item limit (see Complete).
+func (s *DynamoDBStore) completion(record Record) (*types.Update, error) {
 	if record.ExpiresAt.IsZero() {
-		return fmt.Errorf("%w: completion for key %q has no expiration", ErrInvalidRecord, record.Key)
+		return nil, fmt.Errorf("%w: completion for key %q has no expiration", ErrInvalidRecord, record.Key)
 	}
 	if len(record.Result) > 0 {
 		completed := record
 		completed.Status, completed.InProgressExpiresAt, completed.Deadline = StatusCompleted, time.Time{}, time.Time{}
 		if size := table.ItemSize(s.item(completed)); size > table.MaxItemBytes {
-			return fmt.Errorf("%w: key %q: the completed record would be %d bytes with its %d-byte result; DynamoDB's item limit is %d",
+			return nil, fmt.Errorf("%w: key %q: the completed record would be %d bytes with its %d-byte result; DynamoDB's item limit is %d",
 				ErrResultTooLarge, record.Key, size, len(record.Result), table.MaxItemBytes)
 		}
 	}
@@ -233,14 +248,18 @@ func (s *DynamoDBStore) Complete(ctx context.Context, record Record) error {
 		names["#data"] = s.names.Data
 		values[":data"] = &types.AttributeValueMemberB{Value: record.Result}
 	}
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	return &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       s.key(record.Key),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(leaseCondition),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
+	}, nil
+}
+
+// completionResult maps a completion's error: a size refusal, a lost lease, a store error.
+func (s *DynamoDBStore) completionResult(record Record, err error) error {
 	if apiErr, ok := errors.AsType[smithy.APIError](err); ok && len(record.Result) > 0 &&
 		apiErr.ErrorCode() == "ValidationException" && strings.Contains(apiErr.ErrorMessage(), "maximum allowed size") {
 		// Counted below the limit but refused for its size (an emulator with a lower limit,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 )
 
 // Failure reasons of the errors the middleware returns (see [sqsworker.Outcome].Reason).
@@ -202,11 +203,24 @@ func (m *middleware) Handle(ctx context.Context, message *sqsworker.Message) err
 		Lease:       rand.Text(),
 		PayloadHash: hash,
 	}
+	join := m.bindJoin(ctx, key)
 	claimed, err := m.claim(ctx, message, &claim, logger)
 	if !claimed {
 		return err
 	}
-	return m.run(ctx, message, claim, logger)
+	return m.run(ctx, message, claim, join, logger)
+}
+
+// bindJoin binds the outer middleware's join in ctx (package txjoin) when the store can
+// complete records with its writes, and returns it; nil when there is none or it does
+// not apply.
+func (m *middleware) bindJoin(ctx context.Context, key string) *txjoin.Join {
+	join := txjoin.From(ctx)
+	store, ok := joinable(m.store)
+	if join == nil || !ok || !join.Bind(store.notCompletedCheck(key), m.config.TTL) {
+		return nil
+	}
+	return join
 }
 
 // observe fills ev's time and message fields and tells the observer.

@@ -1,4 +1,4 @@
-package batches
+package txjoin
 
 import (
 	"context"
@@ -17,14 +17,14 @@ const (
 	conflictMaxWait  = 500 * time.Millisecond
 )
 
-// retryConflicts calls write until it does not fail for a conflict with a concurrent
+// RetryConflicts calls write until it does not fail for a conflict with a concurrent
 // transaction, up to conflictAttempts times, waiting a jittered, doubling backoff
 // between calls. DynamoDB cancels a transaction that meets another on one item
 // (TransactionCanceledException, reason TransactionConflict) and refuses a single-item
 // write on an item a transaction holds (TransactionConflictException); the SDK retries
 // neither. Counts on one shard meet often at high rates, so they are retried here,
 // before the job's end fails and SQS has to deliver it again.
-func retryConflicts(ctx context.Context, write func() error) error {
+func RetryConflicts(ctx context.Context, write func() error) error {
 	wait := conflictBackoff
 	for attempt := 1; ; attempt++ {
 		err := write()
