@@ -183,7 +183,7 @@ func TestEmulatorCostPerJobWithIdempotency(t *testing.T) {
 	const n = 100
 	e := newEnv(t, 1, 5)
 	w := newWorker(t, e.queue.URL)
-	answered := w.startIdempotent(t, e, 5, 10)
+	answered := w.startIdempotent(t, e, 5, 10, batches.DefaultRetention)
 	batch := e.open(t)
 	opened, openedItems, _ := e.api.snapshot()
 	addAndSeal(t, e, batch, jobsOf(n, nil))

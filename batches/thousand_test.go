@@ -38,7 +38,7 @@ func thousandJobs(t *testing.T, idempotent bool) {
 	w := newWorker(t, e.queue.URL)
 	var answered *atomic.Int64
 	if idempotent {
-		answered = w.startIdempotent(t, e, 5, 20)
+		answered = w.startIdempotent(t, e, 5, 20, batches.DefaultRetention)
 	} else {
 		w.start(t, e, 5, 20)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -111,13 +112,13 @@ func (w *worker) start(t *testing.T, e *env, maxReceiveCount, concurrency int) {
 
 // startIdempotent runs the worker behind the batches middleware and, inside it, the
 // idempotency middleware on the env's table (through the env's counting client), its
-// records kept as long as the batches' (so the completion counts each success). It
-// returns the count of deliveries a completed record answered.
-func (w *worker) startIdempotent(t *testing.T, e *env, maxReceiveCount, concurrency int) *atomic.Int64 {
+// records kept for ttl (batches.DefaultRetention, the batches' own: the completion
+// counts each success). It returns the count of deliveries a completed record answered.
+func (w *worker) startIdempotent(t *testing.T, e *env, maxReceiveCount, concurrency int, ttl time.Duration) *atomic.Int64 {
 	answered := &atomic.Int64{}
 	store := idempotency.NewDynamoDBStore(e.api, e.table)
 	inside := idempotency.Middleware(store, idempotency.Config{
-		TTL: batches.DefaultRetention, Logger: slog.New(slog.DiscardHandler),
+		TTL: ttl, Logger: slog.New(slog.DiscardHandler),
 		Observer: idempotency.ObserverFunc(func(_ context.Context, ev idempotency.Event) {
 			if ev.Kind == idempotency.EventCompletedDuplicate {
 				answered.Add(1)
