@@ -9,9 +9,11 @@
 //	err = batch.Seal(ctx)
 //
 // and on the worker, inside sqsworker.DelayMiddleware and outside the idempotency
-// middleware:
+// middleware, whose records are kept as long as the batches' (so each success is
+// counted with its record's completion, see the cost below):
 //
-//	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}), idempotency.Middleware(store, idempotency.Config{}))
+//	handler := sqsworker.Chain(mux, sqsworker.DelayMiddleware(jobs), b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}),
+//		idempotency.Middleware(store, idempotency.Config{TTL: batches.DefaultRetention}))
 //
 // # Semantics
 //
@@ -36,7 +38,8 @@
 // ([table.BatchKey]: its token, shard count, sealed flag, callbacks as
 // producer.Prepared JSON, the times they fired), Config.Shards counter items
 // ([table.BatchShardKey]: added, pending, succeeded, dead-lettered) and one marker per
-// ended job ([table.BatchJobKey]: its end). A job's message names its batch in the
+// ended job ([table.BatchJobKey]: its end), unless the job's completed idempotency
+// record marks its success (see the cost below). A job's message names its batch in the
 // [AttributeBatch] attribute, which the middleware parses strictly (a ULID, a 128-bit
 // token, a shard count) and which chooses no item outside the batch's own: keys are
 // built with package table only. Every count is conditioned on the shard's token, so a
@@ -51,18 +54,27 @@
 //     one UpdateItem per Add call when its jobs fall on one shard, else one
 //     TransactWriteItems over the shards they fall on (2 write units per item): add
 //     many jobs per call and this share is small.
-//   - The job's end: one TransactWriteItems of two items, the job's marker (put if
-//     absent) and its shard's counts, so a duplicate end changes nothing. DynamoDB
-//     bills 2 write units per item of a transaction: 4 write units per job. Then one
-//     strongly consistent GetItem of the shard (1 read unit); when that shard has no
-//     pending job, 1 + Shards GetItems more.
+//   - The job's success, with the idempotency middleware inside on DynamoDB and its
+//     records kept at least Config.Retention (idempotency.Config.TTL): counted in the
+//     transaction that completes the job's idempotency record (three actions: the
+//     completion, the shard's counts, a check that the job has no marker), so the
+//     completed record is the job's mark and a duplicate the record answers counts
+//     nothing. One item write more than the completion alone; DynamoDB bills 2 write
+//     units per item of a transaction, 4 in all where the completion alone is 1, and the
+//     check as a read. No marker is written.
+//   - Any other end (a dead letter; a success without that idempotency middleware, or
+//     with records kept less than the retention, which could not stand for the count
+//     once expired): one TransactWriteItems of two items, the job's marker (put if
+//     absent) and its shard's counts, so a duplicate end changes nothing: 4 write units.
+//     Under the idempotency middleware the transaction also checks that the job's record
+//     is not completed (a job whose success was counted with its completion is not
+//     counted again by a copy that fails, for example on its payload hash).
+//   - Then one strongly consistent GetItem of the shard (1 read unit); when that shard
+//     has no pending job, 1 + Shards GetItems more.
 //   - The callbacks: one SendMessage (and the producer's unique-key writes) and one
 //     UpdateItem each, once per batch.
 //
-// That is two item writes per job where the issue asked for one extra: the marker
-// cannot be the idempotency record (the idempotency middleware deletes it after a
-// failure, and it expires after its TTL, so a dead-lettered-then-redriven job or a late
-// duplicate would be counted again). docs/benchmarks.md has the measured figures.
+// docs/benchmarks.md has the measured figures.
 //
 // # Scale: shards
 //

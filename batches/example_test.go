@@ -11,6 +11,7 @@ import (
 
 	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/batches"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/producer"
 )
 
@@ -80,7 +81,12 @@ func ExampleBatches_Middleware() {
 	sqsworker.RegisterJSON(mux, "zip-pages", func(ctx context.Context, job zipJob) error {
 		return zipPages(ctx, job.Order)
 	})
+	var db *dynamodb.Client // dynamodb.NewFromConfig(cfg), as above
 	// MaxReceiveCount: the queue's redrive policy, so a last failed attempt ends a job.
-	handler := sqsworker.Chain(mux, b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}))
+	// The idempotency records are kept as long as the batches' (Config.Retention), so each
+	// success is counted in the transaction that completes its record: one write more.
+	handler := sqsworker.Chain(mux,
+		b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}),
+		idempotency.Middleware(idempotency.NewDynamoDBStore(db, "sqsworker"), idempotency.Config{TTL: batches.DefaultRetention}))
 	_ = handler // run it on a poller or in a Lambda function
 }

@@ -32,8 +32,11 @@ type MiddlewareConfig struct {
 // other retries and deferrals are not ends. The handler's context carries the batch ([FromContext]).
 //
 // Order: inside sqsworker.DelayMiddleware (a delay hop is no end) and outside the
-// idempotency middleware (a duplicate the idempotency record answers is counted as a
-// duplicate, which changes nothing).
+// idempotency middleware. With that middleware on a DynamoDB store whose records are
+// kept at least Config.Retention (idempotency.Config.TTL), a success is counted in the
+// transaction that completes the job's record (no marker: one item write beyond the
+// completion) and a duplicate the record answers counts nothing; other ends, and
+// every end without it, write the job's marker with the counts.
 //
 // A message whose attribute is not one [Batch.Add] writes, or that has no job id, fails
 // permanently (reason "BatchAttributeInvalid") and its handler does not run. An end the

@@ -55,7 +55,10 @@ const maxClaimAttempts = 3
 //     warning, when the store cannot keep it: [ErrResultTooLarge]) and expiration now +
 //     Config.TTL, and the middleware returns nil (if completing fails, the failure is
 //     logged and nil is still returned: the work is done, and an error would only have
-//     the message run again).
+//     the message run again). Under the batches middleware (package batches), with
+//     [DynamoDBStore], the completion is one TransactWriteItems that also counts the
+//     job's success in its batch, conditioned on the lease and on the record being in
+//     progress.
 //     On error or panic the record is deleted and the HANDLER's error (or panic) is
 //     passed on; a failed delete is only logged. Both writes are conditioned on the
 //     lease. With an [InterruptionStore], an error after the host interrupted the
