@@ -45,6 +45,7 @@ type Callbacks struct {
 type Batch struct {
 	batches *Batches
 	ref     ref
+	inJob   bool // from FromContext: its job is pending while it adds
 }
 
 // ID returns the batch id (a ULID).
@@ -179,21 +180,24 @@ func (e *AddError) Unwrap() error { return e.Err }
 // ids in order. Each job gets an id when it has none ([producer.NewJobID]) and the
 // [AttributeBatch] attribute (so it needs one of SQS's 10 attributes free).
 //
-// The counts are raised BEFORE anything is sent: one UpdateItem when every job falls on
-// one shard, else one TransactWriteItems over the shards they fall on. So a job of the
-// batch that adds children before it returns keeps the batch from finishing until they
-// have finished too. Add may be called from a batch job's handler (see [FromContext])
-// or from anywhere else before [Batch.Seal].
+// The counts are raised BEFORE anything is sent, so a job of the batch that adds
+// children before it returns keeps the batch from finishing until they have finished
+// too (its own end comes after the raise). From a batch job's handler (the batch of
+// [FromContext]) the raise is one UpdateItem when every job falls on one shard, else one
+// TransactWriteItems over the shards they fall on. From anywhere else (a batch of
+// [Batches.Open] or [Batches.Load]) Add is refused once the batch is sealed
+// ([ErrSealed]), in the same transaction as the raise (a condition check on the batch
+// item, so one TransactWriteItems): after [Batch.Seal] the batch may finish at any
+// moment, and jobs added from outside then could be counted after its callback was
+// sent. Sidekiq Pro and GoodJob say the same: reopen a batch from its own jobs.
 //
 // Before counting, Add reads the batch item (one consistent GetItem) and refuses a
-// batch whose success callback was sent ([ErrFinished]); the check and the count are two
-// calls, so an Add from outside the batch that races its last job's end may still count
-// jobs no callback waits for: add from outside only before [Batch.Seal].
+// batch whose success callback was sent ([ErrFinished]).
 //
 // Errors: an invalid job (those of [producer.Prepare]) or one that sets AttributeBatch
 // itself fails Add before anything is counted; a batch that is gone (past its
-// retention) matches [ErrNotFound], a finished one [ErrFinished]; jobs not sent give an
-// [*AddError].
+// retention) matches [ErrNotFound], a finished one [ErrFinished], a sealed one from
+// outside [ErrSealed]; jobs not sent give an [*AddError].
 func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job) ([]string, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -227,7 +231,10 @@ func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job)
 	if !m.successFired.IsZero() {
 		return nil, fmt.Errorf("%w: batch %s, success sent %s", ErrFinished, bt.ref.id, m.successFired.UTC().Format(time.RFC3339))
 	}
-	if err := bt.batches.raise(ctx, bt.ref, perShard); err != nil {
+	if m.sealed && !bt.inJob {
+		return nil, fmt.Errorf("%w: batch %s", ErrSealed, bt.ref.id)
+	}
+	if err := bt.batches.raise(ctx, bt.ref, perShard, !bt.inJob); err != nil {
 		return nil, err
 	}
 	results, sendErr := bt.batches.sender.SendPreparedBatch(ctx, prepared)
@@ -260,8 +267,9 @@ func (bt *Batch) Add(ctx context.Context, queueURL string, jobs ...producer.Job)
 	return ids, addErr
 }
 
-// raise adds perShard[shard] jobs to each shard's added and pending counts.
-func (b *Batches) raise(ctx context.Context, r ref, perShard map[int]int64) error {
+// raise adds perShard[shard] jobs to each shard's added and pending counts; unsealed
+// puts a check that the batch is not sealed in the same transaction.
+func (b *Batches) raise(ctx context.Context, r ref, perShard map[int]int64, unsealed bool) error {
 	now := b.config.Now()
 	var updates []*types.Update
 	for shard, k := range perShard {
@@ -279,20 +287,35 @@ func (b *Batches) raise(ctx context.Context, r ref, perShard map[int]int64) erro
 			},
 		})
 	}
+	var actions []types.TransactWriteItem
+	if unsealed {
+		metaKey, err := table.BatchKey(r.id)
+		if err != nil {
+			return err
+		}
+		actions = append(actions, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: aws.String(b.config.Table), Key: table.KeyAttribute(metaKey),
+			ConditionExpression:       aws.String("#token = :token AND #sealed = :false"),
+			ExpressionAttributeNames:  map[string]string{"#token": attrToken, "#sealed": attrSealed},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":token": s(r.token), ":false": &types.AttributeValueMemberBOOL{Value: false}},
+		}})
+	}
+	for _, u := range updates {
+		actions = append(actions, types.TransactWriteItem{Update: u})
+	}
 	err := txjoin.RetryConflicts(ctx, func() error {
-		if len(updates) == 1 {
+		if len(actions) == 1 {
 			u := updates[0]
 			_, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
 				ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues})
 			return err
 		}
-		actions := make([]types.TransactWriteItem, len(updates))
-		for i, u := range updates {
-			actions[i] = types.TransactWriteItem{Update: u}
-		}
 		_, err := b.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
 		return err
 	})
+	if unsealed && failedConditions(err)[0] {
+		return fmt.Errorf("%w: batch %s (sealed since Add read it)", ErrSealed, r.id)
+	}
 	if conditionFailed(err) {
 		return fmt.Errorf("%w: batch %s (expired, or the token does not match)", ErrNotFound, r.id)
 	}
@@ -335,6 +358,11 @@ func (bt *Batch) Seal(ctx context.Context) error {
 // ErrFinished matches the error of [Batch.Add] on a batch whose success callback has
 // been sent: every job of it succeeded, and nothing waits for more.
 var ErrFinished = errors.New("batches: the batch has finished")
+
+// ErrSealed matches the error of [Batch.Add] called from outside the batch's jobs on a
+// sealed batch. Nothing was counted or sent. Add from a job of the batch instead (the
+// batch of [FromContext]), or open another batch.
+var ErrSealed = errors.New("batches: the batch is sealed; only its jobs may add to it")
 
 type batchKey struct{}
 

@@ -23,8 +23,9 @@ import (
 
 // TestEmulatorCostPerJob: a batch of 100 jobs added in one call, all succeeding through
 // the poller: each job's end is exactly one TransactWriteItems of two items (its marker
-// and its shard) and one GetItem; the batch adds one UpdateItem (Add), the open's
-// transaction, the full check's reads and one UpdateItem (the fired mark).
+// and its shard) and one GetItem; the batch adds the open's transaction, Add's (its
+// shard's raise and a check that the batch is not sealed), Seal's UpdateItem, the full
+// check's reads and one UpdateItem (the fired mark).
 func TestEmulatorCostPerJob(t *testing.T) {
 	t.Parallel()
 	const n = 100
@@ -38,19 +39,19 @@ func TestEmulatorCostPerJob(t *testing.T) {
 	assert.Equal(t, map[string]int{batch.ID() + ":success": 1}, e.settled(t))
 	calls, items, _ := e.api.snapshot()
 
-	ends := calls["TransactWriteItems"] - opened["TransactWriteItems"]
+	ends := calls["TransactWriteItems"] - opened["TransactWriteItems"] - 1 // Add's
 	assert.Equal(t, 1, opened["TransactWriteItems"], "Open: one transaction")
 	assert.Equal(t, 2, openedItems, "Open: the batch item and its one shard")
 	assert.Equal(t, n, ends, "one transaction per job end")
-	// Writes after Open: Add's UpdateItem, Seal's UpdateItem, two items per end, and the
+	// Writes after Open: Add's shard, Seal's UpdateItem, two items per end, and the
 	// fired mark: one UpdateItem per end that found the batch finished (the last end,
 	// and any that ran at the same time, up to the worker's concurrency of 10).
-	marks := calls["UpdateItem"] - 2
+	marks := calls["UpdateItem"] - 1
 	assert.GreaterOrEqual(t, marks, 1)
 	assert.LessOrEqual(t, marks, 10)
 	assert.Equal(t, 2*n+2+marks, items-openedItems)
 	reads := calls["GetItem"]
-	t.Logf("batch of %d jobs, 1 shard: per job end %.2f TransactWriteItems (%.2f items = %.2f write units), %.3f GetItem (the status reads of the test included); per batch: Open 1 TransactWriteItems (%d items), Add 1 UpdateItem, Seal 1 UpdateItem, fired mark %d UpdateItem",
+	t.Logf("batch of %d jobs, 1 shard: per job end %.2f TransactWriteItems (%.2f items = %.2f write units), %.3f GetItem (the status reads of the test included); per batch: Open 1 TransactWriteItems (%d items), Add 1 TransactWriteItems (1 item, 1 check), Seal 1 UpdateItem, fired mark %d UpdateItem",
 		n, float64(ends)/n, float64(2*ends)/n, float64(4*ends)/n, float64(reads)/n, openedItems, marks)
 	fmt.Printf("COST jobs=%d transact_per_end=%.2f items_per_end=%.2f write_units_per_end=%.2f getitem_per_job=%.2f fired_marks=%d\n",
 		n, float64(ends)/n, float64(2*ends)/n, float64(4*ends)/n, float64(reads)/n, marks)
@@ -191,24 +192,24 @@ func TestEmulatorCostPerJobWithIdempotency(t *testing.T) {
 	assert.Equal(t, map[string]int{batch.ID() + ":success": 1}, e.settled(t))
 	calls, items, perKey := e.api.snapshot()
 	e.api.mu.Lock()
-	actions := append([]int(nil), e.api.actions[1:]...) // after Open's
+	actions := append([]int(nil), e.api.actions[2:]...) // after Open's and Add's
 	checks := e.api.checks
 	e.api.mu.Unlock()
 
 	require.Zero(t, answered.Load(), "no delivery was a duplicate")
-	ends := calls["TransactWriteItems"] - opened["TransactWriteItems"]
+	ends := calls["TransactWriteItems"] - opened["TransactWriteItems"] - 1 // Add's
 	assert.Equal(t, n, ends, "one transaction per job end: its completion")
 	for _, a := range actions {
 		assert.Equal(t, 3, a, "the completion, the shard's count, the marker check")
 	}
-	assert.Equal(t, n, checks)
+	assert.Equal(t, n+1, checks, "one per end, and Add's")
 	assert.Equal(t, n, calls["PutItem"], "one claim per job")
 	for key := range perKey {
 		assert.False(t, strings.HasPrefix(key, "batch#job#"), "no marker written: %s", key)
 	}
-	// Writes after Open: Add's and Seal's UpdateItem, the claims, two items per end (the
-	// completion and the shard), the fired marks.
-	marks := calls["UpdateItem"] - 2
+	// Writes after Open: Add's shard, Seal's UpdateItem, the claims, two items per end
+	// (the completion and the shard), the fired marks.
+	marks := calls["UpdateItem"] - 1
 	assert.GreaterOrEqual(t, marks, 1)
 	assert.LessOrEqual(t, marks, 10)
 	assert.Equal(t, 2+n+2*n+marks, items-openedItems)
@@ -216,5 +217,5 @@ func TestEmulatorCostPerJobWithIdempotency(t *testing.T) {
 	t.Logf("batch of %d jobs with idempotency: per job %.2f TransactWriteItems of 3 actions (2 items written: %.2f beyond the completion alone; %d write units against 1 alone; 1 condition check), %.2f GetItem (the test's status reads included)",
 		n, float64(ends)/n, extra, 4, float64(calls["GetItem"])/n)
 	fmt.Printf("COST_IDEMPOTENT jobs=%d transact_per_end=%.2f items_per_end=%.2f extra_items_per_job=%.2f write_units_per_end=%.2f write_units_alone=1.00 checks_per_end=%.2f getitem_per_job=%.2f fired_marks=%d\n",
-		n, float64(ends)/n, float64(2*ends)/n, extra, float64(4*ends)/n, float64(checks)/float64(ends), float64(calls["GetItem"])/n, marks)
+		n, float64(ends)/n, float64(2*ends)/n, extra, float64(4*ends)/n, float64(checks-1)/float64(ends), float64(calls["GetItem"])/n, marks)
 }

@@ -27,7 +27,10 @@
 //   - [Batch.Add] raises the counts before it sends: a job that adds children to its own
 //     batch ([FromContext]) before it returns keeps the batch open until they end.
 //   - A batch finishes only once sealed ([Batch.Seal]); sealing an empty batch, or one
-//     whose jobs have all ended, fires its callback at once.
+//     whose jobs have all ended, fires its callback at once. After Seal only the batch's
+//     own jobs may add to it: an Add from outside is refused ([ErrSealed]) in the same
+//     transaction as its count, so no job is counted after the batch's callback was
+//     decided.
 //   - Each callback is sent at most once (its unique key is derived from the batch id;
 //     the producer must enforce unique keys, see [Sender]) and at least once: a failed
 //     send fails the job's end, so the job is retried and checks again.
@@ -50,10 +53,12 @@
 //
 // # Cost per job (DynamoDB)
 //
-//   - Add: one consistent GetItem of the batch item (refusing a finished batch), then
-//     one UpdateItem per Add call when its jobs fall on one shard, else one
-//     TransactWriteItems over the shards they fall on (2 write units per item): add
-//     many jobs per call and this share is small.
+//   - Add: one consistent GetItem of the batch item (refusing a finished batch, and a
+//     sealed one from outside its jobs), then from outside one TransactWriteItems: a
+//     check that the batch is not sealed and the shards the jobs fall on (2 write units
+//     per shard); from a batch job one UpdateItem when its jobs fall on one shard, else
+//     one TransactWriteItems over those shards. Add many jobs per call and this share is
+//     small.
 //   - The job's success, with the idempotency middleware inside on DynamoDB and its
 //     records kept at least Config.Retention (idempotency.Config.TTL): counted in the
 //     transaction that completes the job's idempotency record (three actions: the

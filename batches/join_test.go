@@ -6,10 +6,12 @@ package batches_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,5 +85,45 @@ func TestEmulatorShortLivedRecordsKeepMarkers(t *testing.T) {
 	status, err := e.b.Get(context.Background(), batch.ID())
 	require.NoError(t, err)
 	assert.Equal(t, batches.Counts{Added: n, Succeeded: n}, status.Counts)
+	assert.Equal(t, map[string]int{batch.ID() + ":success": 1}, e.settled(t))
+}
+
+// resendingAPI sends every TransactWriteItems twice and answers with the second, as
+// the SDK does when the first call's response is lost and it retries: the first may
+// have been committed.
+type resendingAPI struct {
+	batches.API
+	resent atomic.Int64
+}
+
+func (r *resendingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if _, err := r.API.TransactWriteItems(ctx, in, opts...); err != nil {
+		return nil, err
+	}
+	r.resent.Add(1)
+	return r.API.TransactWriteItems(ctx, in, opts...)
+}
+
+// TestEmulatorRetriedCompletionCountsOnce: every joined completion is sent twice, the
+// first committed and its response lost (resendingAPI): the retry is refused by the
+// record's condition (completed now; DynamoDB itself takes the SDK's retries, which
+// share a client request token, as one call), the store finds the record completed
+// under its own lease, and the success counts once, nothing failed.
+func TestEmulatorRetriedCompletionCountsOnce(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	e := newEnv(t, 1, 5)
+	w := newWorker(t, e.queue.URL)
+	resending := &resendingAPI{API: e.api}
+	_, completeFailed := w.startIdempotentOn(t, e, resending, 5, 4, batches.DefaultRetention)
+	batch := e.open(t)
+	ids := addAndSeal(t, e, batch, jobsOf(n, nil))
+	status := e.waitStatus(t, batch.ID(), wait, "success fired", successFired)
+	assert.Equal(t, batches.Counts{Added: n, Succeeded: n}, status.Counts)
+	assert.Equal(t, int64(n), resending.resent.Load(), "every completion was sent twice")
+	assert.Zero(t, completeFailed.Load(), "no completion reported failed")
+	for _, id := range ids {
+		assert.Equal(t, 1, w.calls(id))
+	}
 	assert.Equal(t, map[string]int{batch.ID() + ":success": 1}, e.settled(t))
 }

@@ -58,7 +58,7 @@ func (b *Batches) Middleware(config MiddlewareConfig) sqsworker.Middleware {
 			if err != nil {
 				return sqsworker.Permanent("BatchAttributeInvalid", fmt.Errorf("batches: message %s: %w", message.ID, err))
 			}
-			bt := &Batch{batches: b, ref: r}
+			bt := &Batch{batches: b, ref: r, inJob: true}
 			join, joinedCount := b.join(r, message.JobID())
 			handlerErr := next.Handle(txjoin.With(context.WithValue(ctx, batchKey{}, bt), join), message)
 			e, final := ending(config, message, handlerErr)

@@ -3,8 +3,11 @@ package batches_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -151,4 +154,80 @@ func TestEmulatorFailedCallbackSendIsRetried(t *testing.T) {
 	assert.Equal(t, batches.Counts{Added: 1, Succeeded: 1}, status.Counts)
 	assert.False(t, status.Success.FiredAt.IsZero())
 	assert.Len(t, sender.prepared, 2, "the job and the callback, once")
+}
+
+// TestEmulatorAddFromOutsideAfterSealIsRefused: a batch sealed while its one job runs
+// refuses an Add from outside (ErrSealed: counted nothing, sent nothing), through its
+// own handle, one loaded before the Seal, and one whose Add read the batch item just
+// before the Seal (sealingAPI: the raise's condition check refuses it), while the
+// running job adds a child to it; success fires once, after the child.
+func TestEmulatorAddFromOutsideAfterSealIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2, 5)
+	w := newWorker(t, e.queue.URL)
+	w.start(t, e, 5, 4)
+	batch := e.open(t)
+	loaded, err := e.b.Load(context.Background(), batch.ID())
+	require.NoError(t, err)
+	ids := addAndSeal(t, e, batch, []producer.Job{{Type: "work", Payload: work{N: 1, Children: 1}}})
+	e.waitStatus(t, batch.ID(), wait, "the child added", func(s batches.Status) bool { return s.Counts.Added == 2 })
+
+	for _, handle := range []*batches.Batch{batch, loaded} {
+		_, err = handle.Add(context.Background(), e.queue.URL, jobsOf(1, nil)...)
+		assert.ErrorIs(t, err, batches.ErrSealed)
+	}
+	// A batch of its own (a second Batches on the same table), sealed between Add's
+	// read and its raise.
+	sealing := &sealingAPI{API: e.api}
+	b2, err := batches.New(sealing, e.producer, batches.Config{Table: e.table, Shards: 2})
+	require.NoError(t, err)
+	raced, err := b2.Open(context.Background(), batches.Callbacks{})
+	require.NoError(t, err)
+	_, err = raced.Add(context.Background(), e.queue.URL, producer.Job{Type: "work", Payload: work{N: 9, Block: true}})
+	require.NoError(t, err)
+	sealing.arm(raced)
+	_, err = raced.Add(context.Background(), e.queue.URL, jobsOf(1, nil)...)
+	assert.ErrorIs(t, err, batches.ErrSealed)
+	require.True(t, sealing.sealed.Load(), "sealed between the read and the raise")
+	racedStatus, err := b2.Get(context.Background(), raced.ID())
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), racedStatus.Counts.Added, "the raced Add counted nothing")
+	status, err := e.b.Get(context.Background(), batch.ID())
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), status.Counts.Added, "the parent and its child only")
+	assert.Equal(t, 1, w.calls(ids[0]))
+
+	close(w.release)
+	status = e.waitStatus(t, batch.ID(), wait, "success fired", successFired)
+	assert.Equal(t, batches.Counts{Added: 2, Succeeded: 2}, status.Counts)
+	assert.Equal(t, map[string]int{batch.ID() + ":success": 1}, e.settled(t))
+}
+
+// sealingAPI seals its armed batch right after the next GetItem (Add's read of the
+// batch item), before the read's answer is returned.
+type sealingAPI struct {
+	batches.API
+	mu     sync.Mutex
+	batch  *batches.Batch
+	sealed atomic.Bool
+}
+
+func (s *sealingAPI) arm(b *batches.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batch = b
+}
+
+func (s *sealingAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := s.API.GetItem(ctx, in, opts...)
+	s.mu.Lock()
+	b := s.batch
+	s.batch = nil
+	s.mu.Unlock()
+	if b != nil && err == nil {
+		if sealErr := b.Seal(ctx); sealErr == nil {
+			s.sealed.Store(true)
+		}
+	}
+	return out, err
 }

@@ -115,18 +115,28 @@ func (w *worker) start(t *testing.T, e *env, maxReceiveCount, concurrency int) {
 // records kept for ttl (batches.DefaultRetention, the batches' own: the completion
 // counts each success). It returns the count of deliveries a completed record answered.
 func (w *worker) startIdempotent(t *testing.T, e *env, maxReceiveCount, concurrency int, ttl time.Duration) *atomic.Int64 {
-	answered := &atomic.Int64{}
-	store := idempotency.NewDynamoDBStore(e.api, e.table)
+	answered, _ := w.startIdempotentOn(t, e, e.api, maxReceiveCount, concurrency, ttl)
+	return answered
+}
+
+// startIdempotentOn is startIdempotent with the idempotency store on api; it also
+// returns the count of completions that failed.
+func (w *worker) startIdempotentOn(t *testing.T, e *env, api batches.API, maxReceiveCount, concurrency int, ttl time.Duration) (answered, completeFailed *atomic.Int64) {
+	answered, completeFailed = &atomic.Int64{}, &atomic.Int64{}
+	store := idempotency.NewDynamoDBStore(api, e.table)
 	inside := idempotency.Middleware(store, idempotency.Config{
 		TTL: ttl, Logger: slog.New(slog.DiscardHandler),
 		Observer: idempotency.ObserverFunc(func(_ context.Context, ev idempotency.Event) {
-			if ev.Kind == idempotency.EventCompletedDuplicate {
+			switch ev.Kind {
+			case idempotency.EventCompletedDuplicate:
 				answered.Add(1)
+			case idempotency.EventCompleteFailed:
+				completeFailed.Add(1)
 			}
 		}),
 	})
 	startPoller(t, e.sqs, e.queue.URL, concurrency, sqsworker.Chain(w, e.b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: maxReceiveCount}), inside))
-	return answered
+	return answered, completeFailed
 }
 
 // jobsOf returns n work jobs numbered from 0, each changed by with (if not nil).
