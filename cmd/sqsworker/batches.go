@@ -81,7 +81,7 @@ func (a *app) printBatch(view batchView, now time.Time) error {
 			fmt.Fprintf(out, "  shard %-3d  %d added, %d pending, %d succeeded, %d dead-lettered\n", i, c.Added, c.Pending, c.Succeeded, c.DeadLettered)
 		}
 	}
-	fmt.Fprintf(out, "Created:     %s (%s)\n", humantime.Timestamp(s.CreatedAt), humantime.Until(s.CreatedAt, now))
+	fmt.Fprintf(out, "Created:     %s (%s)\n", humantime.Timestamp(s.CreatedAt), humantime.Ago(s.CreatedAt, now))
 	fmt.Fprintf(out, "Expires:     %s (%s)\n", humantime.Timestamp(s.ExpiresAt), humantime.Until(s.ExpiresAt, now))
 	for _, line := range []struct {
 		name     string
@@ -93,7 +93,7 @@ func (a *app) printBatch(view batchView, now time.Time) error {
 		}
 		sent := "not sent"
 		if !line.callback.FiredAt.IsZero() {
-			sent = "sent " + humantime.Timestamp(line.callback.FiredAt) + " (" + humantime.Until(line.callback.FiredAt, now) + ")"
+			sent = "sent " + humantime.Timestamp(line.callback.FiredAt) + " (" + humantime.Ago(line.callback.FiredAt, now) + ")"
 		}
 		fmt.Fprintf(out, "%-12s %s to %s, job %s, %s\n", line.name, orDash(line.callback.JobType, "(no type)"), line.callback.QueueURL, line.callback.JobID, sent)
 	}
