@@ -21,9 +21,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker"
+	"github.com/sqsworker/sqsworker/batches"
+	"github.com/sqsworker/sqsworker/claimcheck"
+	"github.com/sqsworker/sqsworker/encrypt"
+	"github.com/sqsworker/sqsworker/fleetlimit"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/jobs"
 	"github.com/sqsworker/sqsworker/lambda"
 	"github.com/sqsworker/sqsworker/poller"
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 // Job is the job of the README's and the package comment's examples.
@@ -125,6 +131,39 @@ func Example_observer() {
 
 type Charge struct {
 	OrderID string `json:"orderId"`
+}
+
+// Every middleware in one chain, outermost first, for a worker that uses them all.
+func Example_middlewareOrder() {
+	var (
+		mux       *sqsworker.ServeMux        // the job types
+		sender    *producer.Producer         // producer.New: it re-sends delayed and waiting jobs
+		limits    *fleetlimit.Limiter        // fleetlimit.New
+		b         *batches.Batches           // batches.New
+		records   *jobs.Store                // jobs.NewStore
+		store     *idempotency.DynamoDBStore // idempotency.NewDynamoDBStore
+		resolver  *claimcheck.Resolver       // claimcheck.NewResolver
+		decrypter *encrypt.Decrypter         // encrypt.NewDecrypter
+	)
+	handler := sqsworker.Chain(mux,
+		// A job not due yet is re-sent as it was received: nothing below runs for it.
+		sqsworker.DelayMiddleware(sender),
+		// A job waiting for a permit or a rate start is deferred or re-sent as it was
+		// received, before anything records or counts it.
+		limits.Middleware(),
+		// A delay or limit hop returns nil: seen from here it would be a success.
+		b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}),
+		// Inside batches: a cancelled job leaves here as Cancelled, which ends it.
+		records.Middleware(jobs.MiddlewareConfig{MaxReceiveCount: 5}),
+		// Keyed by the job id: a copy of a handled job is answered before its payload is
+		// fetched; kept as long as the batches, so a success is counted with it.
+		idempotency.Middleware(store, idempotency.Config{TTL: batches.DefaultRetention}),
+		// Fetches a claim-check payload from S3 (ciphertext, when encrypted).
+		resolver.Middleware(),
+		// Decrypts what the resolver fetched.
+		decrypter.Middleware(),
+	)
+	_ = handler // poller.New(sqsClient, poller.Config{QueueURL: queueURL}, handler)
 }
 
 // The README's attempts per job type: at most 4 attempts of charge-card, retried after

@@ -31,8 +31,10 @@ type MiddlewareConfig struct {
 // success (a permanent failure, its last attempt failed or deferred, or cancelled);
 // other retries and deferrals are not ends. The handler's context carries the batch ([FromContext]).
 //
-// Order: inside sqsworker.DelayMiddleware (a delay hop is no end) and outside the
-// idempotency middleware. With that middleware on a DynamoDB store whose records are
+// Order: inside sqsworker.DelayMiddleware and the fleetlimit middleware (their hops
+// re-send the job and return nil, which this middleware would count as a success), and
+// outside the jobs records middleware (a cancelled job reaches it as
+// sqsworker.Cancelled, an end) and the idempotency middleware. With that middleware on a DynamoDB store whose records are
 // kept at least Config.Retention (idempotency.Config.TTL), a success is counted in the
 // transaction that completes the job's record (no marker: one item write beyond the
 // completion) and a duplicate the record answers counts nothing; other ends, and

@@ -69,6 +69,11 @@ type MiddlewareConfig struct {
 //
 // A failed start write is returned (the job is retried: its cancellation could not be
 // checked); a failed end write is logged only, the job's outcome stands.
+//
+// Order: inside sqsworker.DelayMiddleware and the fleetlimit middleware (their hops
+// return nil, which would be recorded as a success) and inside the batches middleware
+// (which must see a cancelled job's Cancelled outcome to count its end); outside the
+// idempotency middleware, or inside it with MiddlewareConfig.InIdempotencyRecord.
 func (s *Store) Middleware(config MiddlewareConfig) sqsworker.Middleware {
 	if config.CheckInterval <= 0 {
 		config.CheckInterval = DefaultCheckInterval
