@@ -252,7 +252,13 @@ func newChainRig(t *testing.T) *chainRig {
 
 // documentedChain is the README's order, outermost first.
 func (r *chainRig) documentedChain() sqsworker.Handler {
-	return sqsworker.Chain(r.mux,
+	return sqsworker.Chain(r.mux, r.middlewares()...)
+}
+
+// middlewares are the README's middlewares in its order, outermost first: delay, limit,
+// batches, records, idempotency, resolver, decrypter.
+func (r *chainRig) middlewares() []sqsworker.Middleware {
+	return []sqsworker.Middleware{
 		sqsworker.DelayMiddleware(r.delayHops),
 		r.limits.Middleware(),
 		r.b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: chainMaxReceives}),
@@ -260,7 +266,7 @@ func (r *chainRig) documentedChain() sqsworker.Handler {
 		idempotency.Middleware(r.store, idempotency.Config{TTL: batches.DefaultRetention, Logger: r.logger}),
 		r.resolver.Middleware(),
 		r.decrypter.Middleware(),
-	)
+	}
 }
 
 func (r *chainRig) startPoller(t *testing.T, queueURL string, handler sqsworker.Handler) *poller.Server {
@@ -305,12 +311,17 @@ func (r *chainRig) marker(t *testing.T, batchID, jobID string) bool {
 }
 
 func chainJobOf(n int, kind string, tenant string) producer.Job {
+	return chainJobDue(n, kind, tenant, 5*time.Second)
+}
+
+// chainJobDue is chainJobOf with the delay of a "due" job.
+func chainJobDue(n int, kind string, tenant string, due time.Duration) producer.Job {
 	job := producer.Job{Type: "chain", Payload: chainJob{N: n, Kind: kind}}
 	if kind == "large" {
 		job.Payload = chainJob{N: n, Kind: kind, Data: strings.Repeat("x", 6000)}
 	}
 	if kind == "due" {
-		job.Delay = 5 * time.Second
+		job.Delay = due
 	}
 	if tenant != "" {
 		job.Attributes = map[string]sqstypes.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String(tenant)}}
@@ -454,6 +465,48 @@ func TestEmulatorWholeChainInTheDocumentedOrder(t *testing.T) {
 	assert.Zero(t, visible+inFlight, "nothing in the dead-letter queue")
 	assert.Empty(t, r.logs.Records("batches: the batch refused the job's end; it is not counted"))
 	assert.Empty(t, r.logs.Records("batches: counting the job's end failed; the job is retried"))
+}
+
+// TestEmulatorChainFootgunBatchesOutsideDelay documents why batches go inside
+// DelayMiddleware: the same chain with the batches middleware moved outermost (ONE
+// change) takes a delay hop, which returns nil, for the job's success. A batch of a
+// plain job and one due in 10 s (hops of 2 s) finishes, its success callback handled,
+// while the delayed job has not run; when it does run, later, nothing is counted again
+// (its idempotency completion finds the hop's marker), so the batch never learns of the
+// real end.
+func TestEmulatorChainFootgunBatchesOutsideDelay(t *testing.T) {
+	t.Parallel()
+	r := newChainRig(t)
+	ctx := context.Background()
+	m := r.middlewares()
+	wrong := append([]sqsworker.Middleware{m[2]}, append(m[:2:2], m[3:]...)...) // batches, delay, limit, records, ...
+	require.Len(t, wrong, len(m))
+	r.startPoller(t, r.queue.URL, sqsworker.Chain(r.mux, wrong...))
+	batch := r.open(t)
+	sentAt := time.Now()
+	ids, err := batch.Add(ctx, r.queue.URL, chainJobOf(0, "plain", ""), chainJobDue(1, "due", "", 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, batch.Seal(ctx))
+
+	testenv.Eventually(t, chainPatience, "the batch finished", func() bool {
+		return r.status(t, batch.ID()).Pending == 0 && r.fired.snapshot()["success"] == 1
+	})
+	if time.Since(sentAt) < 10*time.Second { // the delayed job cannot have run yet
+		assert.Zero(t, r.handler.runCount(ids[1]), "the delayed job ran")
+		assert.Equal(t, batches.Counts{Added: 2, Succeeded: 2}, r.status(t, batch.ID()).Counts, "the hop was counted as the delayed job's success")
+		assert.True(t, r.marker(t, batch.ID(), ids[1]), "the hop's 'success' was counted apart, with a marker")
+	}
+	assert.GreaterOrEqual(t, r.delayHops.count(ids[1]), 1)
+
+	testenv.Eventually(t, chainPatience, "the delayed job ran", func() bool { return r.handler.runCount(ids[1]) == 1 })
+	testenv.WaitQueueEmpty(t, r.sqs, r.queue.URL, chainPatience)
+	testenv.WaitQueueEmpty(t, r.sqs, r.callbacks.URL, chainPatience)
+	assert.Equal(t, batches.Counts{Added: 2, Succeeded: 2}, r.status(t, batch.ID()).Counts, "the real end is not counted again")
+	assert.Equal(t, map[string]int{"success": 1}, r.fired.snapshot(), "the success callback, once, before the delayed job ran")
+	record, err := r.records.Get(ctx, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, record.State, "the records, still inside the delay, see only the real run")
+	assert.Equal(t, 1, record.Attempts)
 }
 
 func ptr[T any](v T) *T { return &v }
