@@ -50,7 +50,9 @@
 // once; when its message arrives, the start's conditional write fails, the handler does
 // not run, and the host deletes the message with outcome [sqsworker.OutcomeCancelled].
 // A running job's middleware sees the mark within one CheckInterval and cancels the
-// handler's context (its cause matches [sqsworker.ErrCancelled]); whatever the handler
-// then returns, the job ends as cancelled: deleted, neither retried nor dead-lettered.
+// handler's context (its cause matches [sqsworker.ErrCancelled]); when the handler then
+// returns an error, whatever it is, the job ends as cancelled: deleted, neither retried
+// nor dead-lettered. A handler that returns nil all the same has done its work, and the
+// job ends as succeeded (an idempotency record inside completes, a batch counts it).
 // Cancelling a finished job changes nothing and returns a [*FinishedError].
 package jobs

@@ -208,3 +208,41 @@ func TestEmulatorCancelWhileRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestEmulatorCancelledHandlerThatReturnsNil: a running job whose handler returns nil
+// although its context was cancelled by the request (it ignored the context, or
+// finished as the request came) has done its work: it ends as succeeded, not cancelled,
+// since an idempotency record inside completed and a batch outside counts a success
+// (chain_emulator_test.go at the repository root shows the three agree).
+func TestEmulatorCancelledHandlerThatReturnsNil(t *testing.T) {
+	t.Parallel()
+	for _, h := range hosts {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			client := testenv.SQS(t)
+			queue := testenv.NewQueue(t, client, testenv.QueueOptions{})
+			store, _ := newStore(t)
+			started := make(chan struct{})
+			var runs atomic.Int32
+			handler := sqsworker.HandlerFunc(func(ctx context.Context, message *sqsworker.Message) error {
+				runs.Add(1)
+				close(started)
+				<-ctx.Done()
+				return nil // the work is done all the same
+			})
+			h.start(t, client, queue.URL, sqsworker.Chain(handler, store.Middleware(jobs.MiddlewareConfig{CheckInterval: 200 * time.Millisecond})))
+			id := send(t, client, queue.URL, producer.Job{Body: "export everything"})
+			testenv.Recv(t, started, 30*time.Second, "the job started")
+			waitState(t, store, id, jobs.StateRunning, 5*time.Second)
+			_, err := store.Cancel(context.Background(), id)
+			require.NoError(t, err)
+
+			r := waitState(t, store, id, jobs.StateSucceeded, 30*time.Second)
+			assert.True(t, r.CancelRequested)
+			testenv.WaitQueueEmpty(t, client, queue.URL, 30*time.Second)
+			visible, _ := testenv.Counts(t, client, queue.DeadLetterQueueURL)
+			assert.Zero(t, visible, "not dead-lettered")
+			assert.Equal(t, int32(1), runs.Load(), "not retried")
+		})
+	}
+}

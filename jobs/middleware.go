@@ -64,8 +64,11 @@ type MiddlewareConfig struct {
 // does not run: the middleware returns a [sqsworker.Cancelled] error, which the host
 // carries out as a delete. While the handler runs, its record is read every
 // CheckInterval; a cancellation request cancels the handler's context (its cause
-// matches [sqsworker.ErrCancelled]) and the job ends as cancelled, whatever the
-// handler returns.
+// matches [sqsworker.ErrCancelled]) and the job ends as cancelled when the handler then
+// returns an error. A handler that returns nil all the same (it ignored its context, or
+// finished as the request came) has done its work: the job ends as succeeded, as an
+// idempotency middleware inside has completed its record and the batches middleware
+// outside counts it (package batches), so the three agree.
 //
 // A failed start write is returned (the job is retried: its cancellation could not be
 // checked); a failed end write is logged only, the job's outcome stands.
@@ -116,7 +119,7 @@ func (s *Store) handle(ctx context.Context, config MiddlewareConfig, next sqswor
 	}
 	a, cancelled, handlerErr := s.call(ctx, config, next, message, logger)
 	result, ref, progress := a.outcome()
-	if cancelled {
+	if cancelled && handlerErr != nil {
 		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, nil, progress)
 		return sqsworker.Cancelled(fmt.Errorf("job %s cancelled while running: %w", id, errOrCanceled(handlerErr)))
 	}
@@ -140,7 +143,7 @@ func (s *Store) handleIdempotent(ctx context.Context, config MiddlewareConfig, n
 	a, cancelled, handlerErr := s.call(ctx, config, next, message, logger)
 	_, _, progress := a.outcome()
 	switch {
-	case cancelled:
+	case cancelled && handlerErr != nil:
 		s.end(ctx, logger, id, StateCancelled, errorText(handlerErr), nil, nil, progress)
 		return sqsworker.Cancelled(fmt.Errorf("job %s cancelled while running: %w", id, errOrCanceled(handlerErr)))
 	case len(progress) > 0: // the last progress the rate limit held back

@@ -86,8 +86,9 @@ LargeResults.Location: a reference elsewhere is refused.`,
 		Long: `Cancel job ID (jobs.Store.Cancel). A job not started yet (queued, delayed, or waiting for a
 retry) does not run when its message arrives: the worker deletes it with outcome
 Cancelled. A running job's context is cancelled within one check interval of its worker
-(MiddlewareConfig.CheckInterval) and it ends as cancelled: deleted, neither retried nor
-dead-lettered. A finished job is left as it is, and the command says so (exit 1).`,
+(MiddlewareConfig.CheckInterval) and, when its handler then returns an error, it ends as
+cancelled: deleted, neither retried nor dead-lettered (one that returns nil all the same
+ends as succeeded). A finished job is left as it is, and the command says so (exit 1).`,
 		Example: `  sqsworker jobs cancel 01KBQ2ZP5E8Y9V0D2X4M6N8R1T --table jobs`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
