@@ -132,6 +132,10 @@ func (h *chainHandler) handle(ctx context.Context, message *sqsworker.Message) e
 		h.started <- id
 		<-ctx.Done()
 		return context.Cause(ctx)
+	case "finish": // runs until its job is cancelled, then returns nil: its work done anyway
+		h.started <- id
+		<-ctx.Done()
+		return nil
 	case "failonce":
 		if run == 1 {
 			return sqsworker.RetryAfter(time.Second, fmt.Errorf("job %d: first attempt fails", job.N))
@@ -509,5 +513,44 @@ func TestEmulatorChainFootgunBatchesOutsideDelay(t *testing.T) {
 	assert.Equal(t, 1, record.Attempts)
 }
 
-func ptr[T any](v T) *T { return &v }
+// TestEmulatorChainCancelledJobThatFinishes: a job cancelled while it runs whose
+// handler returns nil anyway (it ignored its context, or finished just as the request
+// was seen) has done its work, and every part of the chain says so: its idempotency
+// record completed (with the batch's count, so no marker), the batch counting a
+// success and sending its success callback, and its job record succeeded. (Before the
+// fix the record said cancelled while the batch counted a success; without the
+// idempotency middleware the batch counted the same job dead-lettered.)
+func TestEmulatorChainCancelledJobThatFinishes(t *testing.T) {
+	t.Parallel()
+	r := newChainRig(t)
+	ctx := context.Background()
+	r.startPoller(t, r.queue.URL, r.documentedChain())
+	batch := r.open(t)
+	ids, err := batch.Add(ctx, r.queue.URL, chainJobOf(0, "finish", ""))
+	require.NoError(t, err)
+	require.NoError(t, batch.Seal(ctx))
+	testenv.Recv(t, r.handler.started, chainPatience, "the job started")
+	_, err = r.records.Cancel(ctx, ids[0])
+	require.NoError(t, err)
+	testenv.Eventually(t, chainPatience, "the batch finished, its callback handled", func() bool {
+		return r.status(t, batch.ID()).Pending == 0 && len(r.fired.snapshot()) > 0
+	})
+	testenv.WaitQueueEmpty(t, r.sqs, r.queue.URL, chainPatience)
+	testenv.WaitQueueEmpty(t, r.sqs, r.callbacks.URL, chainPatience)
 
+	assert.Equal(t, batches.Counts{Added: 1, Succeeded: 1}, r.status(t, batch.ID()).Counts)
+	assert.Equal(t, map[string]int{"success": 1}, r.fired.snapshot())
+	assert.False(t, r.marker(t, batch.ID(), ids[0]), "counted with the idempotency completion")
+	record, err := r.records.Get(ctx, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateSucceeded, record.State, "the record agrees with the batch")
+	assert.True(t, record.CancelRequested)
+	storedKey, err := idempotency.StoredKey("", ids[0])
+	require.NoError(t, err)
+	idem, err := r.store.Get(ctx, storedKey)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusCompleted, idem.Status)
+	assert.Equal(t, 1, r.handler.runCount(ids[0]))
+}
+
+func ptr[T any](v T) *T { return &v }
