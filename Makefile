@@ -196,8 +196,8 @@ bench-go:
 # saturation runs TestSaturationDeadLettersNoHealthyJob (fleetlimit) at full size: one key
 # limited to 1 kept saturated for SATURATION (SATURATION/400 ms jobs of 400 ms; 10m is
 # 1,500), on LocalStack or ElasticMQ (SATURATION_EMULATOR=elasticmq, started with
-# localstack/elasticmq-up). Its wall time is longer than SATURATION: about 1.1 s a job on
-# LocalStack, 0.7 s on ElasticMQ (docs/benchmarks.md), hence SATURATION_TIMEOUT.
+# localstack/elasticmq-up). It takes somewhat longer than SATURATION (10m: 10 min 45 s on
+# LocalStack, docs/benchmarks.md), so SATURATION_TIMEOUT leaves room for a loaded machine.
 SATURATION ?= 10m
 SATURATION_EMULATOR ?= localstack
 SATURATION_TIMEOUT ?= 60m
