@@ -16,7 +16,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: help up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox fuzz ui-screenshots
+.PHONY: help up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox saturation fuzz ui-screenshots
 
 ## help: list these targets, each with what it does
 help:
@@ -192,6 +192,20 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem . ./internal/settle ./poller ./idempotency ./lambda
 	$(GO) test -run '^$$' -bench 'BenchmarkSend$$|BenchmarkBatcherParallel$$' -benchmem ./producer
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem .
+
+# saturation runs TestSaturationDeadLettersNoHealthyJob (fleetlimit) at full size: one key
+# limited to 1 kept saturated for SATURATION (SATURATION/400 ms jobs of 400 ms; 10m is
+# 1,500), on LocalStack or ElasticMQ (SATURATION_EMULATOR=elasticmq, started with
+# localstack/elasticmq-up). It takes somewhat longer than SATURATION (10m: 10 min 45 s on
+# LocalStack, docs/benchmarks.md), so SATURATION_TIMEOUT leaves room for a loaded machine.
+SATURATION ?= 10m
+SATURATION_EMULATOR ?= localstack
+SATURATION_TIMEOUT ?= 60m
+SATURATION_ENV = $(if $(filter elasticmq,$(SATURATION_EMULATOR)),localstack/elasticmq-up && export SQSWORKER_SQS_EMULATOR=elasticmq && )$(EMULATOR_ENV)
+
+## saturation: fleetlimit's saturation test with its key saturated for SATURATION (10m: 1,500 jobs; SATURATION_EMULATOR=elasticmq, SATURATION_TIMEOUT=60m): every job once, none dead-lettered; prints jobs, deferrals, hops, most receives, wall time
+saturation: up-emulator
+	$(SATURATION_ENV) && $(GO) test -race -count=1 -v -timeout $(SATURATION_TIMEOUT) -run '^TestSaturationDeadLettersNoHealthyJob$$' ./fleetlimit/ -fleetlimit.saturation=$(SATURATION)
 
 OUTBOX_BENCH_N ?= 2000
 ## bench-outbox: the outbox relays on DynamoDB (moto) and PostgreSQL: entries/s and SQS calls per entry (OUTBOX_BENCH_LATENCY=10ms per SQS call, OUTBOX_BENCH_INFLIGHT, OUTBOX_BENCH_BATCH)

@@ -3,7 +3,6 @@ package fleetlimit_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sqsworker/sqsworker"
 	"github.com/sqsworker/sqsworker/fleetlimit"
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/producer"
@@ -37,47 +35,18 @@ func mostStartsInAnySecond(calls []call) int {
 	return most
 }
 
-// Three workers share a rate of 8 starts a second over every job and a per-tenant
-// limit of 2 (LocalStack or ElasticMQ, moto), under 50 tenants and one hot one. By the
+// Three worker processes (startProcessFleet: each its own limiter and DynamoDB client)
+// share a rate of 8 starts a second over every job and a per-tenant limit of 2
+// (LocalStack or ElasticMQ, moto), under 50 tenants and one hot one. By the
 // downstream's own clock no one-second window holds more than 8 starts, no tenant more
-// than 2 calls at once, and the whole run took at least what the rate allows. The rate
+// than 2 calls at once, and the whole run took at least what the rate allows; the
+// downstream served each job exactly once and nothing was dead-lettered. The rate
 // middleware runs outside the permit's, so no job holds a permit while it waits for its
 // start.
-func TestThreeWorkersShareARateAndATenantLimit(t *testing.T) {
+func TestThreeWorkerProcessesShareARateAndATenantLimit(t *testing.T) {
 	t.Parallel()
-	sqsClient := testenv.SQS(t)
-	dynamo := testenv.DynamoDB(t)
-	tableName := testenv.NewTable(t, dynamo)
-	queue := testenv.NewQueue(t, sqsClient, testenv.QueueOptions{MaxReceiveCount: 5})
-	hopper, err := producer.New(sqsClient, producer.Config{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	service := newDownstream(t, 100*time.Millisecond)
 	const rate = 8
-
-	var mu sync.Mutex
-	done := map[string]bool{}
-	var handlerStarts []call
-	for worker := range 3 {
-		limiter := newLimiter(t, dynamo, fleetlimit.Config{
-			Table: tableName, Name: "api", Rate: rate, MaxWait: 3 * time.Second,
-			RateKey:     func(*sqsworker.Message) string { return "all" },
-			Concurrency: 2, Key: func(m *sqsworker.Message) string { return m.GroupID },
-			RetryDelay: time.Second, Hopper: hopper, MaxReceiveCount: 5, Holder: fmt.Sprintf("worker-%d", worker),
-		})
-		handler := sqsworker.HandlerFunc(func(ctx context.Context, m *sqsworker.Message) error {
-			mu.Lock()
-			handlerStarts = append(handlerStarts, call{start: time.Now()})
-			mu.Unlock()
-			if err := service.call(ctx, m.GroupID); err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			done[m.Body] = true
-			return nil
-		})
-		startWorker(t, sqsClient, queue.URL, 8, sqsworker.Chain(handler, limiter.Middleware()))
-	}
+	fleet := startProcessFleet(t, 100*time.Millisecond, rate)
 	var jobs []producer.Job
 	for i := range 50 {
 		jobs = append(jobs, producer.Job{Body: fmt.Sprintf("tenant-%d", i), GroupID: fmt.Sprintf("tenant-%d", i)})
@@ -85,17 +54,10 @@ func TestThreeWorkersShareARateAndATenantLimit(t *testing.T) {
 	for j := range 10 {
 		jobs = append(jobs, producer.Job{Body: fmt.Sprintf("hot/%d", j), GroupID: "hot"})
 	}
-	for batch := range slices.Chunk(jobs, 10) {
-		_, err := hopper.SendBatch(context.Background(), queue.URL, batch)
-		require.NoError(t, err)
-	}
-	testenv.Eventually(t, 120*time.Second, "every job handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(done) == len(jobs)
-	})
-	calls := service.recorded()
-	assert.LessOrEqual(t, mostStartsInAnySecond(calls), rate, "no one-second window holds more than the rate, by the downstream's clock")
+	calls, counts := fleet.run(t, jobs)
+
+	most := mostStartsInAnySecond(calls)
+	assert.LessOrEqual(t, most, rate, "no one-second window holds more than the rate, by the downstream's clock")
 	for key, most := range maxOverlap(calls) {
 		assert.LessOrEqual(t, most, 2, "tenant %s", key)
 	}
@@ -109,10 +71,8 @@ func TestThreeWorkersShareARateAndATenantLimit(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, last.Sub(first), time.Duration(len(calls)-1)*time.Second/rate, "the rate held the run back")
-	visible, inFlight := testenv.Counts(t, sqsClient, queue.DeadLetterQueueURL)
-	assert.Zero(t, visible+inFlight, "no healthy job dead-lettered")
-	t.Logf("handler starts: at most %d in any second", mostStartsInAnySecond(handlerStarts))
-	t.Logf("%d calls in %s, at most %d in any second", len(calls), last.Sub(first), mostStartsInAnySecond(calls))
+	t.Logf("%d calls over 3 processes in %s, at most %d in any second; %d deferrals, %d handled after a hop",
+		len(calls), last.Sub(first), most, counts.deferred, counts.hopped)
 }
 
 // Sixty starts reserved at once by three limiters (moto), with the rate in one item and
