@@ -14,11 +14,13 @@ import (
 )
 
 // API is the part of the DynamoDB client that batches use: the shared table's
-// single-item calls ([table.API]) and TransactWriteItems, which makes a job's marker and
-// its counter decrement one atomic write. *dynamodb.Client satisfies it.
+// single-item calls ([table.API]), TransactWriteItems, which makes a job's marker and
+// its counter decrement one atomic write, and TransactGetItems, which reads a batch's
+// item and all its shards as of one instant. *dynamodb.Client satisfies it.
 type API interface {
 	table.API
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	TransactGetItems(ctx context.Context, params *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)

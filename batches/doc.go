@@ -75,7 +75,9 @@
 //     is not completed (a job whose success was counted with its completion is not
 //     counted again by a copy that fails, for example on its payload hash).
 //   - Then one strongly consistent GetItem of the shard (1 read unit); when that shard
-//     has no pending job, 1 + Shards GetItems more.
+//     has no pending job, the full check: a GetItem of the batch item and one
+//     TransactGetItems of it and every shard, so that all are read as of one instant
+//     (2 read units an item).
 //   - The callbacks: one SendMessage (and the producer's unique-key writes) and one
 //     UpdateItem each, once per batch.
 //

@@ -16,7 +16,7 @@ import (
 
 // afterCount checks whether the end of job id finished its batch: one consistent
 // GetItem of the job's shard; only when that shard has no pending job left, the full
-// check (the batch item and every shard). The last job to end always makes the full
+// check (the batch item, then it and every shard in one TransactGetItems). The last job to end always makes the full
 // check after its own write, so it sees every other end.
 func (b *Batches) afterCount(ctx context.Context, r ref, jobID string) error {
 	key, err := table.BatchShardKey(r.id, shardOf(jobID, r.shards))
@@ -36,15 +36,15 @@ func (b *Batches) afterCount(ctx context.Context, r ref, jobID string) error {
 // check fires the callbacks a sealed batch with no pending job is due: success when no
 // job is dead-lettered, complete (once) otherwise.
 func (b *Batches) check(ctx context.Context, id string) error {
-	m, err := b.readMeta(ctx, id)
+	first, err := b.readMeta(ctx, id)
 	if err != nil {
 		return err
 	}
-	if !m.sealed || !m.successFired.IsZero() {
+	if !first.sealed || !first.successFired.IsZero() {
 		return nil
 	}
-	shards, err := b.readShards(ctx, m)
-	if err != nil {
+	m, shards, err := b.snapshot(ctx, first)
+	if err != nil || !m.successFired.IsZero() {
 		return err
 	}
 	total := sum(shards)

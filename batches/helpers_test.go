@@ -43,7 +43,7 @@ func (c *countingAPI) record(op string, keys ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls[op]++
-	if op != "GetItem" {
+	if op != "GetItem" && op != "TransactGetItems" {
 		c.items += len(keys)
 		for _, k := range keys {
 			c.keyWrites[k]++
@@ -91,6 +91,11 @@ func (c *countingAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 func (c *countingAPI) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	c.record("DeleteItem", idOf(in.Key))
 	return c.API.DeleteItem(ctx, in, opts...)
+}
+
+func (c *countingAPI) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
+	c.record("TransactGetItems")
+	return c.API.TransactGetItems(ctx, in, opts...)
 }
 
 func (c *countingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

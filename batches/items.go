@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/txjoin"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/table"
 )
@@ -136,6 +137,12 @@ func (b *Batches) readMeta(ctx context.Context, id string) (meta, error) {
 	if err != nil {
 		return meta{}, err
 	}
+	return b.parseMeta(id, key, item)
+}
+
+// parseMeta decodes the batch item of id, ErrNotFound when there is none or it has
+// expired.
+func (b *Batches) parseMeta(id, key string, item map[string]types.AttributeValue) (meta, error) {
 	if len(item) == 0 {
 		return meta{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -160,24 +167,50 @@ func (b *Batches) readMeta(ctx context.Context, id string) (meta, error) {
 	return m, nil
 }
 
-// readShards reads every counter shard of m (consistent).
-func (b *Batches) readShards(ctx context.Context, m meta) ([]Counts, error) {
-	counts := make([]Counts, m.shards)
+// snapshot reads the item of batch first (read before, for its shard count) and every
+// one of its shards again in one TransactGetItems (serializable: all as of one
+// instant, 2 read units an item). Shards read one by one could show a
+// child's shard before its count was raised and its parent's after the parent ended:
+// a pending job would go unseen, and a callback fire early.
+func (b *Batches) snapshot(ctx context.Context, first meta) (meta, []Counts, error) {
+	id := first.id
+	metaKey, err := table.BatchKey(id)
+	if err != nil {
+		return meta{}, nil, err
+	}
+	gets := []types.TransactGetItem{{Get: &types.Get{TableName: aws.String(b.config.Table), Key: table.KeyAttribute(metaKey)}}}
+	for i := range first.shards {
+		key, err := table.BatchShardKey(id, i)
+		if err != nil {
+			return meta{}, nil, err
+		}
+		gets = append(gets, types.TransactGetItem{Get: &types.Get{TableName: aws.String(b.config.Table), Key: table.KeyAttribute(key)}})
+	}
+	var out *dynamodb.TransactGetItemsOutput
+	err = txjoin.RetryConflicts(ctx, func() error {
+		var err error
+		out, err = b.api.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: gets})
+		return err
+	})
+	if err != nil {
+		return meta{}, nil, fmt.Errorf("batches: reading batch %s: %w", id, err)
+	}
+	if len(out.Responses) != len(gets) {
+		return meta{}, nil, fmt.Errorf("batches: reading batch %s: %d items answered of %d", id, len(out.Responses), len(gets))
+	}
+	m, err := b.parseMeta(id, metaKey, out.Responses[0].Item)
+	if err != nil {
+		return meta{}, nil, err
+	}
+	counts := make([]Counts, first.shards)
 	for i := range counts {
-		key, err := table.BatchShardKey(m.id, i)
-		if err != nil {
-			return nil, err
-		}
-		item, err := b.getItem(ctx, key)
-		if err != nil {
-			return nil, err
-		}
+		item := out.Responses[i+1].Item
 		if len(item) == 0 {
-			return nil, fmt.Errorf("batches: batch %s has no shard %d", m.id, i)
+			return meta{}, nil, fmt.Errorf("batches: batch %s has no shard %d", id, i)
 		}
 		counts[i] = shardCounts(item)
 	}
-	return counts, nil
+	return m, counts, nil
 }
 
 func shardCounts(item map[string]types.AttributeValue) Counts {
@@ -195,19 +228,19 @@ func sum(shards []Counts) Counts {
 	return total
 }
 
-// Get reads batch id: its counts (strongly consistent reads of its item and each shard:
-// 1 + Shards GetItems) and callbacks. It returns an error matching [ErrNotFound] for an
-// id with no batch or one past its retention, and [ErrInvalidAttribute] for an id that
-// is not a ULID.
+// Get reads batch id: its counts and callbacks as of one instant (a consistent GetItem
+// of its item, then one TransactGetItems of the item and every shard). It returns an
+// error matching [ErrNotFound] for an id with no batch or one past its retention, and
+// [ErrInvalidAttribute] for an id that is not a ULID.
 func (b *Batches) Get(ctx context.Context, id string) (Status, error) {
 	if err := validID(id); err != nil {
 		return Status{}, err
 	}
-	m, err := b.readMeta(ctx, id)
+	first, err := b.readMeta(ctx, id)
 	if err != nil {
 		return Status{}, err
 	}
-	shards, err := b.readShards(ctx, m)
+	m, shards, err := b.snapshot(ctx, first)
 	if err != nil {
 		return Status{}, err
 	}

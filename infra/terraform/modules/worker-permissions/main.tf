@@ -39,6 +39,10 @@ data "aws_iam_policy_document" "this" {
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
+        # The ConditionCheck actions of TransactWriteItems (batches: a job's success counted
+        # in its idempotency record's completion); a transaction's other actions need the
+        # item actions above.
+        "dynamodb:ConditionCheckItem",
       ]
       resources = [var.idempotency_table_arn]
     }

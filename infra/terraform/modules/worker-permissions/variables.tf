@@ -32,7 +32,7 @@ variable "dlq_arn" {
 }
 
 variable "idempotency_table_arn" {
-  description = "ARN of the idempotency table (GetItem, PutItem, UpdateItem and DeleteItem are granted on it only). Null when the worker does not use one."
+  description = "ARN of the idempotency table (GetItem, PutItem, UpdateItem, DeleteItem and ConditionCheckItem are granted on it only). Null when the worker does not use one."
   type        = string
   default     = null
 
