@@ -45,7 +45,8 @@ func (j *joined) items(ctx context.Context, canceled *types.TransactionCanceledE
 		return nil, false, err
 	}
 	now := j.b.config.Now()
-	if canceled == nil {
+	if canceled == nil { // a completion's first try
+		j.redriven = false
 		check := &types.ConditionCheck{TableName: aws.String(j.b.config.Table), Key: table.KeyAttribute(markerKey),
 			ConditionExpression: aws.String("attribute_not_exists(#id)"), ExpressionAttributeNames: map[string]string{"#id": table.PartitionKey},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
