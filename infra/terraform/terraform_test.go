@@ -1214,7 +1214,7 @@ func TestIAMPoliciesAreLeastPrivilege(t *testing.T) {
 	worker := map[string][]string{
 		"var.queue_arn":             {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
 		"var.dlq_arn":               {"sqs:GetQueueUrl", "sqs:SendMessage"},
-		"var.idempotency_table_arn": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"var.idempotency_table_arn": {"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		"var.kms_key_arns":          {"kms:Decrypt", "kms:GenerateDataKey"},
 	}
 	logs := map[string][]string{"aws_cloudwatch_log_group.this": {"logs:CreateLogStream", "logs:PutLogEvents"}}
