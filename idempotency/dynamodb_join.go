@@ -62,10 +62,11 @@ func (s *DynamoDBStore) notCompletedCheck(key string) types.ConditionCheck {
 // items after the completion's update, the update conditioned on the lease and on the
 // record being in progress. Conflicts with concurrent transactions are retried
 // (txjoin.RetryConflicts). A failed condition on the update is ErrLeaseLost, unless
-// the record turns out completed under this lease: a retried call whose first try was
-// committed (DynamoDB takes the SDK's retries of one call, which share a client request
-// token, as one), which is success. A failed condition on items is a
-// *joinCanceledError.
+// the record turns out completed under this lease: the SDK retried the call after its
+// first attempt was committed and its answer lost, and the retry met its own result,
+// which is success. (The SDK's retries carry the first attempt's client request token,
+// which DynamoDB answers as the first; a server that does not is covered here.) A
+// failed condition on items is a *joinCanceledError.
 func (s *DynamoDBStore) completeJoined(ctx context.Context, record Record, items []types.TransactWriteItem) error {
 	update, err := s.completion(record)
 	if err != nil {
