@@ -87,7 +87,7 @@ func TestLocalStepFunctionsServesTheCallbackPatternOnEmulator(t *testing.T) {
 	states := sfntest.Require(t)
 	queues := testenv.SQS(t)
 	queue := testenv.NewQueue(t, queues, testenv.QueueOptions{NoDeadLetterQueue: true})
-	machine := sfntest.NewStateMachine(t, states, callbackMachine(queue.URL, 2))
+	machine := sfntest.NewStateMachine(t, states, callbackMachine(sfntest.Target(t, queue), 2))
 	ctx := context.Background()
 
 	execution := sfntest.Start(t, states, machine, map[string]string{"order": "o-1"})
@@ -118,7 +118,7 @@ func TestLocalStepFunctionsCatchesTaskFailureOnEmulator(t *testing.T) {
 	states := sfntest.Require(t)
 	queues := testenv.SQS(t)
 	queue := testenv.NewQueue(t, queues, testenv.QueueOptions{NoDeadLetterQueue: true})
-	machine := sfntest.NewStateMachine(t, states, callbackMachine(queue.URL, 30))
+	machine := sfntest.NewStateMachine(t, states, callbackMachine(sfntest.Target(t, queue), 30))
 
 	execution := sfntest.Start(t, states, machine, map[string]string{"order": "o-2"})
 	token := receiveToken(t, queues, queue.URL)
@@ -142,7 +142,7 @@ func TestLocalStepFunctionsTimesOutASilentTaskOnEmulator(t *testing.T) {
 	states := sfntest.Require(t)
 	queues := testenv.SQS(t)
 	queue := testenv.NewQueue(t, queues, testenv.QueueOptions{NoDeadLetterQueue: true})
-	machine := callbackMachine(queue.URL, 1)
+	machine := callbackMachine(sfntest.Target(t, queue), 1)
 	job := machine["States"].(map[string]any)["Job"].(map[string]any)
 	job["Catch"] = []any{}
 	arn := sfntest.NewStateMachine(t, states, machine)

@@ -66,7 +66,7 @@ func newRig(t *testing.T, edit func(job map[string]any)) rig {
 	t.Helper()
 	r := rig{states: sfntest.Require(t), queues: testenv.SQS(t)}
 	r.queue = testenv.NewQueue(t, r.queues, testenv.QueueOptions{VisibilityTimeout: 10 * time.Second, MaxReceiveCount: 3})
-	job := taskState(r.queue.URL)
+	job := taskState(sfntest.Target(t, r.queue))
 	if edit != nil {
 		edit(job)
 	}

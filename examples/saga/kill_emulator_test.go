@@ -221,7 +221,7 @@ func TestSagaSurvivesAWorkerKilledMidStepOnEmulator(t *testing.T) {
 			queue := testenv.NewQueue(t, queues, testenv.QueueOptions{VisibilityTimeout: visibility, MaxReceiveCount: 5})
 			effectsTable, recordsTable := testenv.NewTable(t, tables), testenv.NewTable(t, tables)
 			ledger := saga.NewDynamoDBLedger(tables, effectsTable)
-			machine := sfntest.NewStateMachine(t, states, withHeartbeat(saga.Definition(queue.URL), tc.kill))
+			machine := sfntest.NewStateMachine(t, states, withHeartbeat(saga.Definition(sfntest.Target(t, queue)), tc.kill))
 			order := "order-kill-" + tc.kill
 
 			doomed := startDoomedWorker(t, tc.kill, queue.URL, effectsTable, recordsTable)

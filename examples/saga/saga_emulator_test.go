@@ -23,7 +23,7 @@ func TestSagaRunsAndCompensatesOnEmulator(t *testing.T) {
 	states := sfntest.Require(t)
 	queues := testenv.SQS(t)
 	queue := testenv.NewQueue(t, queues, testenv.QueueOptions{MaxReceiveCount: 5})
-	machine := sfntest.NewStateMachine(t, states, saga.Definition(queue.URL))
+	machine := sfntest.NewStateMachine(t, states, saga.Definition(sfntest.Target(t, queue)))
 	ledger := saga.NewLedger()
 	answer, err := tasktoken.New(tasktoken.Config{API: states, Token: tasktoken.BodyField("taskToken"), Queues: queues})
 	if err != nil {

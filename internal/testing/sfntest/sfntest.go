@@ -2,20 +2,27 @@
 // Step Functions, localstack/up) and state machines that are removed when the test ends.
 //
 // The local Step Functions sends a waitForTaskToken task's message only to LocalStack's
-// own SQS, so on the ElasticMQ run every test that uses it skips, naming the reason
-// ([Require]); the test summary lists each such skip.
+// own SQS. On the ElasticMQ lane a state machine therefore names a LocalStack queue that
+// [Target] forwards to the test's ElasticMQ queue, so the worker side (receives,
+// visibility, heartbeats, deletes, dead letters) runs on ElasticMQ while the state
+// machine and its task tokens stay LocalStack's (localstack/README.md, "Step Functions on
+// LocalStack").
 package sfntest
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 )
@@ -25,17 +32,88 @@ import (
 // worker queue (infra/terraform/modules/task-token-state-machine).
 const RoleARN = "arn:aws:iam::000000000000:role/sqsworker-test-state-machine"
 
-// Require skips the test on the ElasticMQ run (testenv.ElasticMQHasNoStepFunctions) and
-// returns a Step Functions client for LocalStack. It fails the test when
-// AWS_ENDPOINT_URL_SFN is not set (localstack/env sets it).
+// Require returns a Step Functions client for LocalStack. It fails the test when
+// AWS_ENDPOINT_URL_SFN is not set (localstack/env sets it, to LocalStack on both lanes).
 func Require(t testing.TB) *sfn.Client {
 	t.Helper()
-	testenv.SkipOn(t, testenv.ElasticMQHasNoStepFunctions)
 	cfg := testenv.AWSConfig(t)
 	if os.Getenv("AWS_ENDPOINT_URL_SFN") == "" {
 		t.Fatal("sfntest: AWS_ENDPOINT_URL_SFN is not set; run the tests with `make test`, which sets it from localstack/env")
 	}
 	return sfn.NewFromConfig(cfg)
+}
+
+// Target returns the queue URL a test's state machine names to send its task-token jobs
+// to queue (a queue of testenv.SQS). On LocalStack that is queue.URL. On ElasticMQ, whose
+// queues the local Step Functions cannot reach, it is a LocalStack queue made for the
+// test, and a forwarder owned by the test moves each message there, body and message
+// attributes as they are, to queue.URL (send, then delete: one copy each), until the test
+// ends. The forwarder's hop adds a few milliseconds to a job's way to its queue;
+// everything the worker does with the message happens on ElasticMQ.
+func Target(t testing.TB, queue testenv.Queue) string {
+	t.Helper()
+	if testenv.SQSEmulator() != testenv.ElasticMQ {
+		return queue.URL
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_SFN") // LocalStack: the same process serves its SQS
+	if endpoint == "" {
+		t.Fatal("sfntest: AWS_ENDPOINT_URL_SFN is not set; run the tests with `make test`, which sets it from localstack/env")
+	}
+	localstack := sqs.NewFromConfig(testenv.AWSConfig(t), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	inbox := testenv.NewQueue(t, localstack, testenv.QueueOptions{NoDeadLetterQueue: true})
+	elasticmq := testenv.SQS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		forward(ctx, t, localstack, inbox.URL, elasticmq, queue.URL)
+	}()
+	// Registered after the inbox's deletion, so it runs before it.
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return inbox.URL
+}
+
+// forward moves every message of from (on source) to to (on target) until ctx ends.
+func forward(ctx context.Context, t testing.TB, source *sqs.Client, from string, target *sqs.Client, to string) {
+	for ctx.Err() == nil {
+		output, err := source.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:              aws.String(from),
+			MaxNumberOfMessages:   10,
+			WaitTimeSeconds:       1,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Logf("sfntest: forwarder: receiving from %s: %v", from, err)
+				time.Sleep(100 * time.Millisecond) // a retry's pause, not a wait for a condition
+			}
+			continue
+		}
+		for _, message := range output.Messages {
+			if err := forwardOne(ctx, source, from, target, to, message); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("sfntest: forwarder: %v", err)
+			}
+		}
+	}
+}
+
+// forwardOne sends message to to, then deletes it from from.
+func forwardOne(ctx context.Context, source *sqs.Client, from string, target *sqs.Client, to string, message sqstypes.Message) error {
+	if _, err := target.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:          aws.String(to),
+		MessageBody:       message.Body,
+		MessageAttributes: message.MessageAttributes,
+	}); err != nil {
+		return errors.Join(errors.New("sending a task's message to "+to), err)
+	}
+	if _, err := source.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(from), ReceiptHandle: message.ReceiptHandle}); err != nil {
+		return errors.Join(errors.New("deleting a forwarded message from "+from), err)
+	}
+	return nil
 }
 
 // NewStateMachine creates a uniquely named standard state machine with the ASL

@@ -59,10 +59,6 @@ var (
 		"and ApproximateReceiveCount (the first receive after a native redrive shows 4 after 2 failed receives, so the next " +
 		"receive sends it straight back to the dead-letter queue); AWS redrives it as a new message, with a new message id and " +
 		"enqueue time, whose first receive shows 1"}
-	// ElasticMQHasNoStepFunctions: no state machine can send to an ElasticMQ queue here.
-	ElasticMQHasNoStepFunctions = Deviation{ElasticMQ, "the local Step Functions (LocalStack 4.14's) sends a " +
-		"waitForTaskToken task's message only to LocalStack's own SQS, and ElasticMQ has no Step Functions; on AWS a " +
-		"state machine sends to any SQS queue its role may send to, so the task-token and saga tests run on LocalStack only"}
 	// ElasticMQRejectsRepeatedDelete: a second delete of a deleted message fails.
 	ElasticMQRejectsRepeatedDelete = Deviation{ElasticMQ, "ElasticMQ 1.7.1 answers DeleteMessage with the receipt handle of a " +
 		"message that was already deleted with ReceiptHandleIsInvalid; AWS accepts it (the request succeeds)"}
