@@ -1,6 +1,6 @@
 # sqsworker. A fresh machine needs two commands:
 #   make demo   the webhook-delivery worker end to end on the local emulator
-#   make test   every test (unit and emulator)
+#   make test   every test (unit and emulator), on both SQS emulators
 # Each installs and starts only what it uses, when it is not there yet: make demo the
 # emulator (localstack/up: LocalStack SQS and moto), plus PostgreSQL with
 # DEMO_STORE=postgres; make test everything (make up).
@@ -16,7 +16,7 @@ LAMBDA_ARCHES ?= arm64 amd64
 DIST ?= dist
 IMAGE ?= sqsworker-webhook:dev
 
-.PHONY: help up up-emulator down test test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox saturation fuzz ui-screenshots
+.PHONY: help up up-emulator down test test-localstack test-stress test-elasticmq demo vet license-check tidy tidy-check release-require release install-check footprint lambda lambda-build-check image tf-validate soak soak-ci bench bench-elasticmq bench-ci bench-go bench-outbox saturation fuzz ui-screenshots
 
 ## help: list these targets, each with what it does
 help:
@@ -45,11 +45,16 @@ TESTSUMMARY = bin/testsummary
 $(TESTSUMMARY): $(wildcard internal/testing/testsummary/*.go)
 	$(GO) build -o $@ ./internal/testing/testsummary
 
-## test: start the emulator when needed, then run every test (unit and emulator)
+## test: start every service when needed, then run every test on both SQS emulators: every package with SQS on LocalStack, then the emulator packages again with SQS on ElasticMQ (scripts/test); ends with a line summing up both lanes
 # `work` is every package of every module in go.work (./... would stop at the nested go.mod
 # files of cmd/sqsworker, infra/terraform, bench and examples/webhook).
 test: up $(TESTSUMMARY)
-	$(EMULATOR_ENV) && set -o pipefail && $(GO) test -json $(GOTESTFLAGS) work 2>&1 | $(TESTSUMMARY)
+	localstack/elasticmq-up
+	GO=$(GO) GOTESTFLAGS='$(GOTESTFLAGS)' scripts/test both
+
+## test-localstack: make test's first lane alone: every test, SQS on LocalStack
+test-localstack: up $(TESTSUMMARY)
+	GO=$(GO) GOTESTFLAGS='$(GOTESTFLAGS)' scripts/test localstack
 
 # test-stress repeats the suite to find flaky tests (issue 9), then prints
 # "test-stress: P of N runs passed" and fails unless all did:
@@ -62,8 +67,7 @@ test: up $(TESTSUMMARY)
 STRESS_UNIT_COUNT ?= 200
 STRESS_RUNS ?= 5
 STRESS_UNIT_FLAGS ?= -race -count=$(STRESS_UNIT_COUNT) -timeout 120m
-EMULATOR_PKGS = $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' work \
-	| awk '/ github.com\/sqsworker\/sqsworker\/(internal\/testing\/testenv|outbox\/outboxtest)( |$$)/ {print $$1}'
+EMULATOR_PKGS = GO=$(GO) scripts/test packages
 
 ## test-stress: unit tests -race -count=STRESS_UNIT_COUNT (200), emulator packages STRESS_RUNS (5) times; prints how many runs passed
 test-stress: up $(TESTSUMMARY)
@@ -79,11 +83,10 @@ test-stress: up $(TESTSUMMARY)
 	echo "test-stress: $$passed of $$runs runs passed ($$(( $$(date +%s) - start )) s)"; \
 	test $$passed -eq $$runs
 
-## test-elasticmq: the emulator packages again with SQS on ElasticMQ (localstack/elasticmq-up; DynamoDB stays on moto)
+## test-elasticmq: make test's second lane alone: the emulator packages with SQS on ElasticMQ (localstack/elasticmq-up; DynamoDB stays on moto)
 test-elasticmq: up $(TESTSUMMARY)
 	localstack/elasticmq-up
-	@set -o pipefail; pkgs=$$($(EMULATOR_PKGS)) || exit 1; \
-	export SQSWORKER_SQS_EMULATOR=elasticmq && $(EMULATOR_ENV) && $(GO) test -json $(GOTESTFLAGS) $$pkgs 2>&1 | $(TESTSUMMARY)
+	GO=$(GO) GOTESTFLAGS='$(GOTESTFLAGS)' scripts/test elasticmq
 
 ## ui-screenshots: rewrite docs/ui-*.png (queues, a queue's charts, dead letters, dry run, idempotency, outbox), the operations page as the headless-Chromium test sees it
 ui-screenshots: up-emulator
