@@ -81,11 +81,14 @@ func ExampleBatches_Middleware() {
 	sqsworker.RegisterJSON(mux, "zip-pages", func(ctx context.Context, job zipJob) error {
 		return zipPages(ctx, job.Order)
 	})
-	var db *dynamodb.Client // dynamodb.NewFromConfig(cfg), as above
+	var db *dynamodb.Client     // dynamodb.NewFromConfig(cfg), as above
+	var jobs *producer.Producer // producer.New, as above: it re-sends a job not due yet
 	// MaxReceiveCount: the queue's redrive policy, so a last failed attempt ends a job.
 	// The idempotency records are kept as long as the batches' (Config.Retention), so each
 	// success is counted in the transaction that completes its record: one write more.
 	handler := sqsworker.Chain(mux,
+		// Outside the batch: a job not due yet is re-sent, and not counted (a hop returns nil).
+		sqsworker.DelayMiddleware(jobs),
 		b.Middleware(batches.MiddlewareConfig{MaxReceiveCount: 5}),
 		idempotency.Middleware(idempotency.NewDynamoDBStore(db, "sqsworker"), idempotency.Config{TTL: batches.DefaultRetention}))
 	_ = handler // run it on a poller or in a Lambda function

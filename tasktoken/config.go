@@ -52,7 +52,8 @@ type Config struct {
 	// Token says where the messages carry their task token. Required.
 	Token Token
 	// HeartbeatInterval is how often SendTaskHeartbeat is sent while the handler runs;
-	// zero sends none (the one before the handler is always sent). Set it well below the
+	// zero sends none (the one before a redelivered message's handler, receive count
+	// above 1, which asks whether the task is still open, is sent whatever this is). Set it well below the
 	// state's HeartbeatSeconds, for example a third of it, so a late or failed heartbeat
 	// does not time the task out.
 	HeartbeatInterval time.Duration
