@@ -62,11 +62,16 @@ func (o *Outbox) update(ctx context.Context, api API, id string, input *dynamodb
 	return output, true, nil
 }
 
-// claimItem claims it for a relay until until, with token, if it is still what the
-// index showed (same partition and key), due at now and claimed by no one. It returns
-// the item as stored (a consistent answer) and whether the claim was made.
+// claimItem claims it for token until until, on the condition that it is still the
+// entry the index showed (state and sequence), not claimed by another relay, and due.
+// It returns the item as stored and whether the claim was taken: false when the
+// condition failed. A claim the SDK retried after its answer was lost meets its own
+// result (the item claimed by token): that is a claim taken, not a failed condition, or
+// the entry would wait out the claim's lease unsent.
 func (o *Outbox) claimItem(ctx context.Context, api API, it dynamoItem, token string, now, until time.Time) (dynamoItem, bool, error) {
-	output, ok, err := o.update(ctx, api, it.entry.ID, &dynamodb.UpdateItemInput{
+	output, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(o.table),
+		Key:                 map[string]types.AttributeValue{dynamoKey: str(it.entry.ID)},
 		ConditionExpression: aws.String("#s = :s AND #q = :q AND (attribute_not_exists(#c) OR #c < :now) AND (attribute_not_exists(#n) OR #n <= :now)"),
 		UpdateExpression:    aws.String("SET #c = :until, #t = :t"),
 		ExpressionAttributeNames: map[string]string{
@@ -75,10 +80,15 @@ func (o *Outbox) claimItem(ctx context.Context, api API, it dynamoItem, token st
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":s": str(it.state), ":q": str(it.seq), ":now": num(now.UnixMilli()), ":until": num(until.UnixMilli()), ":t": str(token),
 		},
-		ReturnValues: types.ReturnValueAllNew,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil || !ok {
-		return dynamoItem{}, false, err
+	if failed, isFailed := errors.AsType[*types.ConditionalCheckFailedException](err); isFailed {
+		stored, isEntry := decodeEntry(sdkGetter(failed.Item))
+		return stored, isEntry && stored.claimBy == token, nil // taken: this claim's own earlier attempt
+	}
+	if err != nil {
+		return dynamoItem{}, false, fmt.Errorf("outbox: claiming entry %s in %s: %w", it.entry.ID, o.table, err)
 	}
 	stored, isEntry := decodeEntry(sdkGetter(output.Attributes))
 	return stored, isEntry, nil
