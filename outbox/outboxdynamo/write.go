@@ -48,13 +48,14 @@ func (o *Outbox) remove(ctx context.Context, api API, ids []string) error {
 }
 
 // update runs one conditional UpdateItem on entry id. It returns ok false, and no
-// error, when the condition failed.
+// error, when the condition failed; the output then holds the item as the failure
+// returned it (input.ReturnValuesOnConditionCheckFailure), if it asked for it.
 func (o *Outbox) update(ctx context.Context, api API, id string, input *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, bool, error) {
 	input.TableName = aws.String(o.table)
 	input.Key = map[string]types.AttributeValue{dynamoKey: str(id)}
 	output, err := api.UpdateItem(ctx, input)
-	if _, lost := errors.AsType[*types.ConditionalCheckFailedException](err); lost {
-		return nil, false, nil
+	if failed, lost := errors.AsType[*types.ConditionalCheckFailedException](err); lost {
+		return &dynamodb.UpdateItemOutput{Attributes: failed.Item}, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("outbox: updating entry %s in %s: %w", id, o.table, err)
@@ -69,9 +70,7 @@ func (o *Outbox) update(ctx context.Context, api API, id string, input *dynamodb
 // result (the item claimed by token): that is a claim taken, not a failed condition, or
 // the entry would wait out the claim's lease unsent.
 func (o *Outbox) claimItem(ctx context.Context, api API, it dynamoItem, token string, now, until time.Time) (dynamoItem, bool, error) {
-	output, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(o.table),
-		Key:                 map[string]types.AttributeValue{dynamoKey: str(it.entry.ID)},
+	output, ok, err := o.update(ctx, api, it.entry.ID, &dynamodb.UpdateItemInput{
 		ConditionExpression: aws.String("#s = :s AND #q = :q AND (attribute_not_exists(#c) OR #c < :now) AND (attribute_not_exists(#n) OR #n <= :now)"),
 		UpdateExpression:    aws.String("SET #c = :until, #t = :t"),
 		ExpressionAttributeNames: map[string]string{
@@ -83,14 +82,13 @@ func (o *Outbox) claimItem(ctx context.Context, api API, it dynamoItem, token st
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if failed, isFailed := errors.AsType[*types.ConditionalCheckFailedException](err); isFailed {
-		stored, isEntry := decodeEntry(sdkGetter(failed.Item))
-		return stored, isEntry && stored.claimBy == token, nil // taken: this claim's own earlier attempt
-	}
 	if err != nil {
-		return dynamoItem{}, false, fmt.Errorf("outbox: claiming entry %s in %s: %w", it.entry.ID, o.table, err)
+		return dynamoItem{}, false, err
 	}
 	stored, isEntry := decodeEntry(sdkGetter(output.Attributes))
+	if !ok { // taken only by this claim's own earlier attempt
+		return stored, isEntry && stored.claimBy == token, nil
+	}
 	return stored, isEntry, nil
 }
 
