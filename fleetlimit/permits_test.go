@@ -118,7 +118,10 @@ func TestAcquireShardedGivesExactlyTheLimit(t *testing.T) {
 	t.Parallel()
 	client := testenv.DynamoDB(t)
 	name := testenv.NewTable(t, client)
-	limiter := newLimiter(t, client, fleetlimit.Config{Table: name, Name: "wide", Concurrency: fleetlimit.SlotsPerItem + 4})
+	// A lease far longer than the test: the permits are never renewed here, and with the
+	// default 30 s a loaded machine (45 s for this loop, seen once) let the first ones
+	// expire and be taken again, which the count below would take for too many.
+	limiter := newLimiter(t, client, fleetlimit.Config{Table: name, Name: "wide", Concurrency: fleetlimit.SlotsPerItem + 4, Lease: time.Hour})
 	held := 0
 	shards := map[int]int{}
 	// Sequential acquisitions find free slots from what each failed write returns; with
