@@ -441,13 +441,22 @@ func (e *evaluation) checkSignals(terms, finals []signalEvent, unexpectedExits [
 	}
 }
 
+// inFlight bounds how long after a killed worker was reaped the counter may still stamp
+// a request it sent: the counter stamps a request when its handler runs, after reading
+// it from the socket, so a request sent just before the SIGKILL can be stamped after the
+// kill (seen in CI: an effect stamped 77 µs after the kill's own stamp, then repeated
+// by the redelivery, and reported as unexplained). A dead process sends nothing, so such
+// a request was sent before the kill.
+const inFlight = time.Second
+
 // killedAfter reports whether a request (delivery or effect) is explained by a SIGKILL:
 // its worker was killed within the handler timeout plus the idempotency store timeout
-// after it.
+// after sending it. A request is taken as sent before the kill when the counter stamped
+// it no later than inFlight after the worker was reaped.
 func (e *evaluation) killedAfter(r request) bool {
 	window := e.opts.handlerTimeout + 5*time.Second
 	for _, kill := range e.kills {
-		if kill.pid == r.pid && !kill.at.Before(r.at) && kill.at.Sub(r.at) <= window {
+		if kill.pid == r.pid && !r.at.After(kill.reaped.Add(inFlight)) && kill.at.Sub(r.at) <= window {
 			return true
 		}
 	}
@@ -467,7 +476,7 @@ func (e *evaluation) describe(key string) {
 		fmt.Printf("soak:   %s effect requests resent by the HTTP transport: %d\n", key, record.replays)
 	}
 	for _, kill := range e.kills {
-		fmt.Printf("soak:   kill pid=%d at=%s\n", kill.pid, kill.at.Format(time.RFC3339Nano))
+		fmt.Printf("soak:   kill pid=%d at=%s reaped=%s\n", kill.pid, kill.at.Format(time.RFC3339Nano), kill.reaped.Format(time.RFC3339Nano))
 	}
 }
 

@@ -46,7 +46,8 @@ type process struct {
 type signalEvent struct {
 	slot     int
 	pid      int
-	at       time.Time
+	at       time.Time     // when the signal was sent
+	reaped   time.Time     // SIGKILL: when the process was seen dead (its Wait returned)
 	exitCode int           // SIGTERM: the process's exit code
 	took     time.Duration // SIGTERM: from the signal to the exit
 }
@@ -136,6 +137,7 @@ func (f *fleet) kill(slot int) (signalEvent, error) {
 		return event, err
 	}
 	<-p.done
+	event.reaped = time.Now()
 	f.mu.Lock()
 	f.kills = append(f.kills, event)
 	f.mu.Unlock()
