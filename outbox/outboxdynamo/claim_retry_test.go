@@ -2,8 +2,7 @@ package outboxdynamo_test
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
+	"os"
 	"testing"
 	"time"
 
@@ -12,28 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sqsworker/sqsworker/internal/testing/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testing/testenv"
 	"github.com/sqsworker/sqsworker/outbox/outboxdynamo"
 	"github.com/sqsworker/sqsworker/outbox/outboxtest"
 )
-
-// lostClaimAnswers is a DynamoDB client whose claim writes are each made twice and
-// answered with the second result: what the relay sees when DynamoDB applied a claim,
-// its answer was lost and the SDK retried it (seen on a loaded moto).
-type lostClaimAnswers struct {
-	*dynamodb.Client
-	retried atomic.Int64
-}
-
-func (c *lostClaimAnswers) UpdateItem(ctx context.Context, input *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if !strings.HasPrefix(aws.ToString(input.UpdateExpression), "SET #c = :until, #t = :t") {
-		return c.Client.UpdateItem(ctx, input, optFns...)
-	}
-	if _, err := c.Client.UpdateItem(ctx, input, optFns...); err != nil {
-		return nil, err
-	}
-	c.retried.Add(1)
-	return c.Client.UpdateItem(ctx, input, optFns...)
-}
 
 // A claim whose first attempt was applied and whose answer was lost meets its own
 // result on the SDK's retry: the entries are this claim's, not another relay's, so they
@@ -43,8 +25,11 @@ func TestClaimRetriedAfterALostAnswerIsTaken(t *testing.T) {
 	t.Parallel()
 	h := newDynamoSuite(t)
 	entries := h.Commit(t, "https://sqs.us-east-1.amazonaws.com/000000000000/q", outboxtest.Job(1), outboxtest.Job(2), outboxtest.Job(3))
-	api := &lostClaimAnswers{Client: h.client}
-	store := outboxdynamo.NewStore(api, h.outbox, time.Minute)
+	// Every claim write is applied and its answer lost; the SDK's retry meets the claim.
+	proxy := faultproxy.New(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"))
+	proxy.SetRules(faultproxy.Rule{Operations: []string{"UpdateItem"}, RequestContains: "SET #c = :until, #t = :t", FirstAttempts: true, Fraction: 1, Reset: true})
+	client := dynamodb.NewFromConfig(testenv.AWSConfig(t), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+	store := outboxdynamo.NewStore(client, h.outbox, time.Minute)
 
 	claim, err := store.Claim(context.Background(), 10, 0)
 	require.NoError(t, err)
@@ -52,7 +37,17 @@ func TestClaimRetriedAfterALostAnswerIsTaken(t *testing.T) {
 	for _, c := range claim.Entries() {
 		claimed = append(claimed, c.Entry.ID)
 	}
-	assert.Equal(t, int64(3), api.retried.Load(), "every claim write was retried after its own success")
+	var resets, retries int
+	for _, call := range proxy.Calls() {
+		if call.Operation == "UpdateItem" && call.Fault == "reset" {
+			resets++
+		}
+		if call.Operation == "UpdateItem" && call.Attempt == 2 && call.Fault == "" {
+			retries++
+		}
+	}
+	assert.Equal(t, 3, resets, "every claim write lost its first answer")
+	assert.Equal(t, 3, retries, "and the SDK retried it")
 	assert.ElementsMatch(t, outboxtest.IDs(entries), claimed, "the entries are this claim's")
 	claim.Release(context.Background())
 

@@ -29,6 +29,10 @@ type Rule struct {
 	// contains this text (for example `#message = :message`: one UpdateItem among
 	// others).
 	RequestContains string
+	// FirstAttempts limits the rule to the SDK's first attempt of each call (the
+	// amz-sdk-request header's attempt=1): with Reset, every matching call loses its
+	// first answer and its retry is forwarded, as when an applied write's answer is lost.
+	FirstAttempts bool
 	// Fraction is the share of matching calls faulted, 0 to 1, spread evenly and
 	// deterministically: the n-th matching call is faulted when ⌊n·Fraction⌋ grows.
 	Fraction float64
@@ -121,6 +125,9 @@ func (p *Proxy) decide(operation string, attempt int, body []byte) *Rule {
 			continue
 		}
 		if rule.RequestContains != "" && !bytes.Contains(body, []byte(rule.RequestContains)) {
+			continue
+		}
+		if rule.FirstAttempts && attempt != 1 {
 			continue
 		}
 		rule.matched++
